@@ -1,34 +1,45 @@
 """Graph: variables and constants, tile mappings, codelets, vertices, streams, functions.
 
-A graph records what lives on which tile and which vertices run where. Nothing runs
-until an :class:`~poplar_py.engine.Engine` compiles the graph with its programs.
+A graph records what lives on which tile and which vertices run where, in tables that
+grow with the regions mapped and the vertices added, not with elements
+(:mod:`~poplar_py.mapping_table`, :mod:`~poplar_py.vertex_table`). Nothing runs until an
+:class:`~poplar_py.engine.Engine` freezes the graph into the IR (:meth:`Graph.freeze`)
+and compiles it with its programs.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from . import ir
 from .codelet_loading import caller_location, codelet_classes
+from .compiler.codelets import check_codelet
 from .errors import (
     GraphConnectionError,
     InvalidTileMappingError,
     PoplarError,
     PoplarTypeError,
     TensorCreationError,
+    UnknownFieldError,
     UnknownVertexTypeError,
 )
-from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexData, VertexRef
+from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexRef
+from .mapping_table import MappingTable
+from .program import Program
 from .target import Device, Target
-from .tensor import Interval, Tensor, VariableTable
+from .tensor import Interval, Tensor, concat
 from .types import Type, asType
-from .vertex import Direction, FieldKind, FieldSpec, Vertex
+from .variables import VariableRef, VariableTable
+from .vertex import Direction, FieldKind, Vertex
+from .vertex_table import NO_ROW, PERF, TILE, FieldSlot, VertexTable
 
 __all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "TensorCloneMethod",
-           "VariableMappingMethod", "VertexData", "VertexRef"]
+           "VariableMappingMethod", "VertexRef"]
 
 
 class VariableMappingMethod(enum.Enum):
@@ -45,6 +56,14 @@ class TensorCloneMethod(enum.Enum):
 PerfEstimator = Callable[..., Any]
 
 
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step if d > 1 else 0)
+        step *= d
+    return tuple(reversed(strides))
+
+
 class Graph:
     """A graph of tensors and vertices for one target.
 
@@ -56,16 +75,17 @@ class Graph:
         self._target = target.getTarget() if isinstance(target, Device) else target
         if not isinstance(self._target, Target):
             raise PoplarError(f"Graph needs a Target or a Device, got {target!r}")
+        self._num_tiles = self._target.getNumTiles()
         self._vars = VariableTable()
-        self._initial: dict[int, np.ndarray] = {}  # variable index -> values (constants, initial values)
+        self._mapping = MappingTable(self._vars)
+        self._vertices = VertexTable()
+        self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
         self._codelets: dict[str, type[Vertex]] = {}
-        self._compute_sets: list[ComputeSet] = []
-        self._cs_vertices: list[list[int]] = []
-        self._vertices: list[VertexData] = []
+        self._compute_sets: list[str] = []
         self._perf_estimators: dict[str, PerfEstimator] = {}
         self._host_handles: dict[str, HostHandle] = {}
         self._streams: dict[str, DataStream] = {}
-        self._functions: list[Any] = []
+        self._functions: list[Program] = []
 
     # ---- target and variables ----------------------------------------------------------------
     def getTarget(self) -> Target:
@@ -76,14 +96,10 @@ class Graph:
         if any(d < 0 for d in shape_t):
             raise TensorCreationError(f"variable '{name}': shape {list(shape)} has a negative dimension")
         name = name or f"{'constant' if constant else 'variable'}{self._vars.num_variables}"
-        _, base = self._vars.add(name, type_, shape_t, constant)
-        n = int(np.prod(shape_t, dtype=np.int64))
-        ids = np.arange(base, base + n, dtype=np.int64).reshape(shape_t)
-        if self._target.getNumTiles() == 1:
-            self._vars.tiles[base:base + n] = 0
-        t = Tensor(self._vars, type_, ids, name)
-        t._cache.update(aliases=False, constant=constant)  # known, so views need not search
-        return t
+        var = self._vars.add(name, type_, shape_t, constant)
+        if self._num_tiles == 1 and math.prod(shape_t):
+            self._mapping.set(var, 0, math.prod(shape_t), 0)
+        return Tensor(self._vars, type_, shape_t, var, 0, _contiguous_strides(shape_t), name)
 
     def addVariable(self, type_: Type | object, shape: Sequence[int], *args: Any) -> Tensor:
         """A new variable: ``addVariable(type, shape[, mappingMethod][, name])``."""
@@ -96,20 +112,19 @@ class Graph:
                 name = a
         t = self._new_variable(asType(type_), shape, name, constant=False)
         if method is VariableMappingMethod.LINEAR:
-            self._map_linearly(t)
+            n = t.numElements()
+            if n:
+                per_tile = -(-n // self._num_tiles)
+                begin = np.arange(0, n, per_tile, dtype=np.int64)
+                self._mapping.set_runs(t.runs().take_ranges(begin, np.minimum(begin + per_tile, n))[0],
+                                       np.arange(begin.size, dtype=np.int64))
         return t
-
-    def _map_linearly(self, t: Tensor) -> None:
-        n, tiles = t.numElements(), self._target.getNumTiles()
-        per_tile = -(-n // tiles) if n else 0
-        if n:
-            self._vars.tiles[t.ids.reshape(-1)] = np.arange(n) // per_tile
 
     def addConstant(self, type_: Type | object, shape: Sequence[int], values: Any, name: str = "") -> Tensor:
         """A constant tensor: values is a scalar (fills every element), a list or a numpy array."""
         type_ = asType(type_)
         t = self._new_variable(type_, shape, name, constant=True)
-        self._initial[self._vars.num_variables - 1] = self._values_for(t, values, "constant")  # the new one
+        self._initial[self._vars.num_variables - 1] = self._values_for(t, values, "constant")
         return t
 
     def _values_for(self, t: Tensor, values: Any, what: str) -> np.ndarray:
@@ -131,82 +146,112 @@ class Graph:
             type_, t, rest = asType(args[0]), args[1], args[2:]
         name = next((a for a in rest if isinstance(a, str)), kwargs.get("name", "")) or f"{t.name}.clone"
         new = self._new_variable(type_, t.shape(), name, constant=False)
-        self._vars.tiles[new.ids.reshape(-1)] = self._vars.tiles[t.ids.reshape(-1)]
+        pieces, tiles = self._mapping.tiles_of(t.runs())
+        mapped = tiles >= 0
+        if mapped.any():
+            start = pieces.flat_start(t.runs())[mapped]
+            flat = new.runs()
+            self._mapping.set_runs(flat.take_ranges(start, start + pieces.count[mapped])[0], tiles[mapped])
         return new
 
     def cloneN(self, t: Tensor, N: int, name: str = "") -> Tensor:
-        from .tensor import concat
         clones = [self.clone(t, f"{name or t.name}.clone{i}").expand([0]) for i in range(N)]
         return concat(clones, 0)
 
-    def getVariable(self, var: Any) -> Tensor:
-        index = var.index if hasattr(var, "index") else int(var)
-        base, n = self._vars.base(index), self._vars.size(index)
-        ids = np.arange(base, base + n, dtype=np.int64).reshape(self._vars.shapes[index])
-        return Tensor(self._vars, self._vars.types[index], ids, self._vars.names[index])
+    def getVariable(self, var: VariableRef | int) -> Tensor:
+        index = var.index if isinstance(var, VariableRef) else int(var)
+        shape = self._vars.shapes[index]
+        return Tensor(self._vars, self._vars.types[index], shape, index, 0, _contiguous_strides(shape),
+                      self._vars.names[index])
 
-    def isConstant(self, var: Any) -> bool:
-        return self._vars.is_constant[var.index if hasattr(var, "index") else int(var)]
+    def isConstant(self, var: VariableRef | int) -> bool:
+        return bool(self._vars.constant[var.index if isinstance(var, VariableRef) else int(var)])
 
     def setInitialValue(self, target: Tensor | FieldRef, values: Any) -> None:
         """Initial value of a variable at engine load, or of a vertex state field."""
         if isinstance(target, FieldRef):
             self._set_state(target, values)
             return
+        self._check_own(target, "setInitialValue")
         if target.containsConstant():
             raise PoplarError(f"setInitialValue: tensor '{target.name}' contains constants")
-        flat = target.ids.reshape(-1)
         vals = self._values_for(target, values, "initial value of")
-        for var in np.unique(self._vars.var_of(flat)).tolist():
-            base, n = self._vars.base(var), self._vars.size(var)
-            init = self._initial.setdefault(var, np.zeros(n, dtype=self._vars.types[var].dtype))
-            sel = (flat >= base) & (flat < base + n)
-            init[flat[sel] - base] = vals[sel].view(init.dtype) if vals.dtype.itemsize == init.itemsize \
-                else vals[sel]
+        var, offset = target.runs().elements()
+        for v in np.unique(var).tolist():
+            init = self._initial.setdefault(v, np.zeros(self._vars.sizes[v], dtype=self._vars.types[v].dtype))
+            sel = var == v
+            same_size = vals.dtype.itemsize == init.itemsize
+            init[offset[sel]] = vals[sel].view(init.dtype) if same_size else vals[sel]
+
+    def _check_own(self, t: object, what: str) -> Tensor:
+        if not isinstance(t, Tensor):
+            raise PoplarError(f"{what}: expected a Tensor, got {type(t).__name__}")
+        if t.variables is not self._vars:
+            raise PoplarError(f"{what}: tensor '{t.name}' belongs to another graph")
+        return t
 
     # ---- tile mapping ------------------------------------------------------------------------
-    def _check_tile(self, tile: int, what: str) -> int:
-        if not isinstance(tile, (int, np.integer)) or not 0 <= tile < self._target.getNumTiles():
+    def _check_tile(self, tile: object, what: str) -> int:
+        if not isinstance(tile, (int, np.integer)) or not 0 <= tile < self._num_tiles:  # type: ignore[operator]
             raise InvalidTileMappingError(
-                f"{what}: tile {tile} is out of range (the target has {self._target.getNumTiles()} tiles)")
-        return int(tile)
+                f"{what}: tile {tile} is out of range (the target has {self._num_tiles} tiles)")
+        return int(tile)  # type: ignore[call-overload]
 
     def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
         """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
         list of intervals over the flattened tensor."""
         if isinstance(target, VertexRef):
-            data = self._vertices[target.id]
-            data.tile = self._check_tile(mapping, data.describe())
+            self._vertices.put(target.id, TILE, self._check_tile(mapping, self._vertices.describe(target.id)))
             return
         if not isinstance(target, Tensor):
             raise PoplarError(f"setTileMapping: expected a Tensor or a VertexRef, got {target!r}")
-        flat = target.ids.reshape(-1)
+        self._check_own(target, "setTileMapping")
         if isinstance(mapping, (int, np.integer)):
-            self._vars.tiles[flat] = self._check_tile(mapping, f"tensor '{target.name}'")
+            tile = self._check_tile(mapping, f"tensor '{target.name}'")
+            run = target.as_run()
+            if run is not None and (run[3] in (1, -1) or run[2] <= 1):
+                var, offset, count, stride = run
+                if count:
+                    low = offset if stride > 0 else offset - count + 1
+                    self._mapping.set(var, low, low + count, tile)
+                return
+            runs = target.runs()
+            self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return
+        n = target.numElements()
+        begins, ends, tiles = [], [], []
         for tile, intervals in enumerate(mapping):
-            if intervals and tile >= self._target.getNumTiles():
+            if intervals and tile >= self._num_tiles:
                 self._check_tile(tile, f"tensor '{target.name}'")
             for iv in intervals:
                 b, e = int(iv[0]), int(iv[1])
-                if not 0 <= b <= e <= flat.size:
+                if not 0 <= b <= e <= n:
                     raise InvalidTileMappingError(
-                        f"tensor '{target.name}': interval [{b}, {e}) is outside its {flat.size} elements")
-                self._vars.tiles[flat[b:e]] = tile
+                        f"tensor '{target.name}': interval [{b}, {e}) is outside its {n} elements")
+                begins.append(b)
+                ends.append(e)
+                tiles.append(tile)
+        if begins:
+            runs, owner = target.runs().take_ranges(np.asarray(begins), np.asarray(ends))
+            self._mapping.set_runs(runs, np.asarray(tiles, dtype=np.int64)[owner])
 
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
-        tiles = self._vars.tiles[t.ids.reshape(-1)]
+        self._check_own(t, "getTileMapping")
+        result: list[list[Interval]] = [[] for _ in range(self._num_tiles)]
+        runs = t.runs()
+        if not len(runs):
+            return result
+        pieces, tiles = self._mapping.tiles_of(runs)
+        start = pieces.flat_start(runs)
         if requireComplete and (tiles < 0).any():
-            first = int(np.flatnonzero(tiles < 0)[0])
+            first = int(start[np.flatnonzero(tiles < 0)[0]])
             raise InvalidTileMappingError(
                 f"tensor '{t.name}' is not completely mapped: element {first} (flattened) has no tile")
-        result: list[list[Interval]] = [[] for _ in range(self._target.getNumTiles())]
-        if tiles.size == 0:
-            return result
-        starts = np.concatenate(([0], np.flatnonzero(np.diff(tiles) != 0) + 1))
-        ends = np.append(starts[1:], tiles.size)
-        for b, e, tile in zip(starts.tolist(), ends.tolist(), tiles[starts].tolist()):
+        new = np.concatenate(([True], tiles[1:] != tiles[:-1]))
+        first = np.flatnonzero(new)
+        ends = np.append(start[first[1:]], t.numElements())
+        for b, e, tile in zip(start[first].tolist(), ends.tolist(), tiles[first].tolist()):
             if tile >= 0:
                 result[tile].append(Interval(b, e))
         return result
@@ -219,8 +264,6 @@ class Graph:
         CodeletCompileError naming the file and line. A class with type parameters is a
         template: ``addVertex(cs, "Name<float>")`` instantiates and checks it.
         """
-        from .compiler.codelets import check_codelet
-
         added = False
         for cls in codelet_classes(src):
             if self._codelets.get(cls.vertexName) is cls:
@@ -236,8 +279,6 @@ class Graph:
 
     def _codelet(self, name: str, required: bool = True) -> type[Vertex] | None:
         """The class registered as ``name``, instantiating a template for ``"Name<float,int>"``."""
-        from .compiler.codelets import check_codelet
-
         cls = self._codelets.get(name)
         if cls is None and name.endswith(">") and "<" in name:
             base, args = name[:-1].split("<", 1)
@@ -261,125 +302,175 @@ class Graph:
 
     def addComputeSet(self, debugName: str = "") -> ComputeSet:
         cs = ComputeSet(len(self._compute_sets), debugName or f"cs{len(self._compute_sets)}")
-        self._compute_sets.append(cs)
-        self._cs_vertices.append([])
+        self._compute_sets.append(cs.name)
         return cs
 
     def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
         """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
-        cls = self._codelet(vertexType)
-        if not isinstance(cs, ComputeSet) or cs.id >= len(self._compute_sets):
+        cls = self._codelets.get(vertexType)
+        if cls is None or cls.typeParams:
+            cls = self._codelet(vertexType)
+        if type(cs) is not ComputeSet or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
-        vid = len(self._vertices)
-        self._vertices.append(VertexData(vid, vertexType, cls, cs.id, source=caller_location()))
-        self._cs_vertices[cs.id].append(vid)
-        ref = VertexRef(self, vid)
-        for name, value in (connections or {}).items():
-            self.connect(ref[name], value)
-        return ref
+        table = self._vertices
+        cid = table.class_id(cls)  # type: ignore[arg-type]
+        vid = table.add(cid, cs.id, caller_location())
+        if connections:
+            slots = table.fields[cid]
+            for name, value in connections.items():
+                self._connect(vid, slots, name, None, value)
+        return VertexRef(self, vid)
 
     def getNumVertices(self) -> int:
-        return len(self._vertices)
+        return self._vertices.num_vertices
 
-    def _field(self, ref: FieldRef) -> tuple[VertexData, FieldSpec]:
-        data = self._vertices[ref.vertex.id]
-        return data, data.cls.fields[ref.name]
+    def vertex_fields(self, vid: int) -> dict[str, FieldSlot]:
+        """The fields of vertex ``vid``'s class (for handles)."""
+        return self._vertices.slots(vid)
+
+    def describe_vertex(self, vid: int) -> str:
+        return self._vertices.describe(vid)
+
+    def _slot(self, vid: int, name: str) -> FieldSlot:
+        slot = self._vertices.slots(vid).get(name)
+        if slot is None:
+            raise UnknownFieldError(self.unknown_field(vid, name))
+        return slot
+
+    def unknown_field(self, vid: int, name: str) -> str:
+        cls = self._vertices.vertex_class(vid)
+        return (f"vertex type '{cls.vertexName}' has no field '{name}' "
+                f"(fields: {', '.join(cls.fields) or 'none'})")
 
     def connect(self, ref: FieldRef, value: Any) -> None:
         """Connect a field to a tensor, a list of tensors, or (Input fields) a constant value."""
-        data, spec = self._field(ref)
+        vid = ref.vertex.id
+        self._connect(vid, self._vertices.slots(vid), ref.name, ref.index, value)
+
+    def _connect(self, vid: int, slots: dict[str, FieldSlot], name: str, index: int | None,
+                 value: Any) -> None:
+        slot = slots.get(name)
+        if slot is None:
+            raise UnknownFieldError(self.unknown_field(vid, name))
+        table = self._vertices
 
         def where() -> str:  # built only for an error message
-            return f"{data.describe()} field '{ref.name}'"
+            return f"{table.describe(vid)} field '{name}'"
 
-        if spec.direction is Direction.STATE:
+        if slot.state:
             raise GraphConnectionError(f"{where()} is vertex state; set it with setInitialValue")
-        if ref.name in data.edges and ref.index is None:
+        if index is None and table.is_connected(vid, slot.index):
             raise GraphConnectionError(f"{where()} is already connected")
         if isinstance(value, (list, tuple)) and (not value or isinstance(value[0], Tensor)):
-            if spec.kind is not FieldKind.VECTOR_LIST or ref.index is not None:
-                raise GraphConnectionError(f"{where()} ({spec.describe()}) cannot take a list of tensors")
+            if not slot.is_list or index is not None:
+                raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot take a list of tensors")
             for t in value:
-                self._check_edge(where, spec, t, rank=1)
-            data.edges[ref.name] = list(value)
-            data.sizes[ref.name] = len(value)
+                self._check_edge(where, slot, t, 1)
+            for row, t in enumerate(value):
+                self._add_edge(vid, slot.index, row, t)
+            self._size_list(vid, slot, len(value))
             return
         if not isinstance(value, Tensor):
-            if spec.direction is not Direction.INPUT:
+            if slot.spec.direction is not Direction.INPUT:
                 raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-            shape = [] if spec.kind is FieldKind.SCALAR else [np.asarray(value).size]
-            value = self.addConstant(spec.type, shape, value, f"{where()} value")
-            self.setTileMapping(value, max(data.tile, 0))
-        if ref.index is not None:
-            self._connect_indexed(data, spec, ref, value, where)
+            shape = [] if slot.spec.kind is FieldKind.SCALAR else [np.asarray(value).size]
+            value = self.addConstant(slot.spec.type, shape, value, f"{where()} value")
+            self.setTileMapping(value, max(table.get(vid, TILE), 0))
+        if index is not None:
+            self._connect_indexed(vid, slot, index, value, where)
             return
-        self._check_edge(where, spec, value, spec.kind.value)  # the kind's value is the rank it takes
-        if spec.kind is FieldKind.VECTOR_LIST:
-            data.edges[ref.name] = [value[i] for i in range(value.dim(0))]
-            data.sizes[ref.name] = value.dim(0)
-        else:
-            data.edges[ref.name] = value
+        self._check_edge(where, slot, value, slot.rank)
+        if slot.is_list:
+            rows = value.dim(0)
+            block = value.block
+            if block is not None and rows:
+                var, offset, strides = block
+                table.add_rows(vid, slot.index, var, offset + np.arange(rows, dtype=np.int64) * strides[0],
+                               value.dim(1), strides[1])
+            else:
+                for row in range(rows):
+                    self._add_edge(vid, slot.index, row, value[row])
+            self._size_list(vid, slot, rows)
+            return
+        self._add_edge(vid, slot.index, NO_ROW, value)
+        table.mark_connected(vid, slot.index)
 
-    def _connect_indexed(self, data: VertexData, spec: FieldSpec, ref: FieldRef, t: Tensor,
+    def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
+        run = t.as_run()
+        if run is not None:
+            self._vertices.add_run(vid, field, row, *run)
+        else:
+            self._vertices.add_runs(vid, field, row, t.runs())
+
+    def _size_list(self, vid: int, slot: FieldSlot, size: int) -> None:
+        self._vertices.sizes[(vid, slot.index)] = size
+        self._vertices.listed.add((vid, slot.index))
+        self._vertices.mark_connected(vid, slot.index)
+
+    def _connect_indexed(self, vid: int, slot: FieldSlot, index: int, t: Tensor,
                          where: Callable[[], str]) -> None:
-        if spec.kind is not FieldKind.VECTOR_LIST:
+        if not slot.is_list:
             raise GraphConnectionError(
-                f"{where()} ({spec.describe()}) is not a list field and cannot be indexed")
-        size = data.sizes.get(ref.name)
+                f"{where()} ({slot.describe()}) is not a list field and cannot be indexed")
+        size = self._vertices.sizes.get((vid, slot.index))
         if size is None:
             raise GraphConnectionError(
-                f"{where()}: call setFieldSize before connecting {ref.name}[{ref.index}]")
-        if not 0 <= ref.index < size:  # type: ignore[operator]
-            raise GraphConnectionError(f"{where()}: index {ref.index} is out of range for size {size}")
-        self._check_edge(lambda: f"{where()}[{ref.index}]", spec, t, rank=1)
-        entries = data.edges.setdefault(ref.name, [None] * size)
-        entries[ref.index] = t
+                f"{where()}: call setFieldSize before connecting {slot.spec.name}[{index}]")
+        if not 0 <= index < size:
+            raise GraphConnectionError(f"{where()}: index {index} is out of range for size {size}")
+        self._check_edge(lambda: f"{where()}[{index}]", slot, t, rank=1)
+        self._add_edge(vid, slot.index, index, t)
 
-    @staticmethod
-    def _check_edge(where: Callable[[], str], spec: FieldSpec, t: Tensor, rank: int) -> None:
+    def _check_edge(self, where: Callable[[], str], slot: FieldSlot, t: Tensor, rank: int) -> None:
         if not isinstance(t, Tensor):
             raise GraphConnectionError(f"{where()}: expected a Tensor, got {type(t).__name__}")
-        if t.elementType() != spec.type:
-            raise PoplarTypeError(f"{where()} ({spec.describe()}) cannot be connected to tensor "
+        if t.variables is not self._vars:
+            raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to another graph")
+        if t.elementType() != slot.spec.type:
+            raise PoplarTypeError(f"{where()} ({slot.describe()}) cannot be connected to tensor "
                                   f"'{t.name}' of type {t.elementType()}")
         if t.rank() != rank:
-            raise GraphConnectionError(f"{where()} ({spec.describe()}) needs a rank-{rank} tensor; "
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) needs a rank-{rank} tensor; "
                                        f"tensor '{t.name}' has shape {t.shape()}")
-        if spec.direction.writes and t.containsConstant():
-            raise GraphConnectionError(f"{where()} ({spec.describe()}) writes, but tensor '{t.name}' "
+        if slot.writes and t.containsConstant():
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
                                        "contains constants")
-        if spec.direction.writes and t.containsAliases():
-            raise GraphConnectionError(f"{where()} ({spec.describe()}) writes, but tensor '{t.name}' "
+        if slot.writes and t.containsAliases():
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
                                        "contains aliased elements")
 
     def setFieldSize(self, ref: FieldRef, size: int) -> None:
-        data, spec = self._field(ref)
-        if spec.kind is FieldKind.SCALAR:
-            raise GraphConnectionError(f"{data.describe()} field '{ref.name}' is a scalar and has no size")
-        data.sizes[ref.name] = int(size)
-        if spec.kind is FieldKind.VECTOR_LIST and spec.is_edge:
-            data.edges.setdefault(ref.name, [None] * int(size))
+        vid = ref.vertex.id
+        slot = self._slot(vid, ref.name)
+        if slot.spec.kind is FieldKind.SCALAR:
+            raise GraphConnectionError(f"{self._vertices.describe(vid)} field '{ref.name}' is a scalar "
+                                       "and has no size")
+        if slot.is_list and not slot.state:
+            self._size_list(vid, slot, int(size))
+        else:
+            self._vertices.sizes[(vid, slot.index)] = int(size)
 
     def getFieldSize(self, ref: FieldRef) -> int:
-        data, _ = self._field(ref)
-        return data.sizes.get(ref.name, 0)
+        vid = ref.vertex.id
+        return self._vertices.sizes.get((vid, self._slot(vid, ref.name).index), 0)
 
     def _set_state(self, ref: FieldRef, values: Any) -> None:
-        data, spec = self._field(ref)
-        where = f"{data.describe()} field '{ref.name}'"
-        if spec.direction is not Direction.STATE:
-            raise GraphConnectionError(f"{where} is an edge ({spec.describe()}); connect a tensor instead")
+        vid = ref.vertex.id
+        slot = self._slot(vid, ref.name)
+        where = f"{self._vertices.describe(vid)} field '{ref.name}'"
+        if not slot.state:
+            raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
         arr = np.asarray(values)
-        if spec.kind is FieldKind.SCALAR and arr.size != 1:
+        if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
         with np.errstate(all="ignore"):
-            data.state[ref.name] = arr.reshape(-1).astype(spec.type.dtype)
-        if spec.kind is not FieldKind.SCALAR:
-            data.sizes[ref.name] = arr.size
+            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
+        if slot.spec.kind is not FieldKind.SCALAR:
+            self._vertices.sizes[(vid, slot.index)] = arr.size
 
     def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
         """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""
-        self._vertices[v.id].perf_estimate = int(cycles)
+        self._vertices.put(v.id, PERF, int(cycles))
 
     setCycleEstimate = setPerfEstimate
 
@@ -395,6 +486,7 @@ class Graph:
     def createHostWrite(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
         """Let ``engine.writeTensor(handle, array)`` write ``t`` from the host."""
         self._new_handle(handle)
+        self._check_own(t, f"createHostWrite('{handle}')")
         if t.containsConstant():
             raise PoplarError(f"createHostWrite('{handle}'): tensor '{t.name}' contains constants")
         self._host_handles[handle] = HostHandle(handle, t, write=True)
@@ -402,6 +494,7 @@ class Graph:
     def createHostRead(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
         """Let ``engine.readTensor(handle)`` read ``t`` back to the host."""
         self._new_handle(handle)
+        self._check_own(t, f"createHostRead('{handle}')")
         self._host_handles[handle] = HostHandle(handle, t, write=False)
 
     def addHostToDeviceFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
@@ -416,7 +509,25 @@ class Graph:
         self._streams[handle] = s
         return s
 
-    def addFunction(self, program: Any) -> Function:
+    def addFunction(self, program: Program) -> Function:
         """Register control code once; run it with ``program.Call(function)``."""
         self._functions.append(program)
         return Function(len(self._functions) - 1)
+
+    # ---- freezing ----------------------------------------------------------------------------
+    def freeze(self) -> ir.GraphIR:
+        """The graph as it is now, as an immutable IR (what an Engine compiles)."""
+        table = self._vertices
+        rows = table.vertex_columns()
+        mapping, tiles = self._mapping.snapshot()
+        num_cs = len(self._compute_sets)
+        vertices = ir.freeze_vertices(table.classes, rows, table.sources, num_cs, table.sizes, table.listed,
+                                      table.state, table.num_edges())
+        handles = {name: ir.HostHandleIR(name, h.write, h.tensor.runs(), h.tensor.elementType(),
+                                         tuple(h.tensor.shape()))
+                   for name, h in self._host_handles.items()}
+        edges = ir.freeze_edges(table.edge_columns(), rows[:, 1], num_cs)
+        return ir.GraphIR(
+            self._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
+            ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
+            tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators))

@@ -1,16 +1,17 @@
-"""Handles a graph hands out: compute sets, functions, streams, vertices and their fields."""
+"""Handles a graph hands out: compute sets, functions, streams, vertices and their fields.
+
+Handles are light: a vertex is its graph and id, a field its vertex, name and row;
+everything else lives in the graph's tables.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import GraphConnectionError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
-from .vertex import Vertex
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -56,49 +57,25 @@ class DataStream:
         return self.numElements_
 
 
-@dataclass
-class VertexData:
-    """Everything the graph knows about one vertex instance."""
-
-    id: int
-    type_name: str
-    cls: type[Vertex]
-    compute_set: int
-    tile: int = -1
-    edges: dict[str, Any] = field(default_factory=dict)  # field -> Tensor | list[Tensor | None]
-    state: dict[str, np.ndarray] = field(default_factory=dict)  # state field -> values
-    sizes: dict[str, int] = field(default_factory=dict)
-    perf_estimate: int | None = None
-    source: str = ""  # where the user's program created it
-
-    def describe(self) -> str:
-        return f"vertex {self.id} ({self.type_name}{', ' + self.source if self.source else ''})"
-
-    def edge_tensors(self) -> list[Tensor]:
-        """Every tensor connected to the vertex (list fields flattened; unconnected rows skipped)."""
-        return [t for value in self.edges.values()
-                for t in (value if isinstance(value, list) else (value,)) if t is not None]
-
-
 class VertexRef:
     """Handle to a vertex; ``v["field"]`` gives a :class:`FieldRef`."""
 
+    __slots__ = ("graph", "id")
+
     def __init__(self, graph: Graph, vid: int) -> None:
-        self._graph = graph
+        self.graph = graph
         self.id = vid
 
     def getId(self) -> int:
         return self.id
 
     def __getitem__(self, name: str) -> FieldRef:
-        data = self._graph._vertices[self.id]
-        if name not in data.cls.fields:
-            raise UnknownFieldError(f"vertex type '{data.type_name}' has no field '{name}' "
-                                    f"(fields: {', '.join(data.cls.fields) or 'none'})")
+        if name not in self.graph.vertex_fields(self.id):
+            raise UnknownFieldError(self.graph.unknown_field(self.id, name))
         return FieldRef(self, name, None)
 
     def __repr__(self) -> str:
-        return f"<VertexRef {self._graph._vertices[self.id].describe()}>"
+        return f"<VertexRef {self.graph.describe_vertex(self.id)}>"
 
 
 class FieldRef:
@@ -124,7 +101,7 @@ class FieldRef:
         return -1 if self.index is None else self.index
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostHandle:
     """A createHostWrite/createHostRead handle: a named tensor the host may write or read."""
 

@@ -22,94 +22,40 @@ report multiplies. The summary is printed from the report alone, so
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .compiler import lower as steps
-
-
-@dataclass(frozen=True)
-class StepCost:
-    kind: str  # "OnTileExecute", "DoExchange", "StreamCopy", "Sync"
-    sync: np.ndarray  # cycles per tile
-    exchange: np.ndarray  # on-chip exchange cycles per tile
-    host: np.ndarray  # host exchange cycles per tile
-    compute: np.ndarray  # cycles per tile, idle worker slots included
-    compute_active: np.ndarray  # cycles per tile, only slots that did work
-
-    @property
-    def cycles(self) -> int:
-        return int(self.sync.max(initial=0) + self.exchange.max(initial=0) + self.host.max(initial=0)
-                   + self.compute.max(initial=0))
-
-
-def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
-    return -(-a // b)
+from .compiler.costs import CostModel, RunRecord
+from .compiler.pipeline import Executable
 
 
 class Profile:
-    """Execution counts of an engine's steps, turned into cycles on demand."""
+    """An engine's compilation figures and run record, turned into the report on demand."""
 
-    def __init__(self, graph: Any, exe: Any) -> None:
+    def __init__(self, exe: Executable, record: RunRecord) -> None:
         self.exe = exe
-        self.target = exe.target
-        self.counts = [0] * len(exe.lowered.leaves)
-        self.runs: list[int] = []
-        self.compute_sums: dict[int, list] = {}  # Execute step id -> [compute, active] summed over runs
-        self.vertex_cycles: dict[str, list[int]] = {}  # vertex type -> [instances run, cycles]
-        self.graph_counts = {
-            "numVertices": len(graph._vertices), "numEdges": sum(len(v.edges) for v in graph._vertices),
-            "numVariables": graph._vars.num_variables, "numComputeSets": len(graph._compute_sets)}
-        self.compute_sets = [{"name": cs.name, "vertices": _vertex_counts(graph, cs.id)}
-                             for cs in graph._compute_sets]
-        n = self.target.getNumTiles()
-        relative = np.arange(n) % self.target.getTilesPerIPU() // 32 if self.target.relativeSyncDelay \
-            else np.zeros(n, dtype=np.int64)
-        self.barrier = self.target.syncCycles + relative  # cycles of one sync, per tile
+        self.record = record
+        self.model = CostModel(exe.graph.target)
+        graph = exe.graph
+        self.graph_counts = {"numVertices": len(graph.vertices), "numEdges": graph.vertices.num_edges,
+                             "numVariables": len(graph.variables), "numComputeSets": len(graph.compute_sets)}
+        self.compute_sets = [{"name": name, "vertices": _vertex_counts(exe, cs)}
+                             for cs, name in enumerate(graph.compute_sets)]
 
-    def begin_run(self, program: int) -> None:
-        self.runs.append(program)
-
-    def reset(self) -> None:
-        self.counts = [0] * len(self.counts)
-        self.runs = []
-        self.compute_sums = {}
-        self.vertex_cycles = {}
-
-    # ---- costs -------------------------------------------------------------------------------
-    def step_cost(self, step: steps.Step) -> StepCost:
-        t = self.target
-        traffic = self.exe.lowered.traffic[step.id]
-        zero = np.zeros(t.getNumTiles(), dtype=np.int64)
-        exchange = _ceil_div(np.maximum(traffic.bytes_in, traffic.bytes_out), t.getExchangeBytesPerCycle())
-        local = _ceil_div(traffic.bytes_local, t.getMemcpyBytesPerCycle())
-        if isinstance(step, (steps.StreamCopyStep, steps.PrintStep)):
-            total = int((traffic.bytes_in + traffic.bytes_out).sum())
-            host = np.full(t.getNumTiles(), -(-total // t.hostExchangeBytesPerCycle), dtype=np.int64)
-            return StepCost("StreamCopy", self.barrier, exchange, host, zero, zero)
-        if isinstance(step, steps.ExecuteStep):
-            compute, active = step.compute_set.compute_cycles(self, step.id)
-            return StepCost("OnTileExecute", self.barrier * step.compute_set.syncs, exchange, zero,
-                            compute + local, active + local)
-        kind = "Sync" if isinstance(step, steps.SyncStep) else "DoExchange"
-        return StepCost(kind, self.barrier, exchange, zero, local, local)
-
-    # ---- the report --------------------------------------------------------------------------
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
-        t = self.target
+        t = self.exe.graph.target
         layout = self.exe.layout
         n = t.getNumTiles()
         by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "host", "sync")}
         total = 0
         step_rows = []
         for step in self.exe.lowered.leaves:
-            count = self.counts[step.id]
+            count = self.record.counts[step.id]
             if not count:
                 continue
-            cost = self.step_cost(step)
+            cost = step.cost(self.model, self.record)
             for key, values in (("compute", cost.compute), ("computeActive", cost.compute_active),
                                 ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync)):
                 by_tile[key] += count * values
@@ -136,23 +82,27 @@ class Profile:
                         k: int(v[i]) for k, v in layout.usage.items() if v[i]}}} for i in range(n)],
             },
             "execution": {
-                "runs": [{"program": p} for p in self.runs],
+                "runs": [{"program": p} for p in self.record.runs],
                 "totalCycles": int(total),
                 "tileAverages": {k: float(v.mean()) if n else 0.0 for k, v in by_tile.items()},
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
                 "steps": step_rows,
                 "vertexTypes": [{"type": k, "instances": v[0], "cycles": v[1]}
-                                for k, v in sorted(self.vertex_cycles.items())],
+                                for k, v in sorted(self.record.vertex_cycles.items())],
             },
         }
 
 
-def _vertex_counts(graph: Any, cs_id: int) -> list[dict]:
-    counts: dict[str, int] = {}
-    for vid in graph._cs_vertices[cs_id]:
-        name = graph._vertices[vid].type_name
-        counts[name] = counts.get(name, 0) + 1
-    return [{"type": k, "count": v} for k, v in counts.items()]
+def _vertex_counts(exe: Executable, cs: int) -> list[dict]:
+    vertices = exe.graph.vertices
+    members = vertices.cls[vertices.in_compute_set(cs)]
+    if not members.size:
+        return []
+    _, first, counts = np.unique(members, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    classes = np.unique(members)[order]
+    return [{"type": vertices.classes[c].vertexName, "count": int(k)}
+            for c, k in zip(classes.tolist(), counts[order].tolist())]
 
 
 def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> str:

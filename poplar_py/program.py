@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from collections.abc import Sequence as SequenceT
 from typing import Any
 
-from .errors import ProgramError
-from .graph import ComputeSet, DataStream, Function
+from .errors import ProgramError, StreamError
+from .handles import ComputeSet, DataStream, Function
 from .tensor import Tensor
 from .types import INT, UNSIGNED_INT
 
@@ -99,8 +99,6 @@ class Copy(Program):
 
     @staticmethod
     def _check_stream(stream: DataStream, t: Tensor) -> None:
-        from .errors import StreamError
-
         if stream.elementType() != t.elementType():
             raise StreamError(f"stream '{stream.handle()}' carries {stream.elementType()} but tensor "
                               f"'{t.name}' is {t.elementType()}")

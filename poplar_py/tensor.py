@@ -1,22 +1,28 @@
-"""Tensors: views over variables that never copy data.
+"""Tensors: views of variable elements that never copy data.
 
-Every variable element has a global id. A :class:`Tensor` is an element type plus a
-numpy array of those ids shaped like the tensor, so every view (slice, reshape,
-dimShuffle, broadcast...) is a numpy operation on ids and aliases are repeated ids.
-The ids refer to the :class:`VariableTable` of the graph that created the tensor;
-tile mappings and memory addresses are looked up by id.
+A tensor is an element type, a shape and a description of which variable elements it
+views, in order. Nearly every view is one strided block of one variable (an offset and
+a stride per dimension, as a numpy view is), and views of it are plain arithmetic.
+Concatenations and a few other views are a set of blocks (:mod:`poplar_py.boxes`).
+What needs the elements in flattened order gets them as runs
+(:class:`~poplar_py.regions.Runs`): metadata grows with regions, never with elements.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from . import boxes as bx
 from .errors import PoplarTypeError, TensorCreationError
+from .regions import Runs, union
 from .types import Type, asType
+from .variables import VariableRef, VariableTable
+
+__all__ = ["Interval", "Tensor", "UpsampleMethod", "VariableRef", "VariableTable", "append", "concat"]
 
 
 class Interval(tuple):
@@ -38,87 +44,43 @@ class Interval(tuple):
         return f"[{self[0]}, {self[1]})"
 
 
-@dataclass(frozen=True)
-class VariableRef:
-    """Names one variable (or constant) of a graph."""
-
-    index: int
-    name: str
-
-
 class UpsampleMethod(enum.Enum):
     REPEAT = "REPEAT"
 
 
-class VariableTable:
-    """The graph's variables: a global id space of elements with types, names and tiles."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.types: list[Type] = []
-        self.shapes: list[tuple[int, ...]] = []
-        self.is_constant: list[bool] = []
-        self._bases: list[int] = []
-        self._bases_array: np.ndarray | None = None  # built when first needed after an add
-        self.num_elements = 0
-        self._tile = np.full(1024, -1, dtype=np.int32)
-
-    def add(self, name: str, type_: Type, shape: tuple[int, ...], constant: bool) -> tuple[int, int]:
-        """Register a variable; returns (variable index, first element id)."""
-        n = int(np.prod(shape, dtype=np.int64))
-        base = self.num_elements
-        self.names.append(name)
-        self.types.append(type_)
-        self.shapes.append(shape)
-        self.is_constant.append(constant)
-        self._bases.append(base)
-        self._bases_array = None
-        self.num_elements += n
-        if self.num_elements > self._tile.size:
-            grown = np.full(max(self.num_elements, 2 * self._tile.size), -1, dtype=np.int32)
-            grown[: self._tile.size] = self._tile
-            self._tile = grown
-        return len(self.names) - 1, base
-
-    @property
-    def num_variables(self) -> int:
-        return len(self.names)
-
-    def base(self, var: int) -> int:
-        return self._bases[var]
-
-    def size(self, var: int) -> int:
-        end = self._bases[var + 1] if var + 1 < len(self._bases) else self.num_elements
-        return end - self._bases[var]
-
-    def var_of(self, ids: np.ndarray) -> np.ndarray:
-        """Variable index of each element id."""
-        if self._bases_array is None:
-            self._bases_array = np.asarray(self._bases, dtype=np.int64)
-        return np.searchsorted(self._bases_array, ids, side="right") - 1
-
-    @property
-    def tiles(self) -> np.ndarray:
-        """Tile of every element id (-1 = unmapped); a view, writable by the graph."""
-        return self._tile[: self.num_elements]
-
-    def constant_mask(self) -> np.ndarray:
-        """Per-variable boolean array: is it a constant?"""
-        return np.asarray(self.is_constant, dtype=bool)
-
-
-def indices_overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    """Do two arrays of indices share a value? (A mask over the common range: linear time.)"""
-    low, high = max(int(a.min()), int(b.min())), min(int(a.max()), int(b.max()))
-    if low > high:
-        return False
-    seen = np.zeros(high - low + 1, dtype=bool)
-    seen[a[(a >= low) & (a <= high)] - low] = True
-    return bool(seen[b[(b >= low) & (b <= high)] - low].any())
-
-
 def _shape_str(shape: Sequence[int]) -> str:
     return "{" + ",".join(str(d) for d in shape) + "}"
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int]) -> tuple[int, ...] | None:
+    """Strides viewing a block of shape ``old`` as shape ``new`` without copying, or None
+    (numpy's rule: merged dimensions must continue each other in memory)."""
+    if math.prod(new) == 0:
+        return (0,) * len(new)
+    dims = [(d, s) for d, s in zip(old, strides) if d != 1]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(dims):
+        np_, op = new[ni], dims[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= dims[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if dims[k][1] != dims[k + 1][0] * dims[k + 1][1]:
+                return None
+        out[nj - 1] = dims[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(s if d != 1 else 0 for d, s in zip(new, out))
 
 
 class Tensor:
@@ -129,66 +91,104 @@ class Tensor:
     live in tile memory.
     """
 
-    __slots__ = ("_cache", "_ids", "_name", "_table", "_type")
+    __slots__ = ("_aliases", "_boxes", "_name", "_offset", "_runs", "_shape", "_strides", "_type", "_var",
+                 "_vars")
 
-    def __init__(self, table: VariableTable, type_: Type, ids: np.ndarray, name: str) -> None:
-        self._table = table
+    def __init__(self, variables: VariableTable, type_: Type, shape: tuple[int, ...], var: int, offset: int,
+                 strides: tuple[int, ...], name: str) -> None:
+        """One strided block of variable ``var`` (``var`` -1: see :meth:`from_boxes`)."""
+        self._vars = variables
         self._type = type_
-        self._ids = ids
+        self._shape = shape
+        self._var = var
+        self._offset = offset
+        self._strides = strides
         self._name = name
-        self._cache: dict[str, object] = {}
+        self._boxes: bx.Boxes | None = None
+        self._runs: Runs | None = None
+        self._aliases: bool | None = None
 
-    # ---- internals ---------------------------------------------------------------------------
-    def _view(self, ids: np.ndarray, op: str, type_: Type | None = None, aliasing: bool = False) -> Tensor:
-        name = self._name if len(self._name) < 120 else self._name[:117] + "..."
-        return self._derived(ids, f"{name}.{op}", type_, aliasing)
-
-    def _derived(self, ids: np.ndarray, name: str, type_: Type | None = None,
-                 aliasing: bool = False) -> Tensor:
-        """A view of some of this tensor's elements; what is known of them carries over."""
-        t = Tensor(self._table, type_ or self._type, ids, name)
-        if self._cache.get("constant") is False:
-            t._cache["constant"] = False
-        if not aliasing and self._cache.get("aliases") is False:
-            t._cache["aliases"] = False
+    @staticmethod
+    def from_boxes(variables: VariableTable, type_: Type, shape: tuple[int, ...], boxes: bx.Boxes,
+                   name: str) -> Tensor:
+        """The tensor of ``shape`` the boxes describe (one block when they are one)."""
+        single = bx.as_block(boxes, shape)
+        if single is not None:
+            return Tensor(variables, type_, shape, *single, name)
+        t = Tensor(variables, type_, shape, -1, 0, (), name)
+        t._boxes = boxes
         return t
 
+    # ---- internals ---------------------------------------------------------------------------
+    def _op_name(self, op: str) -> str:
+        name = self._name if len(self._name) < 120 else self._name[:117] + "..."
+        return f"{name}.{op}"
+
+    def _block_view(self, shape: tuple[int, ...], offset: int, strides: tuple[int, ...], name: str,
+                    type_: Type | None = None) -> Tensor:
+        return Tensor(self._vars, type_ or self._type, shape, self._var, offset, strides, name)
+
+    def _general_view(self, shape: tuple[int, ...], boxes: bx.Boxes, name: str) -> Tensor:
+        return Tensor.from_boxes(self._vars, self._type, shape, boxes, name)
+
+    def _as_boxes(self) -> bx.Boxes:
+        if self._boxes is not None:
+            return self._boxes
+        return bx.block(self._var, self._offset, self._shape, self._strides)
+
     def _error(self, message: str) -> TensorCreationError:
-        return TensorCreationError(f"tensor '{self._name}' (shape {_shape_str(self.shape())}): {message}")
+        return TensorCreationError(f"tensor '{self._name}' (shape {_shape_str(self._shape)}): {message}")
 
-    def _check_dim(self, dim: int, what: str = "dim") -> int:
-        if not isinstance(dim, (int, np.integer)) or not 0 <= dim < self.rank():
-            raise self._error(f"{what} {dim} is out of range for a rank-{self.rank()} tensor")
-        return int(dim)
+    def _check_dim(self, dim: object, what: str = "dim") -> int:
+        if not _is_int(dim) or not 0 <= dim < len(self._shape):  # type: ignore[operator]
+            raise self._error(f"{what} {dim} is out of range for a rank-{len(self._shape)} tensor")
+        return int(dim)  # type: ignore[call-overload]
 
+    # ---- what the compiler reads --------------------------------------------------------------
     @property
-    def ids(self) -> np.ndarray:
-        """Global element ids, shaped like the tensor (read-only view)."""
-        return self._ids
-
-    @property
-    def table(self) -> VariableTable:
-        return self._table
+    def variables(self) -> VariableTable:
+        """The variable table of the graph the tensor belongs to."""
+        return self._vars
 
     @property
     def name(self) -> str:
         return self._name
 
-    def _flat_ids(self) -> np.ndarray:
-        return self._ids.reshape(-1)
+    @property
+    def block(self) -> tuple[int, int, tuple[int, ...]] | None:
+        """``(var, offset, strides)`` when the view is one strided block, else None."""
+        return None if self._var < 0 else (self._var, self._offset, self._strides)
+
+    def as_run(self) -> tuple[int, int, int, int] | None:
+        """``(var, offset, count, stride)`` when the view is a scalar or a 1-D block, else None."""
+        if self._var < 0 or len(self._shape) > 1:
+            return None
+        if self._shape:
+            return self._var, self._offset, self._shape[0], self._strides[0]
+        return self._var, self._offset, 1, 1
+
+    def runs(self) -> Runs:
+        """The elements in flattened order, as merged runs."""
+        if self._runs is None:
+            if self._var >= 0 and len(self._shape) <= 1:
+                n = self._shape[0] if self._shape else 1
+                self._runs = Runs.single(self._var, self._offset, n, self._strides[0] if self._shape else 1)
+            else:
+                self._runs = bx.to_runs(self._as_boxes(), self._shape)
+        return self._runs
 
     # ---- queries -----------------------------------------------------------------------------
     def shape(self) -> list[int]:
-        return list(self._ids.shape)
+        return list(self._shape)
 
     def dim(self, i: int) -> int:
-        return self._ids.shape[self._check_dim(i)]
+        return self._shape[self._check_dim(i)]
 
     def rank(self) -> int:
-        return self._ids.ndim
+        return len(self._shape)
 
     def numElements(self) -> int:
-        return int(self._ids.size)
+        return math.prod(self._shape)
 
     def elementType(self) -> Type:
         return self._type
@@ -197,7 +197,7 @@ class Tensor:
         return True
 
     def getDebugStr(self) -> str:
-        return f"{self._name}: {self._type} {_shape_str(self.shape())}"
+        return f"{self._name}: {self._type} {_shape_str(self._shape)}"
 
     def getVarStr(self) -> str:
         return self._name
@@ -206,102 +206,155 @@ class Tensor:
         return f"<Tensor {self.getDebugStr()}>"
 
     def __len__(self) -> int:
-        if self.rank() == 0:
+        if not self._shape:
             raise TypeError(f"tensor '{self._name}' is a scalar and has no len()")
-        return self._ids.shape[0]
+        return self._shape[0]
 
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
 
     def containsAliases(self) -> bool:
-        if "aliases" not in self._cache:
-            flat = self._flat_ids()
-            self._cache["aliases"] = bool(flat.size != np.unique(flat).size)
-        return bool(self._cache["aliases"])
+        """Does some element appear twice in the view?"""
+        if self._aliases is None:
+            if self._var >= 0:
+                self._aliases = any(d > 1 and s == 0 for d, s in zip(self._shape, self._strides))
+            else:
+                runs = self.runs()
+                if bool(((runs.stride == 0) & (runs.count > 1)).any()):
+                    self._aliases = True
+                else:
+                    lo, hi, _ = runs.unit_intervals(self._vars.bases)
+                    ulo, uhi = union(lo, hi)
+                    self._aliases = int((uhi - ulo).sum()) < runs.num_elements
+        return self._aliases
 
     def containsConstant(self) -> bool:
-        if "constant" not in self._cache:
-            flat = self._flat_ids()
-            constant = self._table.constant_mask()
-            self._cache["constant"] = bool(flat.size and constant.any()
-                                           and constant[self._table.var_of(flat)].any())
-        return bool(self._cache["constant"])
+        if self._var >= 0:
+            return bool(self._vars.constant[self._var]) and self.numElements() > 0
+        return bool(self._vars.constant[np.unique(self._as_boxes().var)].any())
 
     def isParallelWriteable(self) -> bool:
         return not (self.containsAliases() or self.containsConstant())
 
-    def _region_starts(self) -> np.ndarray:
-        """Flat positions where a new contiguous run of one variable starts."""
-        flat = self._flat_ids()
-        if flat.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        breaks = np.flatnonzero(np.diff(flat) != 1) + 1
-        if self._table.num_variables > 1:
-            var = self._table.var_of(flat)
-            breaks = np.union1d(breaks, np.flatnonzero(np.diff(var) != 0) + 1)
-        return np.concatenate(([0], breaks)).astype(np.int64)
+    def _region_starts(self) -> tuple[Runs, np.ndarray]:
+        """Flat positions where a run of consecutive elements of one variable starts."""
+        runs = self.runs()
+        if len(runs) == 0:
+            return runs, np.zeros(0, np.int64)
+        starts = runs.starts()
+        cont = (runs.var[1:] == runs.var[:-1]) & (runs.offset[1:] == runs.last()[:-1] + 1)
+        first = starts[np.concatenate(([True], ~cont))]
+        inner = np.flatnonzero((runs.stride != 1) & (runs.count > 1))
+        if inner.size:
+            counts = runs.count[inner] - 1
+            owner = np.repeat(inner, counts)
+            within = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
+            first = np.union1d(first, starts[owner] + within + 1)
+        return runs, first
 
     def getContiguousRegions(self) -> list[Interval]:
         """Intervals of the flattened view whose elements are consecutive in one variable."""
-        starts = self._region_starts()
+        _, starts = self._region_starts()
         ends = np.append(starts[1:], self.numElements())
         return [Interval(b, e) for b, e in zip(starts.tolist(), ends.tolist())]
 
     def isContiguous(self) -> bool:
-        return self.numElements() > 0 and self._region_starts().size == 1
+        return self.numElements() > 0 and self._region_starts()[1].size == 1
 
     def getVarRegions(self) -> list[tuple[VariableRef, Interval]]:
         """The runs of the view as (variable, interval in that variable's elements)."""
-        flat = self._flat_ids()
-        out = []
-        for region in self.getContiguousRegions():
-            first = int(flat[region.begin()])
-            var = int(self._table.var_of(np.asarray([first]))[0])
-            offset = first - self._table.base(var)
-            out.append((VariableRef(var, self._table.names[var]),
-                        Interval(offset, offset + region.size())))
-        return out
+        runs, starts = self._region_starts()
+        if not starts.size:
+            return []
+        ends = np.append(starts[1:], self.numElements())
+        run = np.searchsorted(runs.starts(), starts, side="right") - 1
+        offset = runs.offset[run] + (starts - runs.starts()[run]) * runs.stride[run]
+        rows = zip(runs.var[run].tolist(), offset.tolist(), starts.tolist(), ends.tolist())
+        return [(self._vars.ref(v), Interval(o, o + e - b)) for v, o, b, e in rows]
 
     def intersectsWith(self, other: Tensor) -> bool:
-        if other._table is not self._table or not self.numElements() or not other.numElements():
+        if other._vars is not self._vars or not self.numElements() or not other.numElements():
             return False
-        return indices_overlap(self._flat_ids(), other._flat_ids())
+        a_lo, a_hi = union(*self.runs().unit_intervals(self._vars.bases)[:2])
+        b_lo, b_hi = union(*other.runs().unit_intervals(self._vars.bases)[:2])
+        k = np.searchsorted(b_hi, a_lo, side="right")  # first b ending after each a starts
+        inside = k < b_lo.size
+        return bool((b_lo[k[inside]] < a_hi[inside]).any())
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Tensor) and other._table is self._table
-                and other._type == self._type and other._ids.shape == self._ids.shape
-                and bool(np.array_equal(other._ids, self._ids)))
+        if not (isinstance(other, Tensor) and other._vars is self._vars and other._type == self._type
+                and other._shape == self._shape):
+            return False
+        if self.block is not None and self.block == other.block:
+            return True
+        a, b = self.runs(), other.runs()
+        if len(a) == len(b) and all(np.array_equal(getattr(a, f), getattr(b, f))
+                                    for f in ("var", "offset", "count", "stride")):
+            return True
+        return all(np.array_equal(x, y) for x, y in zip(a.elements(), b.elements()))
 
     def __hash__(self) -> int:
         return id(self)
 
     # ---- indexing and slicing ----------------------------------------------------------------
     def __getitem__(self, key: object) -> Tensor:
-        if type(key) is int and self._ids.ndim and -self._ids.shape[0] <= key < self._ids.shape[0]:
-            return self._derived(self._ids[key], f"{self._name}[{key}]")  # the common case, fast
+        if type(key) is int and self._var >= 0 and self._shape and -self._shape[0] <= key < self._shape[0]:
+            i = key + self._shape[0] if key < 0 else key  # the common case, fast
+            return Tensor(self._vars, self._type, self._shape[1:], self._var,
+                          self._offset + i * self._strides[0], self._strides[1:], f"{self._name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
-        if len(keys) > self.rank():
-            raise self._error(f"too many indices ({len(keys)}) for a rank-{self.rank()} tensor")
-        ids = self._ids
-        parts = []
+        if len(keys) > len(self._shape):
+            raise self._error(f"too many indices ({len(keys)}) for a rank-{len(self._shape)} tensor")
+        lo, hi, steps, dropped, parts = [], [], [], [], []
         for axis, k in enumerate(keys):
-            size = self._ids.shape[axis]
-            if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
-                i = int(k)
+            size = self._shape[axis]
+            if _is_int(k):
+                i = int(k)  # type: ignore[call-overload]
                 if not -size <= i < size:
                     raise self._error(f"index {i} is out of range for dimension {axis} of size {size}")
-                parts.append(str(i))
+                i = i + size if i < 0 else i
+                lo.append(i)
+                hi.append(i + 1)
+                steps.append(1)
+                dropped.append(axis)
+                parts.append(str(int(k)))  # type: ignore[call-overload]
             elif isinstance(k, slice):
                 if k.step is not None and k.step <= 0:
                     raise self._error(f"slice step must be positive, got {k.step}")
+                start, stop, step = k.indices(size)
+                count = len(range(start, stop, step))
+                lo.append(start)
+                hi.append(start + (count - 1) * step + 1 if count else start)
+                steps.append(step)
                 parts.append(f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
                              + ("" if k.step is None else f":{k.step}"))
             else:
                 raise self._error(f"cannot index with {k!r}; use integers and slices")
-        ids = ids[keys]
-        return self._view(ids, "[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
-            self._derived(ids, f"{self._name}[{parts[0]}]")
+        name = self._op_name("[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
+            f"{self._name}[{parts[0]}]"
+        return self._select(lo, hi, steps, dropped, name)
+
+    def _select(self, lo: list[int], hi: list[int], steps: list[int], dropped: list[int],
+                name: str) -> Tensor:
+        """Indices ``lo[d] <= i < hi[d]`` by ``steps[d]`` of the leading dimensions; the
+        ``dropped`` ones (indexed by an integer) disappear."""
+        n = len(self._shape)
+        lo = lo + [0] * (n - len(lo))
+        hi = hi + list(self._shape[len(hi):])
+        steps = steps + [1] * (n - len(steps))
+        sizes = [-(-(h - b) // k) for b, h, k in zip(lo, hi, steps)]
+        keep = [d for d in range(n) if d not in dropped]
+        shape = tuple(sizes[d] for d in keep)
+        if self._var >= 0:
+            offset = self._offset + sum(b * s for b, s in zip(lo, self._strides))
+            strides = tuple(self._strides[d] * steps[d] if sizes[d] > 1 else 0 for d in keep)
+            return self._block_view(shape, offset, strides, name)
+        boxes = bx.window(self._as_boxes(), lo, hi)
+        for d, k in enumerate(steps):
+            if k > 1:
+                boxes = bx.subsample(boxes, d, k)
+        return self._general_view(shape, bx.drop(boxes, dropped), name)
 
     def index(self, indices: Sequence[int]) -> Tensor:
         t = self
@@ -315,23 +368,30 @@ class Tensor:
             return self.slice(begin.begin(), begin.end(), dim if end is None else end)
         if isinstance(begin, (list, tuple)) or isinstance(end, (list, tuple)):
             begin, end = list(begin), list(end)
-            if len(begin) != len(end) or len(begin) > self.rank():
+            if len(begin) != len(end) or len(begin) > len(self._shape):
                 raise self._error(f"slice begin {begin} and end {end} must have equal lengths "
-                                  f"of at most the rank {self.rank()}")
+                                  f"of at most the rank {len(self._shape)}")
             for d, (b, e) in enumerate(zip(begin, end)):
                 self._check_bounds(b, e, d)
-            ids = self._ids[tuple(slice(b, e) for b, e in zip(begin, end))]
-            return self._view(ids, f"slice({begin},{end})")
+            return self._select([int(b) for b in begin], [int(e) for e in end], [], [],
+                                self._op_name(f"slice({begin},{end})"))
         dim = self._check_dim(dim)
         self._check_bounds(begin, end, dim)
-        index = [slice(None)] * self.rank()
-        index[dim] = slice(int(begin), int(end))
-        return self._view(self._ids[tuple(index)], f"slice({begin},{end},{dim})")
+        b, e = int(begin), int(end)
+        if self._var >= 0:
+            size = e - b
+            shape = self._shape[:dim] + (size,) + self._shape[dim + 1:]
+            strides = self._strides if size > 1 or self._shape[dim] <= 1 else \
+                self._strides[:dim] + (0,) + self._strides[dim + 1:]
+            return self._block_view(shape, self._offset + b * self._strides[dim], strides,
+                                    self._op_name(f"slice({begin},{end},{dim})"))
+        lo = [0] * dim + [b]
+        hi = list(self._shape[:dim]) + [e]
+        return self._select(lo, hi, [], [], self._op_name(f"slice({begin},{end},{dim})"))
 
-    def _check_bounds(self, begin: int, end: int, dim: int) -> None:
-        size = self._ids.shape[dim]
-        if not (isinstance(begin, (int, np.integer)) and isinstance(end, (int, np.integer))
-                and 0 <= begin <= end <= size):
+    def _check_bounds(self, begin: object, end: object, dim: int) -> None:
+        size = self._shape[dim]
+        if not (_is_int(begin) and _is_int(end) and 0 <= begin <= end <= size):  # type: ignore[operator]
             raise self._error(f"slice [{begin}, {end}) is out of range for dimension {dim} of size {size}")
 
     def slices(self, intervals: Iterable, dim: int = 0) -> list[Tensor]:
@@ -345,40 +405,56 @@ class Tensor:
 
     # ---- reshaping ---------------------------------------------------------------------------
     def reshape(self, shape: Sequence[int]) -> Tensor:
-        shape = [int(d) for d in shape]
-        if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.int64)) != self.numElements():
-            raise self._error(f"cannot reshape {self.numElements()} elements to {_shape_str(shape)}")
-        return self._view(self._ids.reshape(shape), f"reshape({_shape_str(shape)})")
+        new = tuple(int(d) for d in shape)
+        if any(d < 0 for d in new) or math.prod(new) != self.numElements():
+            raise self._error(f"cannot reshape {self.numElements()} elements to {_shape_str(new)}")
+        return self._reshaped(new, self._op_name(f"reshape({_shape_str(new)})"))
+
+    def _reshaped(self, new: tuple[int, ...], name: str) -> Tensor:
+        if self._var >= 0:
+            strides = _nocopy_strides(self._shape, self._strides, new)
+            if strides is not None:
+                return self._block_view(new, self._offset, strides, name)
+        return self._general_view(new, bx.from_runs(self.runs(), new), name)
 
     def reshapePartial(self, begin: int, end: int, newDims: Sequence[int]) -> Tensor:
         if not 0 <= begin <= end <= self.rank():
             raise self._error(f"reshapePartial dims [{begin}, {end}) are out of range")
         old = self.shape()
-        if int(np.prod(old[begin:end], dtype=np.int64)) != int(np.prod(newDims, dtype=np.int64)):
+        if math.prod(old[begin:end]) != math.prod(newDims):
             raise self._error(f"reshapePartial cannot turn dims {old[begin:end]} into {list(newDims)}")
         return self.reshape(old[:begin] + list(newDims) + old[end:])
 
     def flatten(self, dimBegin: int | None = None, dimEnd: int | None = None) -> Tensor:
         if dimBegin is None:
-            return self._view(self._ids.reshape(-1), "flatten()")
+            return self._reshaped((self.numElements(),), self._op_name("flatten()"))
         if dimEnd is None or not 0 <= dimBegin < dimEnd <= self.rank():
             raise self._error(f"flatten dims [{dimBegin}, {dimEnd}) are out of range")
         s = self.shape()
-        return self.reshape(s[:dimBegin] + [int(np.prod(s[dimBegin:dimEnd]))] + s[dimEnd:])
+        return self.reshape(s[:dimBegin] + [math.prod(s[dimBegin:dimEnd])] + s[dimEnd:])
+
+    def _permuted(self, perm: list[int], name: str) -> Tensor:
+        shape = tuple(self._shape[p] for p in perm)
+        if self._var >= 0:
+            return self._block_view(shape, self._offset, tuple(self._strides[p] for p in perm), name)
+        return self._general_view(shape, bx.permute(self._boxes, perm), name)  # type: ignore[arg-type]
 
     def dimShuffle(self, permutation: Sequence[int]) -> Tensor:
         """Output dim ``i`` is input dim ``permutation[i]``."""
         perm = [int(p) for p in permutation]
         if sorted(perm) != list(range(self.rank())):
             raise self._error(f"{perm} is not a permutation of the {self.rank()} dimensions")
-        return self._view(self._ids.transpose(perm), f"dimShuffle({perm})")
+        return self._permuted(perm, self._op_name(f"dimShuffle({perm})"))
 
     def dimShufflePartial(self, source: Sequence[int], destination: Sequence[int]) -> Tensor:
         src, dst = list(source), list(destination)
         if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst) \
                 or any(not 0 <= d < self.rank() for d in src + dst):
             raise self._error(f"dimShufflePartial({src}, {dst}) names invalid dimensions")
-        return self._view(np.moveaxis(self._ids, src, dst), f"dimShufflePartial({src},{dst})")
+        perm = [d for d in range(self.rank()) if d not in src]
+        for d, s in sorted(zip(dst, src)):
+            perm.insert(d, s)
+        return self._permuted(perm, self._op_name(f"dimShufflePartial({src},{dst})"))
 
     def dimRoll(self, dimIdx: int, newIdx: int = 0) -> Tensor:
         return self.dimShufflePartial([dimIdx], [newIdx])
@@ -386,54 +462,85 @@ class Tensor:
     def transpose(self) -> Tensor:
         if self.rank() != 2:
             raise self._error("transpose() needs a rank-2 tensor; use dimShuffle")
-        return self._view(self._ids.T, "transpose()")
+        return self._permuted([1, 0], self._op_name("transpose()"))
 
     def expand(self, indices: Sequence[int]) -> Tensor:
         """Insert a size-1 dimension before each listed (original) dimension index."""
         idx = sorted(int(i) for i in indices)
         if any(not 0 <= i <= self.rank() for i in idx):
             raise self._error(f"expand indices {list(indices)} must lie in [0, {self.rank()}]")
-        shape = self.shape()
-        for offset, i in enumerate(idx):
-            shape.insert(i + offset, 1)
-        return self._view(self._ids.reshape(shape), f"expand({list(indices)})")
+        positions = [i + k for k, i in enumerate(idx)]
+        shape, strides = list(self._shape), list(self._strides)
+        for p in positions:
+            shape.insert(p, 1)
+            strides.insert(p, 0)
+        name = self._op_name(f"expand({list(indices)})")
+        if self._var >= 0:
+            return self._block_view(tuple(shape), self._offset, tuple(strides), name)
+        return self._general_view(tuple(shape), bx.insert(self._boxes, positions), name)  # type: ignore[arg-type]
 
     def squeeze(self, indices: Sequence[int]) -> Tensor:
         idx = [int(i) for i in indices]
         if len(set(idx)) != len(idx):
             raise self._error(f"squeeze indices {idx} repeat a dimension")
         for i in idx:
-            if not 0 <= i < self.rank() or self._ids.shape[i] != 1:
+            if not 0 <= i < self.rank() or self._shape[i] != 1:
                 raise self._error(f"cannot squeeze dimension {i}: only existing dimensions of size 1")
-        return self._view(np.squeeze(self._ids, axis=tuple(idx)), f"squeeze({idx})")
+        keep = [d for d in range(self.rank()) if d not in idx]
+        shape = tuple(self._shape[d] for d in keep)
+        name = self._op_name(f"squeeze({idx})")
+        if self._var >= 0:
+            return self._block_view(shape, self._offset, tuple(self._strides[d] for d in keep), name)
+        return self._general_view(shape, bx.drop(self._boxes, idx), name)  # type: ignore[arg-type]
 
     # ---- element rearrangement ---------------------------------------------------------------
+    def _with_dim(self, dim: int, size: int, stride: int, name: str) -> Tensor:
+        """This block with dimension ``dim`` holding ``size`` elements ``stride`` apart."""
+        shape = self._shape[:dim] + (size,) + self._shape[dim + 1:]
+        strides = self._strides[:dim] + (stride if size > 1 else 0,) + self._strides[dim + 1:]
+        return self._block_view(shape, self._offset, strides, name)
+
     def broadcast(self, N: int, dim: int) -> Tensor:
         """Repeat the whole tensor N times along ``dim`` (the result aliases itself)."""
         dim = self._check_dim(dim)
-        if N < 0:
+        if not _is_int(N) or N < 0:
             raise self._error(f"broadcast factor must be non-negative, got {N}")
-        reps = [1] * self.rank()
-        reps[dim] = int(N)
-        return self._view(np.tile(self._ids, reps), f"broadcast({N},{dim})", aliasing=N > 1)
+        n, extent = int(N), self._shape[dim]
+        name = self._op_name(f"broadcast({N},{dim})")
+        if self._var >= 0 and (extent == 1 or n <= 1):
+            return self._with_dim(dim, n * extent, 0 if extent == 1 else self._strides[dim], name)
+        shape = self._shape[:dim] + (n * extent,) + self._shape[dim + 1:]
+        return self._general_view(shape, bx.coalesce(bx.tile(self._as_boxes(), dim, n, extent)), name)
 
     def upsample(self, scale: int, dim: int, method: UpsampleMethod = UpsampleMethod.REPEAT) -> Tensor:
         dim = self._check_dim(dim)
-        if scale < 0:
+        if not _is_int(scale) or scale < 0:
             raise self._error(f"upsample scale must be non-negative, got {scale}")
-        return self._view(np.repeat(self._ids, int(scale), axis=dim), f"upsample({scale},{dim})",
-                          aliasing=scale > 1)
+        k, extent = int(scale), self._shape[dim]
+        name = self._op_name(f"upsample({scale},{dim})")
+        if self._var >= 0 and (k <= 1 or extent == 1):
+            return self._with_dim(dim, k * extent, self._strides[dim] if k == 1 else 0, name)
+        shape = self._shape[:dim] + (k * extent,) + self._shape[dim + 1:]
+        boxes = bx.repeat(self._as_boxes(), dim, k) if k != 1 else self._as_boxes()
+        return self._general_view(shape, boxes, name)
 
     def subSample(self, stride: int, dim: int) -> Tensor:
         dim = self._check_dim(dim)
-        if stride < 1:
+        if not _is_int(stride) or stride < 1:
             raise self._error(f"subSample stride must be at least 1, got {stride}")
-        index = [slice(None)] * self.rank()
-        index[dim] = slice(None, None, int(stride))
-        return self._view(self._ids[tuple(index)], f"subSample({stride},{dim})")
+        k = int(stride)
+        return self._select([0] * dim, list(self._shape[:dim]), [1] * dim + [k], [],
+                            self._op_name(f"subSample({stride},{dim})"))
 
     def reverse(self, dim: int) -> Tensor:
-        return self._view(np.flip(self._ids, self._check_dim(dim)), f"reverse({dim})")
+        dim = self._check_dim(dim)
+        name = self._op_name(f"reverse({dim})")
+        extent = self._shape[dim]
+        if self._var >= 0:
+            s = self._strides[dim]
+            return self._block_view(self._shape, self._offset + max(extent - 1, 0) * s,
+                                    self._strides[:dim] + (-s,) + self._strides[dim + 1:], name)
+        return self._general_view(self._shape, bx.reverse(self._boxes, dim, extent), name)  # type: ignore[arg-type]
 
     def reinterpret(self, type_: Type) -> Tensor:
         """The same elements read as another type of the same size."""
@@ -442,7 +549,13 @@ class Tensor:
             raise PoplarTypeError(
                 f"tensor '{self._name}': cannot reinterpret {self._type} ({self._type.size} bytes) "
                 f"as {new} ({new.size} bytes)")
-        return self._view(self._ids, f"reinterpret({new})", new)
+        name = self._op_name(f"reinterpret({new})")
+        if self._var >= 0:
+            t = self._block_view(self._shape, self._offset, self._strides, name, new)
+        else:
+            t = Tensor.from_boxes(self._vars, new, self._shape, self._as_boxes(), name)
+        t._runs = self._runs
+        return t
 
 
 def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int = 0) -> Tensor:
@@ -456,7 +569,7 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
         raise TensorCreationError("concat needs at least one tensor")
     first = ts[0]
     for t in ts[1:]:
-        if t._table is not first._table:
+        if t.variables is not first.variables:
             raise TensorCreationError(f"concat: tensor '{t.name}' belongs to another graph")
         if t.elementType() != first.elementType():
             raise PoplarTypeError(f"concat: tensor '{t.name}' is {t.elementType()} but "
@@ -473,9 +586,11 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
             raise TensorCreationError(
                 f"concat along dimension {d}: tensor '{t.name}' has shape {_shape_str(b)}, "
                 f"incompatible with '{first.name}' of shape {_shape_str(a)}")
-    ids = np.concatenate([t.ids for t in ts], axis=d)
     name = "concat(" + ",".join(t.name for t in ts[:4]) + (",..." if len(ts) > 4 else "") + ")"
-    return Tensor(first.table, first.elementType(), ids, name)
+    extents = [t.dim(d) for t in ts]
+    shape = tuple(first.shape()[:d] + [sum(extents)] + first.shape()[d + 1:])
+    boxes = bx.concat([t._as_boxes() for t in ts], d, extents)
+    return Tensor.from_boxes(first.variables, first.elementType(), shape, boxes, name)
 
 
 def append(a: Tensor, b: Tensor, dim: int = 0) -> Tensor:

@@ -1,4 +1,5 @@
-"""Shared helpers: small simulated devices, and a reference model of tile memory by element id."""
+"""Shared helpers: small simulated devices, element ids of views, and a reference model of
+tile memory by element id."""
 
 from __future__ import annotations
 
@@ -19,18 +20,25 @@ def make_graph(tiles: int = 8) -> tuple[poplar.Device, poplar.Graph]:
     return device, poplar.Graph(device.getTarget())
 
 
+def element_ids(t: poplar.Tensor) -> np.ndarray:
+    """The global id of every element of ``t``, shaped like ``t`` (one entry per element: for
+    checking views of small tensors against numpy)."""
+    var, offset = t.runs().elements()
+    return (t.variables.bases[var] + offset).reshape(t.shape())
+
+
 class IdModel:
     """What the device memory should hold: one value per element id, updated as numpy would."""
 
     def __init__(self, graph: poplar.Graph) -> None:
-        self.values = np.zeros(graph._vars.num_elements, dtype=np.float64)
+        self.values = np.zeros(graph.getVariable(0).variables.num_elements, dtype=np.float64)
 
     def write(self, t: poplar.Tensor, data: np.ndarray) -> None:
-        self.values[t.ids.reshape(-1)] = np.asarray(data, dtype=np.float64).reshape(-1)
+        self.values[element_ids(t).reshape(-1)] = np.asarray(data, dtype=np.float64).reshape(-1)
 
     def copy(self, src: poplar.Tensor, dst: poplar.Tensor) -> None:
         """Copy semantics: read every source element, then write the destination."""
-        self.values[dst.ids.reshape(-1)] = self.values[src.ids.reshape(-1)].copy()
+        self.values[element_ids(dst).reshape(-1)] = self.values[element_ids(src).reshape(-1)].copy()
 
     def read(self, t: poplar.Tensor) -> np.ndarray:
-        return self.values[t.ids]
+        return self.values[element_ids(t)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import make_graph
+from support import element_ids, make_graph
 
 import poplar_py as poplar
 from poplar_py import Interval
@@ -15,7 +15,7 @@ from poplar_py import program as prog
 
 def reference_mapping(tile_of_id: dict[int, int] | np.ndarray, t: poplar.Tensor, num_tiles: int):
     """getTileMapping computed the slow way: per tile, maximal runs of flattened positions."""
-    flat = t.ids.reshape(-1)
+    flat = element_ids(t).reshape(-1)
     tiles = [int(tile_of_id[int(i)]) for i in flat]
     result: list[list[tuple[int, int]]] = [[] for _ in range(num_tiles)]
     start = 0
@@ -229,7 +229,7 @@ def test_interval_mapping_is_over_the_flattened_view():
     # Map the transposed view: flattened position k of m.T is element m[k % 3][k // 3].
     graph.setTileMapping(m.transpose(), [[(0, 3)], [(3, 6), (9, 12)], [(6, 9)]])
     expected = np.array([[0, 1, 2, 1]] * 3)
-    tiles = {int(i): int(expected.reshape(-1)[k]) for k, i in enumerate(m.ids.reshape(-1))}
+    tiles = {int(i): int(expected.reshape(-1)[k]) for k, i in enumerate(element_ids(m).reshape(-1))}
     assert graph.getTileMapping(m) == reference_mapping(tiles, m, 4)
     assert graph.getTileMapping(m) == [[(0, 1), (4, 5), (8, 9)], [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10),
                                                                   (11, 12)], [(2, 3), (6, 7), (10, 11)], []]
@@ -273,7 +273,7 @@ def test_get_tile_mapping_of_views(seed, name, view):
         tile = int(rng.integers(0, 8))
         graph.setTileMapping(flat.slice(pos, min(pos + n, 30)), tile)
         for k in range(pos, min(pos + n, 30)):
-            tile_of_id[int(flat.ids[k])] = tile
+            tile_of_id[int(element_ids(flat)[k])] = tile
         pos += n
     v = view(t)
     got = graph.getTileMapping(v)

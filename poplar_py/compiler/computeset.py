@@ -1,46 +1,33 @@
 """Pass: plan compute sets: vertex checks, data races, exchange buffers, memory.
 
-Every field of every vertex becomes one or more *segments* (a scalar, a vector, or
-one row of a list field): the variable elements the vertex sees as one contiguous
-run. A segment whose elements already lie contiguously on the vertex's tile is used
-in place; any other segment gets an exchange buffer on the vertex's tile, filled
-before compute (inputs) and copied home after compute (outputs). Vertices on one
-tile that read the same remote data share one buffer, so it crosses the exchange
-once.
+Every field of every vertex becomes a *segment* (a scalar, a vector, or one row of a
+list field): the elements the vertex sees as one contiguous run, given as runs of
+variable elements. A segment whose elements already lie contiguously on the vertex's
+tile is used in place; any other gets an exchange buffer on the vertex's tile, filled
+before compute (inputs) and copied home after compute (outputs). Vertices on one tile
+that read the same data share one buffer, so it crosses the exchange once. All of it
+works on arrays over segments and runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import program as prog
-from ..errors import GraphConnectionError, GraphCycleError, InvalidTileMappingError
-from ..graph import Graph, VertexData
+from ..errors import GraphConnectionError, InvalidTileMappingError
+from ..ir import GraphIR
 from ..options import EngineOptions
+from ..regions import exclusive_cumsum
 from ..vertex import Direction, FieldKind
-from .layout import MemoryLayout
-from .mapping import TileMapping
+from .codelets import CompiledCodelet, KernelOptions, compile_codelet
+from .layout import Located, MemoryLayout
+from .races import check_races
+from .segments import FieldTables, Segments, build_segments
 
-
-@dataclass
-class Segments:
-    """All segments of one compute set, as parallel arrays (one entry per segment)."""
-
-    vertex: np.ndarray  # position of the vertex in the compute set's vertex list
-    field: np.ndarray  # field number in the vertex class
-    row: np.ndarray  # row of a list field, else 0
-    start: np.ndarray  # first element in ``ids``
-    length: np.ndarray
-    size: np.ndarray  # bytes per element
-    reads: np.ndarray  # bool: data flows into the vertex
-    writes: np.ndarray  # bool: data flows out of the vertex
-    ids: np.ndarray  # element ids of every segment, back to back
-    buffer: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # buffer number or -1
-    buffer_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # offset in tile
+_I64 = np.int64
 
 
 @dataclass
@@ -49,258 +36,214 @@ class ComputeSetPlan:
 
     cs_id: int
     name: str
-    vertices: list[VertexData]
+    vertices: np.ndarray  # vertex ids, in the compute set's order
     tiles: np.ndarray  # tile of each vertex
     segments: Segments
+    located: Located  # where the elements of every segment live (pieces of segments.runs)
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
-    compiled: dict[type, object]  # vertex class -> CompiledCodelet
+    compiled: dict[type, CompiledCodelet]
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
-    cached: object = None  # the lowered runner, built once
 
 
 @dataclass
 class ComputeSetPlans:
     plans: dict[int, ComputeSetPlan]
     options: EngineOptions
-    estimators: dict  # vertex type -> perf estimator
-    target: Any
 
 
-def _compute_sets_used(graph: Graph, programs: Iterable[prog.Program]) -> list[int]:
-    return sorted({p.cs.id for p in prog.walk([*programs, *graph._functions]) if isinstance(p, prog.Execute)})
+def compute_sets_used(graph: GraphIR, programs: Iterable[prog.Program]) -> list[int]:
+    return sorted({p.cs.id for p in prog.walk([*programs, *graph.functions]) if isinstance(p, prog.Execute)})
 
 
-def _vertex_tile(v: VertexData, tiles: np.ndarray, strict: bool) -> int:
-    if v.tile >= 0:
-        return v.tile
-    if strict:
-        raise InvalidTileMappingError(f"{v.describe()} has no tile mapping (option tileMapping.strict is on)")
-    ids = [t.ids.reshape(-1) for t in v.edge_tensors()]
-    if not ids or not sum(i.size for i in ids):
-        return 0
-    return int(np.argmax(np.bincount(tiles[np.concatenate(ids)])))
+def _where(graph: GraphIR, vid: int, name: str) -> str:
+    cls = graph.vertices.classes[int(graph.vertices.cls[vid])]
+    return f"{graph.vertices.describe(vid)} field '{name}' ({cls.fields[name].describe()})"
 
 
-def _segments(cs_vertices: list[VertexData]) -> Segments:
-    """Check every field is connected or initialised and cut fields into segments.
-
-    Works field by field over all vertices of a class (list comprehensions, not a loop
-    per vertex and field), then orders the segments vertex by vertex.
-    """
-    by_class: dict[type, list[int]] = {}
-    for pos, v in enumerate(cs_vertices):
-        by_class.setdefault(v.cls, []).append(pos)
-    cols: list[np.ndarray] = []  # per (class, field): rows of (vertex, field, row, length, size, r, w)
-    flats: list[np.ndarray] = []
-    for cls, positions in by_class.items():
-        verts = [cs_vertices[p] for p in positions]
-        for fnum, (name, spec) in enumerate(cls.fields.items()):
+def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
+    """Every edge field connected (every row of a list), every state field initialised."""
+    cls_of = graph.vertices.cls[vids]
+    width = max(len(c.fields) for c in graph.vertices.classes)
+    counts = np.bincount(seg.vertex * width + seg.field, minlength=vids.size * width)
+    _, first = np.unique(cls_of, return_index=True)
+    state, sizes, listed = graph.vertices.state, graph.vertices.sizes, graph.vertices.listed
+    for c in cls_of[np.sort(first)].tolist():
+        positions = np.flatnonzero(cls_of == c)
+        ids = vids[positions].tolist()
+        for f, (name, spec) in enumerate(graph.vertices.classes[c].fields.items()):
             if spec.direction is Direction.STATE:
-                missing = next((v for v in verts if name not in v.state), None)
+                missing = next((v for v in ids if (v, f) not in state), None)
                 if missing is not None:
-                    raise GraphConnectionError(f"{_where(missing, name)} is not initialised: "
+                    raise GraphConnectionError(f"{_where(graph, missing, name)} is not initialised: "
                                                "call graph.setInitialValue")
                 continue
-            values = [v.edges.get(name) for v in verts]
-            missing = next((v for v, t in zip(verts, values) if t is None), None)
-            if missing is not None:
-                raise GraphConnectionError(f"{_where(missing, name)} is not connected")
-            if spec.kind is FieldKind.VECTOR_LIST:
-                counts = np.fromiter((len(x) for x in values), np.int64, len(values))
-                tensors = [t for x in values for t in x]
-                if any(t is None for t in tensors):
-                    v = next(v for v, x in zip(verts, values) if any(t is None for t in x))
-                    row = next(i for i, t in enumerate(v.edges[name]) if t is None)
-                    raise GraphConnectionError(f"{_where(v, name)}: entry {row} is not connected")
-                vertex = np.repeat(np.asarray(positions, np.int64), counts)
-                row = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            else:
-                tensors = values
-                vertex = np.asarray(positions, np.int64)
-                row = np.zeros(len(values), np.int64)
-            field_flats = [t.ids.reshape(-1) for t in tensors]
-            lengths = np.fromiter((f.size for f in field_flats), np.int64, len(field_flats))
-            const = np.asarray([fnum, spec.type.size, spec.direction.reads, spec.direction.writes], np.int64)
-            block = np.empty((len(field_flats), 7), np.int64)
-            block[:, 0], block[:, 1], block[:, 2], block[:, 3] = vertex, fnum, row, lengths
-            block[:, 4:] = const[1:]
-            cols.append(block)
-            flats.extend(field_flats)
-    table = np.concatenate(cols) if cols else np.zeros((0, 7), np.int64)
-    order = np.lexsort((table[:, 2], table[:, 1], table[:, 0]))
-    table = table[order]
-    lengths = table[:, 3].copy()
-    start = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64) if lengths.size else lengths
-    all_ids = np.concatenate([flats[i] for i in order.tolist()]) if flats else np.zeros(0, np.int64)
-    return Segments(table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy(), start, lengths,
-                    table[:, 4].copy(), table[:, 5].astype(bool), table[:, 6].astype(bool), all_ids)
+            have = counts[positions * width + f]
+            if spec.kind is not FieldKind.VECTOR_LIST:
+                if not have.all():
+                    missing = ids[int(np.flatnonzero(have == 0)[0])]
+                    raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
+                continue
+            want = np.asarray([sizes[(v, f)] if (v, f) in listed else -1 for v in ids], _I64)
+            if (want < 0).any():
+                missing = ids[int(np.flatnonzero(want < 0)[0])]
+                raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
+            short = np.flatnonzero(have != want)
+            if short.size:
+                p = int(positions[short[0]])
+                rows = set(seg.row[(seg.vertex == p) & (seg.field == f)].tolist())
+                row = next(r for r in range(int(want[short[0]])) if r not in rows)
+                raise GraphConnectionError(f"{_where(graph, ids[int(short[0])], name)}: entry {row} "
+                                           "is not connected")
 
 
-def _where(v: VertexData, name: str) -> str:
-    return f"{v.describe()} field '{name}' ({v.cls.fields[name].describe()})"
+def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, located: Located,
+                  strict: bool) -> np.ndarray:
+    """The tile of each vertex: its own, else the tile holding most of its data (lowest on a tie)."""
+    tiles = graph.vertices.tile[vids].copy()
+    unmapped = np.flatnonzero(tiles < 0)
+    if not unmapped.size:
+        return tiles
+    if strict:
+        first = graph.vertices.describe(int(vids[unmapped[0]]))
+        raise InvalidTileMappingError(f"{first} has no tile mapping (option tileMapping.strict is on)")
+    piece_vertex = seg.vertex[seg.run_segment[located.run]]
+    mine = tiles[piece_vertex] < 0
+    tiles[unmapped] = 0
+    if mine.any():
+        key, weight = piece_vertex[mine] * (1 << 24) + located.tile[mine], located.count[mine]
+        keys, inverse = np.unique(key, return_inverse=True)
+        totals = np.bincount(inverse, weights=weight)
+        order = np.lexsort((keys % (1 << 24), -totals, keys >> 24))
+        best = keys[order]
+        first = np.concatenate(([True], (best[1:] >> 24) != (best[:-1] >> 24)))
+        tiles[best[first] >> 24] = best[first] % (1 << 24)
+    return tiles
 
 
-def _check_races(cs_name: str, vertices: list[VertexData], seg: Segments, graph: Graph) -> None:
-    """Two vertices of one compute set may not touch an element that either of them writes."""
-    if seg.ids.size == 0 or not seg.writes.any():
-        return
-    # Only elements that some vertex writes can conflict: look at accesses to those alone.
-    writers = np.flatnonzero(seg.writes & (seg.length > 0))
-    lengths = seg.length[writers]
-    written_ids = seg.ids[np.repeat(seg.start[writers] - (np.cumsum(lengths) - lengths), lengths)
-                          + np.arange(int(lengths.sum()))]
-    written = np.zeros(graph._vars.num_elements, dtype=bool)
-    written[written_ids] = True
-    relevant = np.flatnonzero(written[seg.ids])
-    if relevant.size == written_ids.size and int(written.sum()) == written_ids.size:
-        return  # every written element is touched once, by its writer alone
-    owner = np.searchsorted(seg.start, relevant, side="right") - 1  # segment of each access
-    vertex = seg.vertex[owner]
-    order = np.lexsort((vertex, seg.ids[relevant]))
-    ids, vertex, owner = seg.ids[relevant][order], vertex[order], owner[order]
-    same_id = ids[1:] == ids[:-1]
-    other_vertex = vertex[1:] != vertex[:-1]
-    # Group each id's accesses; the group conflicts if it has two vertices and any write.
-    starts = np.flatnonzero(np.concatenate(([True], ~same_id)))
-    distinct = np.add.reduceat(np.concatenate(([0], (same_id & other_vertex).astype(np.int64))), starts)
-    written = np.maximum.reduceat(seg.writes[owner].astype(np.int8), starts)
-    bad = np.flatnonzero((distinct > 0) & (written > 0))
-    if bad.size == 0:
-        return
-    first = starts[bad[0]]
-    end = starts[bad[0] + 1] if bad[0] + 1 < starts.size else ids.size
-    group = owner[first:end]
-    writer = next(s for s in group if seg.writes[s])
-    other = next(s for s in group if seg.vertex[s] != seg.vertex[writer])
-    element = int(ids[first])
-    var = int(graph._vars.var_of(np.asarray([element]))[0])
-    n_elems = int(bad.size)
-
-    def field_of(s: int) -> str:
-        v = vertices[seg.vertex[s]]
-        return f"{v.type_name}.{list(v.cls.fields)[seg.field[s]]} of {v.describe()}"
-
-    raise GraphCycleError(
-        f"compute set '{cs_name}': field {field_of(writer)} writes element "
-        f"{element - graph._vars.base(var)} of variable '{graph._vars.names[var]}' that field "
-        f"{field_of(other)} {'writes' if seg.writes[other] else 'reads'} in the same compute set "
-        f"({n_elems} element(s) conflict)")
-
-
-def _run_breaks(values: np.ndarray, step: np.ndarray | int, starts: np.ndarray) -> np.ndarray:
-    """Per segment (given by its first element; segments are non-empty and back to back):
-    does ``values`` fail to advance by ``step`` somewhere inside it?"""
-    broken = np.ones(values.size, dtype=np.int8)
-    broken[1:] = np.diff(values) != (step[1:] if isinstance(step, np.ndarray) else step)
-    return np.add.reduceat(broken, starts) - broken[starts] > 0
-
-
-def _assign_buffers(seg: Segments, vertex_tiles: np.ndarray, mapping: TileMapping,
-                    layout: MemoryLayout) -> None:
+def _assign_buffers(seg: Segments, located: Located, tiles: np.ndarray, layout: MemoryLayout,
+                    bases: np.ndarray) -> None:
     """Give every segment that is remote or scattered an exchange buffer on the vertex's tile."""
-    n = seg.length.size
-    seg.buffer = np.full(n, -1, dtype=np.int64)
-    seg.buffer_offset = np.zeros(n, dtype=np.int64)
-    nonempty = np.flatnonzero(seg.length > 0)
-    if nonempty.size == 0:
+    if not len(located):
         return
-    tile_of_vertex = vertex_tiles[seg.vertex]
-    starts = seg.start[nonempty]
-    # Tile and offset of each element as one key: a segment is in place when its key steps by the
-    # element size (contiguous on one tile) and that tile is the vertex's.
-    key = (mapping.tiles[seg.ids].astype(np.int64) << 32) | layout.element_offset[seg.ids]
-    uniform = bool((seg.size == seg.size[0]).all())
-    size = int(seg.size[0]) if uniform else np.repeat(seg.size, seg.length)
-    staged = np.zeros(n, dtype=bool)
-    staged[nonempty] = _run_breaks(key, size, starts) | ((key[starts] >> 32) != tile_of_vertex[nonempty])
-    ids_run = np.zeros(n, dtype=bool)
-    ids_run[nonempty] = ~_run_breaks(seg.ids, 1, starts)
-    # Readers on one tile of the same elements share a buffer, so the data crosses once.
-    shared: dict[tuple, tuple[int, int]] = {}
-    count = 0
-    for s in np.flatnonzero(staged).tolist():
-        tile = int(tile_of_vertex[s])
-        first, length = int(seg.start[s]), int(seg.length[s])
-        share_key = (tile, int(seg.ids[first]), length) if ids_run[s] else \
-            (tile, seg.ids[first:first + length].tobytes())
-        if not seg.writes[s] and share_key in shared:
-            seg.buffer[s], seg.buffer_offset[s] = shared[share_key]
-            continue
-        offset = layout.reserve(tile, length * int(seg.size[s]), "exchange buffers")
-        seg.buffer[s], seg.buffer_offset[s] = count, offset
-        if not seg.writes[s]:
-            shared[share_key] = (count, offset)
-        count += 1
+    piece_seg = seg.run_segment[located.run]
+    vertex_tile = tiles[seg.vertex]
+    first = np.concatenate(([True], piece_seg[1:] != piece_seg[:-1]))
+    # In place: every piece on the vertex's tile, each element right after the one before.
+    bad = (located.tile != vertex_tile[piece_seg]) | ((located.step != located.size) & (located.count > 1))
+    prev_end = located.offset + (located.count - 1) * located.step + located.size
+    bad[1:] |= ~first[1:] & ((located.offset[1:] != prev_end[:-1]) | (located.tile[1:] != located.tile[:-1]))
+    staged_seg = np.zeros(len(seg), dtype=bool)
+    staged_seg[piece_seg[bad]] = True
+    staged = np.flatnonzero(staged_seg)
+    if not staged.size:
+        return
+    owner = _share(seg, staged, vertex_tile, bases)
+    new = owner == np.arange(staged.size)
+    offsets = layout.reserve_many(vertex_tile[staged[new]], seg.length[staged[new]] * seg.size[staged[new]],
+                                  "exchange buffers")
+    number = np.cumsum(new) - 1
+    seg.buffer[staged] = number[owner]
+    seg.buffer_offset[staged] = offsets[number[owner]]
 
 
-def _reserve_vertex_state(vertices: list[VertexData], tiles: np.ndarray, layout: MemoryLayout) -> np.ndarray:
-    """Room on each vertex's tile for its list-field entry tables and state vectors."""
-    need = np.zeros(len(vertices), dtype=np.int64)
-    for pos, v in enumerate(vertices):
-        for name, spec in v.cls.fields.items():
-            if spec.kind is FieldKind.VECTOR_LIST and spec.is_edge:
-                need[pos] += 16 * len(v.edges[name])
-            elif spec.kind is FieldKind.VECTOR and not spec.is_edge:
-                need[pos] += state_vector_bytes(v.state[name].size, spec.type.size)
-    offsets = np.full(len(vertices), -1, dtype=np.int64)
-    users = np.flatnonzero(need)
-    for tile in np.unique(tiles[users]).tolist():
-        members = users[tiles[users] == tile]
-        block = layout.reserve(tile, int(need[members].sum()), "vertex state")
-        offsets[members] = block + np.cumsum(need[members]) - need[members]
-    return offsets
+def _share(seg: Segments, staged: np.ndarray, vertex_tile: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """For each staged segment, the first staged segment whose buffer it uses: readers on one
+    tile of the same elements share; writers never do."""
+    owner = np.arange(staged.size)
+    readers = np.flatnonzero(~seg.writes[staged])
+    if not readers.size:
+        return owner
+    runs = seg.runs
+    run_first = np.searchsorted(seg.run_segment, staged[readers])
+    run_last = np.searchsorted(seg.run_segment, staged[readers], side="right")
+    single = run_last - run_first == 1
+    one = readers[single]
+    if one.size:
+        r = run_first[single]
+        keys = np.stack((vertex_tile[staged[one]], runs.var[r], runs.offset[r], runs.count[r],
+                         runs.stride[r]), axis=1)
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        owner[one] = one[first[inverse.reshape(-1)]]
+    seen: dict[tuple, int] = {}
+    for k, a, b in zip(readers[~single].tolist(), run_first[~single].tolist(), run_last[~single].tolist()):
+        var, offset = runs.select(np.arange(a, b)).elements()
+        key = (int(vertex_tile[staged[k]]), (bases[var] + offset).tobytes())
+        owner[k] = seen.setdefault(key, k)
+    return owner
 
 
-def state_vector_bytes(n: int, size: int) -> int:
+def state_vector_bytes(n: int | np.ndarray, size: int) -> int | np.ndarray:
     """Bytes a state vector takes in tile memory (8-byte aligned)."""
     return -(-n * size // 8) * 8
 
 
-def plan_compute_sets(graph: Graph, programs: list[prog.Program], mapping: TileMapping,
-                      layout: MemoryLayout, options: EngineOptions) -> ComputeSetPlans:
-    """Check and plan every compute set the programs execute; reserve its tile memory."""
-    from .codelets import KernelOptions, compile_codelet
+def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, layout: MemoryLayout
+                          ) -> np.ndarray:
+    """Room on each vertex's tile for its list-field entry tables and state vectors."""
+    need = np.zeros(vids.size, dtype=_I64)
+    cls_of = graph.vertices.cls[vids]
+    sizes, state = graph.vertices.sizes, graph.vertices.state
+    for c, cls in enumerate(graph.vertices.classes):
+        extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
+                 if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
+                 or (spec.kind is FieldKind.VECTOR and not spec.is_edge)]
+        positions = np.flatnonzero(cls_of == c) if extra else ()
+        for p in np.asarray(positions).tolist():
+            v = int(vids[p])
+            for f, spec in extra:
+                need[p] += 16 * sizes.get((v, f), 0) if spec.is_edge else \
+                    state_vector_bytes(state[(v, f)].size, spec.type.size)
+    offsets = np.full(vids.size, -1, dtype=_I64)
+    users = np.flatnonzero(need)
+    if users.size:
+        user_tiles = tiles[users]
+        blocks_tiles = np.unique(user_tiles)
+        totals = np.bincount(np.searchsorted(blocks_tiles, user_tiles), weights=need[users]).astype(_I64)
+        blocks = layout.reserve_many(blocks_tiles, totals, "vertex state")
+        order = np.argsort(user_tiles, kind="stable")
+        before = exclusive_cumsum(need[users][order])
+        group = np.searchsorted(blocks_tiles, user_tiles[order])
+        within = before - before[np.searchsorted(group, np.arange(blocks_tiles.size))][group]
+        offsets[users[order]] = blocks[group] + within
+    return offsets
 
+
+def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: MemoryLayout,
+                      options: EngineOptions) -> ComputeSetPlans:
+    """Check and plan every compute set the programs execute; reserve its tile memory."""
     kernel_options = KernelOptions(checked=options.flag("codelets.checkBounds"),
                                    fast_math=options.flag("codelets.fastMath"))
     strict = options.flag("tileMapping.strict")
     plans = {}
-    num_tiles = graph.getTarget().getNumTiles()
-    code = np.zeros(num_tiles, dtype=np.int64)
-    state = np.zeros(num_tiles, dtype=np.int64)
-    code_seen: set[tuple[type, int]] = set()
-    for cs_id in _compute_sets_used(graph, programs):
-        cs = graph._compute_sets[cs_id]
-        vertices = [graph._vertices[v] for v in graph._cs_vertices[cs_id]]
-        tiles = np.asarray([_vertex_tile(v, mapping.tiles, strict) for v in vertices], dtype=np.int64)
-        seg = _segments(vertices)
-        _check_races(cs.name, vertices, seg, graph)
-        _assign_buffers(seg, tiles, mapping, layout)
-        state_offset = _reserve_vertex_state(vertices, tiles, layout)
-        groups: dict[type, list[int]] = {}
-        for pos, v in enumerate(vertices):
-            groups.setdefault(v.cls, []).append(pos)
+    num_tiles = graph.target.getNumTiles()
+    code = np.zeros(num_tiles, dtype=_I64)
+    state = np.zeros(num_tiles, dtype=_I64)
+    code_seen = np.zeros((len(graph.vertices.classes), num_tiles), dtype=bool)
+    tables = FieldTables.of(graph.vertices.classes)
+    for cs_id in compute_sets_used(graph, programs):
+        vids = graph.vertices.in_compute_set(cs_id)
+        name = graph.compute_sets[cs_id]
+        seg = build_segments(graph, cs_id, vids, tables)
+        if vids.size:
+            _check_fields(graph, vids, seg)
+        located = layout.locate(seg.runs)
+        tiles = _vertex_tiles(graph, vids, seg, located, strict)
+        check_races(name, graph, vids, seg)
+        _assign_buffers(seg, located, tiles, layout, graph.variables.bases)
+        state_offset = _reserve_vertex_state(graph, vids, tiles, layout)
+        cls_of = graph.vertices.cls[vids]
+        _, first = np.unique(cls_of, return_index=True)
+        order = cls_of[np.sort(first)].tolist()
+        groups = {graph.vertices.classes[c]: np.flatnonzero(cls_of == c) for c in order}
         compiled = {cls: compile_codelet(cls, kernel_options) for cls in groups}
-        for cls, members in groups.items():
+        for c, (cls, members) in zip(order, groups.items()):
             member_tiles = tiles[members]
             state += np.bincount(member_tiles, minlength=num_tiles) * compiled[cls].state_dtype.itemsize
-            for tile in np.unique(member_tiles).tolist():
-                if (cls, tile) not in code_seen:
-                    code_seen.add((cls, tile))
-                    code[tile] += compiled[cls].object_size
-        plans[cs_id] = ComputeSetPlan(cs_id, cs.name, vertices, tiles, seg,
-                                      {c: np.asarray(m) for c, m in groups.items()}, compiled, state_offset)
+            fresh = np.unique(member_tiles)
+            fresh = fresh[~code_seen[c, fresh]]
+            code_seen[c, fresh] = True
+            code[fresh] += compiled[cls].object_size
+        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, located, groups, compiled, state_offset)
     layout.account(state, "vertex state")
     layout.account(code, "vertex code")
-    return ComputeSetPlans(plans, options, dict(graph._perf_estimators), graph.getTarget())
-
-
-def lower_compute_set(plans: ComputeSetPlans, cs, layout: MemoryLayout):
-    """The runner and the per-tile traffic of ``Execute(cs)``; built once per compute set."""
-    from .vertex_tables import ComputeSetRunner
-
-    plan = plans.plans[cs.id]
-    if plan.cached is None:
-        plan.cached = ComputeSetRunner(plan, layout, plans.options, plans.estimators, plans.target)
-    runner = plan.cached
-    return runner, runner.traffic
+    return ComputeSetPlans(plans, options)

@@ -1,9 +1,10 @@
 """Exchange planning: the byte moves a copy makes between (and within) tile memories.
 
-A :class:`CopyPlan` is computed once, when the engine is built. It moves elements
-as raw bits, natively: as contiguous runs (memmove) or, when the data is scattered
-(a transposed view, a broadcast), element by element through precomputed index
-arrays. It also records the bytes each tile sends and receives, which the cycle
+A :class:`CopyPlan` is computed once, when the engine is built, as *pieces*: piece ``k``
+moves ``count[k]`` elements of ``size[k]`` bytes, read every ``src_step[k]`` bytes and
+written every ``dst_step[k]`` bytes (a contiguous piece is one ``memmove``). It runs
+natively (:mod:`native_copy`) over any two memories: tile to tile, host to tile, tile
+to host. A plan also records the bytes each tile sends and receives, which the cycle
 model charges to the exchange phase.
 """
 
@@ -13,13 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tensor import indices_overlap
+from ..regions import exclusive_cumsum, expand_ranges, union, union_grouped
 from . import native_copy, threads
 
-_RAW = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_I64 = np.int64
 # Below these sizes a copy is not worth handing to several threads.
-_MIN_RUNS_PER_THREAD = 4096
-_MIN_ELEMENTS_PER_THREAD = 65536
+_MIN_PIECES_PER_THREAD = 4096
+_MIN_BYTES_PER_THREAD = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class TileTraffic:
 
     @staticmethod
     def empty(num_tiles: int) -> TileTraffic:
-        z = np.zeros(num_tiles, dtype=np.int64)
+        z = np.zeros(num_tiles, dtype=_I64)
         return TileTraffic(z, z, z)
 
     def __add__(self, other: TileTraffic) -> TileTraffic:
@@ -40,79 +41,136 @@ class TileTraffic:
                            self.bytes_local + other.bytes_local)
 
 
-def traffic(src_tiles: np.ndarray, dst_tiles: np.ndarray, src_ids: np.ndarray, size: int,
-            num_tiles: int) -> TileTraffic:
-    """Exchange bytes of moving elements ``src_ids`` (on ``src_tiles``) to ``dst_tiles``.
+def traffic(src_tile: np.ndarray, dst_tile: np.ndarray, count: np.ndarray, size: np.ndarray, num_tiles: int,
+            src_gid: np.ndarray | None = None, src_gstep: np.ndarray | None = None) -> TileTraffic:
+    """Exchange bytes of moving pieces of elements from ``src_tile`` to ``dst_tile``.
 
-    A source element sent to several tiles goes on its tile's bus once (broadcast).
+    With the source elements given (``src_gid``, ``src_gstep``), an element sent to several
+    tiles goes on its tile's bus once (a broadcast).
     """
-    remote = src_tiles != dst_tiles
-    bytes_in = np.bincount(dst_tiles[remote], minlength=num_tiles) * size
-    bytes_out = np.bincount(src_tiles[remote][_first_occurrences(src_ids[remote])],
-                            minlength=num_tiles) * size
-    bytes_local = np.bincount(dst_tiles[~remote], minlength=num_tiles) * size
-    return TileTraffic(bytes_out.astype(np.int64), bytes_in.astype(np.int64), bytes_local.astype(np.int64))
+    nbytes = count * size
+    remote = src_tile != dst_tile
+    bytes_in = np.bincount(dst_tile[remote], weights=nbytes[remote], minlength=num_tiles)
+    bytes_local = np.bincount(dst_tile[~remote], weights=nbytes[~remote], minlength=num_tiles)
+    if src_gid is None or src_gstep is None:
+        bytes_out = np.bincount(src_tile[remote], weights=nbytes[remote], minlength=num_tiles)
+    else:
+        bytes_out = _broadcast_bytes(src_tile[remote], count[remote], size[remote], src_gid[remote],
+                                     src_gstep[remote], num_tiles)
+    return TileTraffic(bytes_out.astype(_I64), bytes_in.astype(_I64), bytes_local.astype(_I64))
+
+
+def _broadcast_bytes(tile: np.ndarray, count: np.ndarray, size: np.ndarray, gid: np.ndarray,
+                     gstep: np.ndarray, num_tiles: int) -> np.ndarray:
+    """Bytes each tile sends when every distinct source element is sent once."""
+    simple = np.abs(gstep) <= 1
+    s_lo = np.where(gstep < 0, gid - count + 1, gid)[simple]
+    s_hi = s_lo + np.where(gstep == 0, 1, count)[simple]
+    other = np.flatnonzero(~simple)
+    owner, within = expand_ranges(np.zeros(other.size, _I64), count[other])
+    piece = other[owner]
+    e_lo = gid[piece] + within * gstep[piece]
+    group = np.concatenate((tile[simple], tile[piece])) * 16 + np.concatenate((size[simple], size[piece]))
+    group, lo, hi = union_grouped(group, np.concatenate((s_lo, e_lo)), np.concatenate((s_hi, e_lo + 1)))
+    return np.bincount(group // 16, weights=(hi - lo) * (group % 16), minlength=num_tiles)
+
+
+def align_pieces(a_flat: np.ndarray, a_count: np.ndarray, b_flat: np.ndarray, b_count: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Two cuttings of the flat positions ``[0, n)`` into pieces, cut where either cuts:
+    (start, count, piece of a, piece of b) of every resulting piece."""
+    n = int(a_count.sum())
+    if n == 0:
+        z = np.zeros(0, _I64)
+        return z, z, z, z
+    start = np.union1d(a_flat, b_flat)
+    count = np.diff(np.append(start, n))
+    ia = np.searchsorted(a_flat, start, side="right") - 1
+    ib = np.searchsorted(b_flat, start, side="right") - 1
+    return start, count, ia, ib
 
 
 @dataclass(frozen=True)
 class CopyPlan:
-    """Move ``n`` elements of ``size`` bytes from one set of arena places to another.
+    """Pieces of elements to move (see the module docstring)."""
 
-    ``mode`` is "runs" (memmove of contiguous runs, natively), "elements" (scattered
-    elements through index arrays, natively) or "gather" (numpy reads every source
-    before writing: needed when a copy overwrites what a later part of it reads).
-    ``src``/``dst`` hold element indices (run starts in "runs" mode).
-    """
-
-    size: int
-    n: int
-    mode: str
-    src: np.ndarray
+    src: np.ndarray  # byte offset of each piece's first element from the source base
     dst: np.ndarray
-    length: np.ndarray | None
+    count: np.ndarray
+    src_step: np.ndarray
+    dst_step: np.ndarray
+    size: np.ndarray
+    staging: np.ndarray | None  # offsets in a temporary when the copy overwrites its own source
     traffic: TileTraffic
 
     @staticmethod
-    def build(src_addr: np.ndarray, dst_addr: np.ndarray, size: int, traffic_: TileTraffic) -> CopyPlan:
-        src = (src_addr // size).astype(np.int64)
-        dst = (dst_addr // size).astype(np.int64)
-        n = int(src.size)
-        starts = np.concatenate(([0], np.flatnonzero((np.diff(src) != 1) | (np.diff(dst) != 1)) + 1)) \
-            if n else np.zeros(0, np.int64)
-        if starts.size > 1 and indices_overlap(src, dst):
-            return CopyPlan(size, n, "gather", src.astype(np.intp), dst.astype(np.intp), None, traffic_)
-        if n and n >= 4 * starts.size:
-            lengths = np.diff(np.append(starts, n)).astype(np.int64)
-            return CopyPlan(size, n, "runs", src[starts].copy(), dst[starts].copy(), lengths, traffic_)
-        return CopyPlan(size, n, "elements", src, dst, None, traffic_)
+    def build(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
+              size: np.ndarray, traffic_: TileTraffic, same_memory: bool = False) -> CopyPlan:
+        """A plan moving these pieces; ``same_memory``: source and destination are one memory,
+        so a copy that overwrites what it still has to read goes through a temporary."""
+        src, dst, count, src_step, dst_step, size = _joined(src, dst, count, src_step, dst_step, size)
+        staging = None
+        if same_memory and (count.size > 1 or (src_step != size).any() or (dst_step != size).any()) \
+                and _overlap(src, count, src_step, size, dst, dst_step):
+            staging = exclusive_cumsum(count * size)
+        return CopyPlan(src, dst, count, src_step, dst_step, size, staging, traffic_)
 
-    def execute(self, arena: np.ndarray) -> None:
-        if self.n == 0:
+    @property
+    def nbytes(self) -> int:
+        return int((self.count * self.size).sum())
+
+    def __len__(self) -> int:
+        return int(self.count.size)
+
+    def execute(self, src_base: int, dst_base: int) -> None:
+        """Run the copy between memories at these addresses."""
+        if not len(self):
             return
-        if self.mode == "gather":
-            mem = arena.view(_RAW[self.size])
-            mem[self.dst] = mem[self.src]
+        if self.staging is None:
+            self._run(src_base, dst_base, self.src, self.dst, self.src_step, self.dst_step)
             return
-        base, src, dst = arena.ctypes.data, self.src.ctypes.data, self.dst.ctypes.data
-        if self.mode == "runs":
-            assert self.length is not None
-            lengths = self.length.ctypes.data
-            threads.run_all(native_copy.copy_runs(), [
-                (base, src + 8 * a, dst + 8 * a, lengths + 8 * a, b - a, self.size)
-                for a, b in threads.split(self.length.size, _MIN_RUNS_PER_THREAD)])
-        else:
-            pieces = threads.split(self.n, _MIN_ELEMENTS_PER_THREAD)
-            threads.run_all(native_copy.copy_elements(self.size),
-                            [(base, src + 8 * a, dst + 8 * a, b - a) for a, b in pieces])
+        temp = np.empty(self.nbytes + 8, dtype=np.uint8)
+        self._run(src_base, temp.ctypes.data, self.src, self.staging, self.src_step, self.size)
+        self._run(temp.ctypes.data, dst_base, self.staging, self.dst, self.size, self.dst_step)
+
+    def _run(self, src_base: int, dst_base: int, src: np.ndarray, dst: np.ndarray, src_step: np.ndarray,
+             dst_step: np.ndarray) -> None:
+        arrays = (src, dst, self.count, src_step, dst_step, self.size)
+        ptrs = [np.ascontiguousarray(a, dtype=_I64).ctypes.data for a in arrays]
+        n = len(self)
+        big = self.nbytes >= _MIN_BYTES_PER_THREAD
+        pieces = threads.split(n, _MIN_PIECES_PER_THREAD) if big else [(0, n)]
+        threads.run_all(native_copy.copy_pieces(), [
+            (src_base, dst_base, *(p + 8 * a for p in ptrs), b - a) for a, b in pieces])
 
 
-def _first_occurrences(ids: np.ndarray) -> np.ndarray:
-    """Positions of the first occurrence of each distinct id, in linear time."""
-    if ids.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    low = int(ids.min())
-    last = np.empty(int(ids.max()) - low + 1, dtype=np.intp)
-    positions = np.arange(ids.size)
-    last[ids[::-1] - low] = positions[::-1]  # written in reverse, so the first occurrence wins
-    return positions[last[ids - low] == positions]
+def _joined(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
+            size: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Neighbouring pieces that are contiguous on both sides and continue each other, as one."""
+    if count.size <= 1:
+        return src, dst, count, src_step, dst_step, size
+    flat = ((src_step == size) & (dst_step == size)) | (count == 1)
+    end = count * size
+    joins = flat[:-1] & flat[1:] & (size[1:] == size[:-1]) & (src[1:] == src[:-1] + end[:-1]) \
+        & (dst[1:] == dst[:-1] + end[:-1])
+    if not joins.any():
+        return src, dst, count, src_step, dst_step, size
+    first = np.flatnonzero(np.concatenate(([True], ~joins)))
+    counts = np.add.reduceat(count, first)
+    joined = counts != count[first]
+    return (src[first], dst[first], counts, np.where(joined, size[first], src_step[first]),
+            np.where(joined, size[first], dst_step[first]), size[first])
 
+
+def _overlap(src: np.ndarray, count: np.ndarray, src_step: np.ndarray, size: np.ndarray, dst: np.ndarray,
+             dst_step: np.ndarray) -> bool:
+    """Could a destination byte be a source byte? (Byte ranges of the pieces, conservatively.)"""
+    def ranges(start: np.ndarray, step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        last = start + (count - 1) * step
+        return union(np.minimum(start, last), np.maximum(start, last) + size)
+
+    a_lo, a_hi = ranges(src, src_step)
+    b_lo, b_hi = ranges(dst, dst_step)
+    k = np.searchsorted(b_hi, a_lo, side="right")
+    inside = k < b_lo.size
+    return bool((b_lo[k[inside]] < a_hi[inside]).any())

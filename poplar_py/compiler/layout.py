@@ -1,10 +1,12 @@
 """Pass: lay out every variable and constant in the memory of its tile.
 
-Each tile owns a byte buffer. A variable's elements on one tile form one segment
-(in element order, 8-byte aligned); segments follow each other in variable order.
-All tile buffers are slices of one arena, so an element's arena offset is
-``tile_base[tile] + offset_in_tile``. Extra per-tile buffers (exchange buffers,
-vertex state) are reserved by later passes through :meth:`MemoryLayout.reserve`.
+Each tile owns a byte buffer. A variable's elements on one tile form one segment (in
+element order, 8-byte aligned); segments follow each other in variable order. The
+layout is computed per mapping interval (a run of one variable's elements on one tile),
+so its cost grows with the intervals, not the elements: an element's place is its
+interval's place plus its distance from the interval's start. All tile buffers are
+slices of one arena. Extra per-tile buffers (exchange buffers, vertex state) are
+reserved by later passes through :meth:`MemoryLayout.reserve_many`.
 """
 
 from __future__ import annotations
@@ -13,27 +15,51 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..tensor import VariableTable
+from ..ir import GraphIR
+from ..regions import IntervalMap, Runs, exclusive_cumsum
 from .mapping import TileMapping
 
 ALIGN = 8
+_I64 = np.int64
 
 
-def _align(x: np.ndarray | int) -> np.ndarray | int:
+def align(x: np.ndarray | int) -> np.ndarray | int:
     return (x + (ALIGN - 1)) // ALIGN * ALIGN
+
+
+@dataclass(frozen=True)
+class Located:
+    """Elements in flattened order, cut into pieces that each lie on one tile at evenly spaced
+    places: piece ``k`` starts at flat position ``flat[k]``, holds ``count[k]`` elements, the
+    first ``offset[k]`` bytes into tile ``tile[k]``'s memory and the next ``step[k]`` bytes on."""
+
+    run: np.ndarray  # the run (of the runs located) each piece belongs to
+    flat: np.ndarray
+    count: np.ndarray
+    tile: np.ndarray
+    offset: np.ndarray
+    step: np.ndarray
+    size: np.ndarray  # bytes per element
+    gid: np.ndarray  # global id of the first element
+    gstep: np.ndarray  # global id step
+
+    def __len__(self) -> int:
+        return int(self.count.size)
 
 
 @dataclass
 class MemoryLayout:
-    """Where every element lives: ``element_addr[id]`` is its byte offset in the arena."""
+    """Where every mapping interval lives, plus the per-tile buffers later passes reserve."""
 
     num_tiles: int
-    element_offset: np.ndarray  # int64 byte offset of each element inside its tile
-    tiles: np.ndarray  # int32 tile of each element
-    tile_used: np.ndarray  # int64 bytes used per tile
+    intervals: IntervalMap  # the complete mapping, every variable starting an interval
+    tile: np.ndarray  # per interval
+    offset: np.ndarray  # per interval: byte offset of its first element inside its tile
+    elem_size: np.ndarray  # per interval: bytes per element
+    bases: np.ndarray  # first gid of each variable
+    tile_used: np.ndarray  # bytes used per tile (arena part)
     usage: dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
     tile_base: np.ndarray | None = None
-    element_addr: np.ndarray | None = None
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
 
@@ -42,61 +68,88 @@ class MemoryLayout:
         """Bytes each tile needs: its arena buffer plus vertex state and code."""
         return self.tile_used if self.outside is None else self.tile_used + self.outside
 
-    def reserve(self, tile: int, nbytes: int, category: str) -> int:
-        """Reserve ``nbytes`` on ``tile``; returns the offset inside the tile."""
-        offset = int(_align(int(self.tile_used[tile])))
-        self.tile_used[tile] = offset + nbytes
-        self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=np.int64))[tile] += nbytes
-        return offset
+    def reserve_many(self, tiles: np.ndarray, nbytes: np.ndarray, category: str) -> np.ndarray:
+        """Reserve ``nbytes[k]`` on ``tiles[k]``, one after another in order (each 8-byte
+        aligned); returns each reservation's offset inside its tile."""
+        usage = self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=_I64))
+        if tiles.size == 0:
+            return np.zeros(0, _I64)
+        order = np.argsort(tiles, kind="stable")
+        t, n = tiles[order], nbytes[order]
+        first = np.concatenate(([True], t[1:] != t[:-1]))
+        group = np.cumsum(first) - 1
+        padded = align(n)
+        before = exclusive_cumsum(padded)
+        group_start = before[first]
+        out = np.empty(tiles.size, _I64)
+        out[order] = align(self.tile_used[t]) + before - group_start[group]
+        last = np.append(np.flatnonzero(first)[1:], t.size) - 1
+        self.tile_used[t[last]] = out[order][last] + n[last]
+        np.add.at(usage, t, n)
+        return out
 
     def account(self, per_tile: np.ndarray, category: str) -> None:
         """Count bytes that live outside the arena (vertex state, code) against each tile."""
         self.outside = per_tile if self.outside is None else self.outside + per_tile
-        self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=np.int64))
+        self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=_I64))
         self.usage[category] += per_tile
 
     def finalise(self) -> None:
-        """Fix the arena: tile buffers back to back; compute element addresses."""
-        sizes = _align(self.tile_used)
-        self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        self.element_addr = self.tile_base[self.tiles] + self.element_offset
+        """Fix the arena: tile buffers back to back."""
+        sizes = align(self.tile_used)
+        self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(_I64)
         self.arena = np.zeros(int(self.tile_base[-1]) + ALIGN, dtype=np.uint8)
-
-    def address(self, tile: int | np.ndarray, offset: int | np.ndarray) -> int | np.ndarray:
-        """Arena offset of ``offset`` bytes into ``tile``'s memory."""
-        assert self.tile_base is not None
-        return self.tile_base[tile] + offset
 
     @property
     def arena_size(self) -> int:
         assert self.tile_base is not None
         return int(self.tile_base[-1])
 
+    def address(self, tile: np.ndarray, offset: np.ndarray) -> np.ndarray:
+        """Arena offsets of ``offset`` bytes into each ``tile``'s memory."""
+        assert self.tile_base is not None
+        return self.tile_base[tile] + offset
 
-def layout_memory(table: VariableTable, mapping: TileMapping, num_tiles: int) -> MemoryLayout:
-    tiles = mapping.tiles
-    offset = np.zeros(table.num_elements, dtype=np.int64)
-    cursor = np.zeros(num_tiles, dtype=np.int64)
-    usage = {"variables": np.zeros(num_tiles, dtype=np.int64),
-             "constants": np.zeros(num_tiles, dtype=np.int64)}
-    for var in range(table.num_variables):
-        base, n, size = table.base(var), table.size(var), table.types[var].size
-        if n == 0:
-            continue
-        vt = tiles[base:base + n]
-        start = _align(cursor)
-        # Work on runs of elements mapped to one tile: a run's elements stay consecutive.
-        run_start = np.concatenate(([0], np.flatnonzero(np.diff(vt)) + 1))
-        run_len = np.diff(np.append(run_start, n))
-        run_tile = vt[run_start]
-        counts = np.bincount(run_tile, weights=run_len, minlength=num_tiles).astype(np.int64)
-        order = np.argsort(run_tile, kind="stable")  # runs of each tile, in element order
-        before = np.cumsum(run_len[order]) - run_len[order]  # elements placed before each run
-        rank = np.empty(run_start.size, dtype=np.int64)
-        rank[order] = before - (np.cumsum(counts) - counts)[run_tile[order]]
-        run_offset = start[run_tile] + (rank - run_start) * size
-        offset[base:base + n] = np.repeat(run_offset, run_len) + np.arange(n, dtype=np.int64) * size
-        used = counts > 0
-        cursor = np.where(used, start + counts * size, cursor)
-        usage["constants" if table.is_constant[var] else "variables"] += np.where(used, counts * size, 0)
-    return MemoryLayout(num_tiles, offset, tiles, cursor, usage)
+    def locate(self, runs: Runs) -> Located:
+        """Where the elements of ``runs`` live, piece by piece."""
+        p = self.intervals.split(runs, self.bases)
+        size = self.elem_size[p.interval]
+        offset = self.offset[p.interval] + (p.gid - self.intervals.starts[p.interval]) * size
+        return Located(p.run, p.flat_start(runs), p.count, self.tile[p.interval], offset, p.step * size, size,
+                       p.gid, p.step)
+
+
+def layout_memory(graph: GraphIR, mapping: TileMapping) -> MemoryLayout:
+    num_tiles = graph.target.getNumTiles()
+    starts, tiles = mapping.intervals.starts, mapping.tiles
+    if not starts.size:
+        zero = np.zeros(num_tiles, _I64)
+        return MemoryLayout(num_tiles, mapping.intervals, tiles, starts, starts, graph.variables.bases,
+                            zero.copy(), {"variables": zero.copy(), "constants": zero.copy()})
+    lengths = mapping.intervals.ends - starts
+    var = graph.variables.var_of(starts)
+    size = graph.variables.element_sizes()[var]
+    # One segment per (variable, tile): its intervals in element order, back to back.
+    order = np.lexsort((starts, var, tiles))  # by tile, then variable, then element
+    t, v, n, sz = tiles[order], var[order], lengths[order], size[order]
+    seg_first = np.concatenate(([True], (t[1:] != t[:-1]) | (v[1:] != v[:-1])))
+    seg = np.cumsum(seg_first) - 1
+    seg_bytes = np.add.reduceat(n * sz, np.flatnonzero(seg_first))
+    seg_tile = t[seg_first]
+    tile_first = np.concatenate(([True], seg_tile[1:] != seg_tile[:-1]))
+    padded = exclusive_cumsum(align(seg_bytes))
+    seg_start = padded - padded[tile_first][np.cumsum(tile_first) - 1]
+    within = exclusive_cumsum(n * sz)
+    within -= within[seg_first][seg]
+    offset = np.empty(starts.size, _I64)
+    offset[order] = seg_start[seg] + within
+    tile_used = np.zeros(num_tiles, _I64)
+    last = np.append(np.flatnonzero(tile_first)[1:], seg_tile.size) - 1
+    tile_used[seg_tile[last]] = seg_start[last] + seg_bytes[last]
+    constant = graph.variables.constant[var]
+    usage = {"variables": np.bincount(tiles[~constant], weights=(lengths * size)[~constant],
+                                      minlength=num_tiles).astype(_I64),
+             "constants": np.bincount(tiles[constant], weights=(lengths * size)[constant],
+                                      minlength=num_tiles).astype(_I64)}
+    return MemoryLayout(num_tiles, mapping.intervals, tiles, offset, size, graph.variables.bases, tile_used,
+                        usage)

@@ -1,82 +1,210 @@
 """Pass: lower control programs into executable steps.
 
 Every leaf program becomes a step with a precomputed plan (which bytes move where,
-which kernel runs on which state table) and a cost per tile; control programs
-(Sequence, Repeat, loops, If, Switch, Call) become small step trees the engine walks.
+which kernel runs on which state table) that knows how to run itself on a
+:class:`Machine` and what it costs (:class:`~poplar_py.compiler.costs.StepCost`);
+control programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees.
+One table, :data:`STEPS`, says which step each kind of program becomes: lowering
+dispatches on it, and running a step is calling its ``run``.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, ClassVar
 
 import numpy as np
 
 from .. import program as prog
-from ..errors import ProgramError
-from ..graph import Graph
+from ..errors import ProgramError, StreamError
+from ..handles import DataStream
+from ..ir import GraphIR
+from ..printing import format_tensor
+from ..regions import Runs
 from ..tensor import Tensor
 from ..types import Type
-from .exchange import CopyPlan, TileTraffic, traffic
-from .layout import MemoryLayout
+from .computeset import ComputeSetPlans
+from .costs import CostModel, RunRecord, StepCost
+from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
+from .layout import Located, MemoryLayout
+from .vertex_tables import ComputeSetRunner
+
+_I64 = np.int64
+
+
+class HostStream:
+    """A host buffer connected to a FIFO: circular, or a callback."""
+
+    def __init__(self, array: np.ndarray | None, callback: Callable[[np.ndarray], object] | None) -> None:
+        self.array = array
+        self.callback = callback
+        self.position = 0
+
+
+@dataclass
+class Machine:
+    """The running device: tile memories, connected host streams, where PrintTensor writes,
+    the lowered functions and the record of what ran."""
+
+    arena: np.ndarray
+    record: RunRecord
+    functions: list[Step]
+    streams: dict[str, HostStream] = field(default_factory=dict)
+    out: IO[str] | None = None
+
+    @property
+    def base(self) -> int:
+        return self.arena.ctypes.data
 
 
 @dataclass(frozen=True)
 class ScalarRef:
     """One element in tile memory, read by control flow (predicates, Switch control)."""
 
-    index: int  # element index in an arena view of ``dtype``
+    address: int
     dtype: np.dtype
     name: str
+
+    def read(self, m: Machine) -> int | float:
+        return m.arena[self.address:self.address + self.dtype.itemsize].view(self.dtype)[0].item()
 
 
 @dataclass
 class Step:
     label: str
-    id: int = field(default=-1, init=False)
+    id: int = field(default=-1, init=False)  # leaf steps: their index in LoweredPrograms.leaves
+    traffic: TileTraffic | None = field(default=None, init=False)
+    kind: ClassVar[str] = ""  # a leaf step's kind in the profile
+
+    def run(self, m: Machine) -> None:
+        raise NotImplementedError
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        """Cycles per tile of one run of this (leaf) step."""
+        assert self.traffic is not None
+        local = model.local(self.traffic)
+        return StepCost(self.kind, model.barrier, model.exchange(self.traffic), model.zero, local, local)
 
 
 @dataclass
 class CopyStep(Step):
     plan: CopyPlan = None  # type: ignore[assignment]
+    kind: ClassVar[str] = "DoExchange"
+
+    def run(self, m: Machine) -> None:
+        self.plan.execute(m.base, m.base)
+        m.record.counts[self.id] += 1
 
 
 @dataclass
-class StreamCopyStep(Step):
+class HostStep(Step):
+    """A leaf that moves data between the host and tile memory (stream copy, print)."""
+
+    kind: ClassVar[str] = "StreamCopy"
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        assert self.traffic is not None
+        return StepCost(self.kind, model.barrier, model.exchange(self.traffic), model.host(self.traffic),
+                        model.zero, model.zero)
+
+
+@dataclass
+class StreamCopyStep(HostStep):
     handle: str = ""
     to_device: bool = True
-    index: np.ndarray = None  # type: ignore[assignment]  # element indices in an arena view of dtype
+    plan: CopyPlan = None  # type: ignore[assignment]  # host buffer <-> arena
     dtype: np.dtype = None  # type: ignore[assignment]
-    nbytes: int = 0
+    n: int = 0
+
+    def run(self, m: Machine) -> None:
+        stream = m.streams.get(self.handle)
+        if stream is None:
+            raise StreamError(f"stream '{self.handle}' is not connected: call engine.connectStream first")
+        n = self.n
+        if stream.callback is not None:
+            data = np.empty(n, dtype=self.dtype)
+            if self.to_device:
+                stream.callback(data)
+                self.plan.execute(data.ctypes.data, m.base)
+            else:
+                self.plan.execute(m.base, data.ctypes.data)
+                stream.callback(data)
+        else:
+            assert stream.array is not None
+            size, pos = stream.array.size, stream.position
+            window = np.arange(pos, pos + n) % size if pos + n > size else slice(pos, pos + n)
+            if self.to_device:
+                data = np.ascontiguousarray(stream.array[window])
+                self.plan.execute(data.ctypes.data, m.base)
+            else:
+                data = np.empty(n, dtype=self.dtype)
+                self.plan.execute(m.base, data.ctypes.data)
+                stream.array[window] = data
+            stream.position = (pos + n) % size if size else 0
+        m.record.counts[self.id] += 1
 
 
 @dataclass
-class PrintStep(Step):
+class PrintStep(HostStep):
     title: str = ""
-    index: np.ndarray = None  # type: ignore[assignment]
+    plan: CopyPlan = None  # type: ignore[assignment]  # arena -> host buffer
     type: Type = None  # type: ignore[assignment]
     shape: tuple[int, ...] = ()
+
+    def run(self, m: Machine) -> None:
+        values = np.empty(self.shape, dtype=self.type.dtype)
+        self.plan.execute(m.base, values.ctypes.data)
+        out = m.out or sys.stdout
+        out.write(format_tensor(self.title, values) + "\n")
+        out.flush()
+        m.record.counts[self.id] += 1
 
 
 @dataclass
 class ExecuteStep(Step):
-    compute_set: Any = None  # a compiler.computeset.ComputeSetPlan
+    runner: ComputeSetRunner = None  # type: ignore[assignment]
+    kind: ClassVar[str] = "OnTileExecute"
+
+    def run(self, m: Machine) -> None:
+        self.runner.run(m.arena, m.record, self.id)
+        m.record.counts[self.id] += 1
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        assert self.traffic is not None
+        compute, active = self.runner.compute_cycles(record, self.id)
+        local = model.local(self.traffic)
+        return StepCost(self.kind, model.barrier * self.runner.syncs, model.exchange(self.traffic),
+                        model.zero, compute + local, active + local)
 
 
 @dataclass
 class SyncStep(Step):
-    pass
+    kind: ClassVar[str] = "Sync"
+
+    def run(self, m: Machine) -> None:
+        m.record.counts[self.id] += 1
 
 
 @dataclass
 class SequenceStep(Step):
     steps: list[Step] = field(default_factory=list)
 
+    def run(self, m: Machine) -> None:
+        for s in self.steps:
+            s.run(m)
+
 
 @dataclass
 class RepeatStep(Step):
     count: int = 0
     body: Step = None  # type: ignore[assignment]
+
+    def run(self, m: Machine) -> None:
+        body = self.body
+        for _ in range(self.count):
+            body.run(m)
 
 
 @dataclass
@@ -86,12 +214,22 @@ class WhileStep(Step):
     loop_while: bool = True
     body: Step = None  # type: ignore[assignment]
 
+    def run(self, m: Machine) -> None:
+        while True:
+            self.cond.run(m)
+            if bool(self.predicate.read(m)) != self.loop_while:
+                return
+            self.body.run(m)
+
 
 @dataclass
 class IfStep(Step):
     predicate: ScalarRef = None  # type: ignore[assignment]
     then: Step = None  # type: ignore[assignment]
     orelse: Step = None  # type: ignore[assignment]
+
+    def run(self, m: Machine) -> None:
+        (self.then if self.predicate.read(m) else self.orelse).run(m)
 
 
 @dataclass
@@ -100,10 +238,16 @@ class SwitchStep(Step):
     cases: dict[int, Step] = field(default_factory=dict)
     default: Step = None  # type: ignore[assignment]
 
+    def run(self, m: Machine) -> None:
+        self.cases.get(int(self.control.read(m)), self.default).run(m)
+
 
 @dataclass
 class CallStep(Step):
     function: int = 0
+
+    def run(self, m: Machine) -> None:
+        m.functions[self.function].run(m)
 
 
 @dataclass
@@ -113,124 +257,163 @@ class LoweredPrograms:
     programs: list[Step]
     functions: list[Step]
     leaves: list[Step]
-    traffic: dict[int, TileTraffic]  # leaf step id -> bytes moved per tile
+    runners: list[ComputeSetRunner]  # one per compute set executed
 
 
-class _Lowerer:
-    def __init__(self, graph: Graph, layout: MemoryLayout, compute_set_lowerer: Any) -> None:
+def host_plan(layout: MemoryLayout, runs: Runs, size: int, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
+    """The plan moving elements between a contiguous host buffer (in flattened order) and their
+    tiles, and the bytes each tile receives from (or sends to) the host."""
+    located = layout.locate(runs)
+    address = layout.address(located.tile, located.offset)
+    per_tile = np.bincount(located.tile, weights=located.count * size,
+                           minlength=layout.num_tiles).astype(_I64)
+    zero = np.zeros(layout.num_tiles, dtype=_I64)
+    sizes = np.full(len(located), size, _I64)
+    host = located.flat * size
+    moved = TileTraffic(zero, per_tile, zero) if to_device else TileTraffic(per_tile, zero, zero)
+    if to_device:
+        return CopyPlan.build(host, address, located.count, sizes, located.step, sizes, moved), moved
+    return CopyPlan.build(address, host, located.count, located.step, sizes, sizes, moved), moved
+
+
+class Lowerer:
+    """Turns programs into steps, with the layout and compute-set plans of one graph."""
+
+    def __init__(self, graph: GraphIR, layout: MemoryLayout, compute_sets: ComputeSetPlans) -> None:
         self.graph = graph
         self.layout = layout
-        self.num_tiles = graph.getTarget().getNumTiles()
-        self.lower_cs = compute_set_lowerer
+        self.compute_sets = compute_sets
+        self.runners: dict[int, ComputeSetRunner] = {}
+        self.num_tiles = graph.target.getNumTiles()
         self.leaves: list[Step] = []
-        self.traffic: dict[int, TileTraffic] = {}
 
     def leaf(self, step: Step, traffic_: TileTraffic | None = None) -> Step:
         step.id = len(self.leaves)
+        step.traffic = traffic_ if traffic_ is not None else TileTraffic.empty(self.num_tiles)
         self.leaves.append(step)
-        self.traffic[step.id] = traffic_ if traffic_ is not None else TileTraffic.empty(self.num_tiles)
         return step
 
-    def check(self, t: Tensor, what: str) -> np.ndarray:
-        if t.table is not self.graph._vars:
+    def lower(self, p: prog.Program) -> Step:
+        for cls in type(p).__mro__:
+            make = STEPS.get(cls)
+            if make is not None:
+                return make(self, p)
+        raise ProgramError(f"cannot lower program of type {type(p).__name__}")
+
+    def runs(self, t: Tensor, what: str) -> Runs:
+        if t.variables is not self.graph.tensors:
             raise ProgramError(f"{what}: tensor '{t.name}' belongs to another graph")
-        return t.ids.reshape(-1)
+        return t.runs()
 
-    def addresses(self, ids: np.ndarray) -> np.ndarray:
-        assert self.layout.element_addr is not None
-        return self.layout.element_addr[ids]
+    def locate(self, t: Tensor, what: str) -> tuple[Located, np.ndarray]:
+        """Where ``t``'s elements live, and each piece's arena address."""
+        located = self.layout.locate(self.runs(t, what))
+        return located, self.layout.address(located.tile, located.offset)
 
-    def host_transfer(self, t: Tensor, what: str, to_device: bool) -> tuple[np.ndarray, TileTraffic]:
-        """Element indices of ``t`` in an arena view of its type, and the bytes each tile
-        receives from (or sends to) the host."""
-        ids = self.check(t, what)
-        size = t.elementType().size
-        per_tile = np.bincount(self.layout.tiles[ids], minlength=self.num_tiles).astype(np.int64) * size
-        zero = np.zeros(self.num_tiles, dtype=np.int64)
-        host = TileTraffic(zero, per_tile, zero) if to_device else TileTraffic(per_tile, zero, zero)
-        return (self.addresses(ids) // size).astype(np.intp), host
+    def host_plan(self, t: Tensor, what: str, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
+        return host_plan(self.layout, self.runs(t, what), t.elementType().size, to_device)
 
     def scalar(self, t: Tensor, what: str) -> ScalarRef:
-        ids = self.check(t, what)
-        size = t.elementType().size
-        return ScalarRef(int(self.addresses(ids)[0]) // size, t.elementType().dtype, t.name)
+        _, address = self.locate(t, what)
+        return ScalarRef(int(address[0]), t.elementType().dtype, t.name)
 
-    def lower(self, p: prog.Program) -> Step:
-        method = getattr(self, "_" + type(p).__name__, None)
-        if method is None:
-            for base in type(p).__mro__[1:]:
-                method = getattr(self, "_" + base.__name__, None)
-                if method is not None:
-                    break
-        if method is None:
-            raise ProgramError(f"cannot lower program of type {type(p).__name__}")
-        return method(p)
-
-    def _Sequence(self, p: prog.Sequence) -> Step:
-        return SequenceStep(p.name or "Sequence", [self.lower(c) for c in p.programs])
-
-    def _Execute(self, p: prog.Execute) -> Step:
-        plan, traffic_ = self.lower_cs(p.cs)
-        return self.leaf(ExecuteStep(p.name or p.cs.name, plan), traffic_)
-
-    def _Copy(self, p: prog.Copy) -> Step:
-        if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
-            return self._tensor_copy(p)
-        to_device = isinstance(p.dst, Tensor)
-        stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
-        index, host = self.host_transfer(t, "Copy", to_device)
-        size = t.elementType().size
-        label = p.name or (f"StreamCopy({stream.handle()} -> {t.name})" if to_device
-                           else f"StreamCopy({t.name} -> {stream.handle()})")
-        return self.leaf(StreamCopyStep(label, stream.handle(), to_device, index,
-                                        t.elementType().dtype, t.numElements() * size), host)
-
-    def _tensor_copy(self, p: prog.Copy) -> Step:
-        src_ids = self.check(p.src, "Copy source")
-        dst_ids = self.check(p.dst, "Copy destination")
-        size = p.src.elementType().size
-        t = traffic(self.layout.tiles[src_ids], self.layout.tiles[dst_ids], src_ids, size, self.num_tiles)
-        plan = CopyPlan.build(self.addresses(src_ids), self.addresses(dst_ids), size, t)
-        return self.leaf(CopyStep(p.name or f"Copy({p.src.name} -> {p.dst.name})", plan), t)
-
-    def _Repeat(self, p: prog.Repeat) -> Step:
-        return RepeatStep(p.name or f"Repeat({p.count})", p.count, self.lower(p.body))
-
-    def _RepeatWhileTrue(self, p: prog.RepeatWhileTrue) -> Step:
-        return WhileStep(p.name or type(p).__name__, self.lower(p.cond),
-                         self.scalar(p.predicate, f"{type(p).__name__} predicate"), p.loop_while,
-                         self.lower(p.body))
-
-    def _If(self, p: prog.If) -> Step:
-        return IfStep(p.name or "If", self.scalar(p.predicate, "If predicate"), self.lower(p.then),
-                      self.lower(p.orelse))
-
-    def _Switch(self, p: prog.Switch) -> Step:
-        return SwitchStep(p.name or "Switch", self.scalar(p.control, "Switch control"),
-                          {v: self.lower(b) for v, b in p.cases.items()}, self.lower(p.default))
-
-    def _Call(self, p: prog.Call) -> Step:
-        if not 0 <= p.function.id < len(self.graph._functions):
-            raise ProgramError(f"Call: function {p.function.id} was not added to this graph")
-        return CallStep(p.name or f"Call({p.function.id})", p.function.id)
-
-    def _PrintTensor(self, p: prog.PrintTensor) -> Step:
-        index, host = self.host_transfer(p.tensor, "PrintTensor", to_device=False)
-        step = PrintStep(f"PrintTensor({p.title or p.tensor.name})", p.title, index,
-                         p.tensor.elementType(), tuple(p.tensor.shape()))
-        return self.leaf(step, host)
-
-    def _WriteUndef(self, p: prog.WriteUndef) -> Step:
-        self.check(p.tensor, "WriteUndef")
-        return SequenceStep(p.name or f"WriteUndef({p.tensor.name})", [])
-
-    def _Sync(self, p: prog.Sync) -> Step:
-        return self.leaf(SyncStep(p.name or f"Sync({p.syncType.value})"))
+    def runner(self, cs_id: int) -> ComputeSetRunner:
+        """The runner of a compute set, built once however often it is executed."""
+        runner = self.runners.get(cs_id)
+        if runner is None:
+            plans = self.compute_sets
+            runner = ComputeSetRunner(self.graph, plans.plans[cs_id], self.layout, plans.options)
+            self.runners[cs_id] = runner
+        return runner
 
 
-def lower_programs(graph: Graph, programs: list[prog.Program], layout: MemoryLayout,
-                   compute_set_lowerer: Any) -> LoweredPrograms:
-    lowerer = _Lowerer(graph, layout, compute_set_lowerer)
-    functions = [lowerer.lower(f) for f in graph._functions]
+def _sequence(lw: Lowerer, p: prog.Sequence) -> Step:
+    return SequenceStep(p.name or "Sequence", [lw.lower(c) for c in p.programs])
+
+
+def _execute(lw: Lowerer, p: prog.Execute) -> Step:
+    runner = lw.runner(p.cs.id)
+    return lw.leaf(ExecuteStep(p.name or p.cs.name, runner), runner.traffic)
+
+
+def _copy(lw: Lowerer, p: prog.Copy) -> Step:
+    if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
+        return _tensor_copy(lw, p.src, p.dst, p.name)
+    to_device = isinstance(p.dst, Tensor)
+    stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
+    assert isinstance(stream, DataStream) and isinstance(t, Tensor)
+    plan, host = lw.host_plan(t, "Copy", to_device)
+    label = p.name or (f"StreamCopy({stream.handle()} -> {t.name})" if to_device
+                       else f"StreamCopy({t.name} -> {stream.handle()})")
+    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plan, t.elementType().dtype,
+                                  t.numElements()), host)
+
+
+def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, name: str) -> Step:
+    a, a_addr = lw.locate(src, "Copy source")
+    b, b_addr = lw.locate(dst, "Copy destination")
+    start, count, ia, ib = align_pieces(a.flat, a.count, b.flat, b.count)
+    size = np.full(count.size, src.elementType().size, _I64)
+    src_addr = a_addr[ia] + (start - a.flat[ia]) * a.step[ia]
+    dst_addr = b_addr[ib] + (start - b.flat[ib]) * b.step[ib]
+    gid = a.gid[ia] + (start - a.flat[ia]) * a.gstep[ia]
+    t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a.gstep[ia])
+    plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=True)
+    return lw.leaf(CopyStep(name or f"Copy({src.name} -> {dst.name})", plan), t)
+
+
+def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:
+    return RepeatStep(p.name or f"Repeat({p.count})", p.count, lw.lower(p.body))
+
+
+def _while(lw: Lowerer, p: prog.RepeatWhileTrue) -> Step:
+    return WhileStep(p.name or type(p).__name__, lw.lower(p.cond),
+                     lw.scalar(p.predicate, f"{type(p).__name__} predicate"), p.loop_while, lw.lower(p.body))
+
+
+def _if(lw: Lowerer, p: prog.If) -> Step:
+    predicate = lw.scalar(p.predicate, "If predicate")
+    return IfStep(p.name or "If", predicate, lw.lower(p.then), lw.lower(p.orelse))
+
+
+def _switch(lw: Lowerer, p: prog.Switch) -> Step:
+    return SwitchStep(p.name or "Switch", lw.scalar(p.control, "Switch control"),
+                      {v: lw.lower(b) for v, b in p.cases.items()}, lw.lower(p.default))
+
+
+def _call(lw: Lowerer, p: prog.Call) -> Step:
+    if not 0 <= p.function.id < len(lw.graph.functions):
+        raise ProgramError(f"Call: function {p.function.id} was not added to this graph")
+    return CallStep(p.name or f"Call({p.function.id})", p.function.id)
+
+
+def _print(lw: Lowerer, p: prog.PrintTensor) -> Step:
+    plan, host = lw.host_plan(p.tensor, "PrintTensor", to_device=False)
+    step = PrintStep(f"PrintTensor({p.title or p.tensor.name})", p.title, plan, p.tensor.elementType(),
+                     tuple(p.tensor.shape()))
+    return lw.leaf(step, host)
+
+
+def _write_undef(lw: Lowerer, p: prog.WriteUndef) -> Step:
+    lw.runs(p.tensor, "WriteUndef")
+    return SequenceStep(p.name or f"WriteUndef({p.tensor.name})", [])
+
+
+def _sync(lw: Lowerer, p: prog.Sync) -> Step:
+    return lw.leaf(SyncStep(p.name or f"Sync({p.syncType.value})"))
+
+
+#: The step each kind of program becomes (a subclass uses its base's entry).
+STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[dict-item]
+    prog.Sequence: _sequence, prog.Execute: _execute, prog.Copy: _copy, prog.Repeat: _repeat,
+    prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
+    prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
+}
+
+
+def lower_programs(graph: GraphIR, programs: list[prog.Program], layout: MemoryLayout,
+                   compute_sets: ComputeSetPlans) -> LoweredPrograms:
+    lowerer = Lowerer(graph, layout, compute_sets)
+    functions = [lowerer.lower(f) for f in graph.functions]
     entries = [lowerer.lower(p) for p in programs]
-    return LoweredPrograms(entries, functions, lowerer.leaves, lowerer.traffic)
+    return LoweredPrograms(entries, functions, lowerer.leaves, list(lowerer.runners.values()))

@@ -1,11 +1,11 @@
 """Pass: complete the tile mapping of every variable element.
 
 Elements the user mapped keep their tile. An unmapped element that a mapped vertex
-uses goes to that vertex's tile (the first such vertex), so it needs no exchange.
-What is left is spread linearly over the tiles (at least 128 bytes per tile,
+uses goes to that vertex's tile (the vertex with the lowest id wins), so it needs no
+exchange. What is left is spread linearly over the tiles (at least 128 bytes per tile,
 starting where the previous automatic mapping stopped, so many small variables do
 not all land on tile 0). With the option ``tileMapping.strict`` an unmapped element
-is an error, as in Poplar.
+is an error, as in Poplar. Everything works on intervals of elements.
 """
 
 from __future__ import annotations
@@ -15,54 +15,112 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidTileMappingError
-from ..tensor import VariableTable
+from ..ir import GraphIR
+from ..regions import IntervalMap, expand_ranges, paint
+
+_I64 = np.int64
 
 
 @dataclass(frozen=True)
 class TileMapping:
-    """The tile of every element id, complete."""
+    """The complete mapping: gid intervals (each variable starting one) and their tiles."""
 
-    tiles: np.ndarray  # int32 per element id
+    intervals: IntervalMap
+    tiles: np.ndarray
     auto_mapped: tuple[str, ...]  # names of variables the compiler mapped
 
 
-def _map_next_to_users(tiles: np.ndarray, vertices: list) -> None:
-    """Give unmapped elements the tile of the first mapped vertex that uses them."""
-    ids, owners = [], []
-    for v in vertices:
-        if v.tile < 0:
-            continue
-        for t in v.edge_tensors():
-            flat = t.ids.reshape(-1)
-            ids.append(flat)
-            owners.append(np.full(flat.size, v.tile, dtype=np.int32))
-    if not ids:
-        return
-    all_ids, all_tiles = np.concatenate(ids), np.concatenate(owners)
-    free = tiles[all_ids] < 0
-    tiles[all_ids[free][::-1]] = all_tiles[free][::-1]  # reversed: the first user wins
-
-
-def complete_mapping(table: VariableTable, num_tiles: int, strict: bool, vertices: list) -> TileMapping:
-    tiles = table.tiles.copy()
+def complete_mapping(graph: GraphIR, strict: bool) -> TileMapping:
+    imap, tiles = graph.mapping, graph.mapping_tiles
     unmapped = tiles < 0
     if not unmapped.any():
-        return TileMapping(tiles, ())
-    vars_unmapped = np.unique(table.var_of(np.flatnonzero(unmapped)))
+        return TileMapping(imap, tiles, ())
+    variables = graph.variables
+    var = variables.var_of(imap.starts)
+    waiting = np.unique(var[unmapped])
     if strict:
-        var = int(vars_unmapped[0])
-        first = int(np.flatnonzero(unmapped[table.base(var):table.base(var) + table.size(var)])[0])
+        v = int(waiting[0])
+        first = int(imap.starts[np.flatnonzero(unmapped & (var == v))[0]] - variables.bases[v])
         raise InvalidTileMappingError(
-            f"variable '{table.names[var]}' has no tile mapping for element {first} "
-            f"({len(vars_unmapped)} variable(s) incompletely mapped; option tileMapping.strict is on)")
-    _map_next_to_users(tiles, vertices)
-    unmapped = tiles < 0
-    cursor = 0
-    names = [table.names[v] for v in vars_unmapped.tolist()]
-    for var in np.unique(table.var_of(np.flatnonzero(unmapped))).tolist():
-        base, n = table.base(var), table.size(var)
-        elements = np.flatnonzero(unmapped[base:base + n]) + base
-        per_tile = max(-(-elements.size // num_tiles), -(-128 // table.types[var].size))
-        tiles[elements] = (cursor + np.arange(elements.size) // per_tile) % num_tiles
-        cursor = (cursor + -(-elements.size // per_tile)) % num_tiles
-    return TileMapping(tiles, tuple(names))
+            f"variable '{variables.names[v]}' has no tile mapping for element {first} "
+            f"({waiting.size} variable(s) incompletely mapped; option tileMapping.strict is on)")
+    lo, hi, tile = _next_to_users(graph, imap, tiles)
+    lo, tile = _linear(graph, lo, hi, tile)
+    return TileMapping(IntervalMap(lo, imap.end), tile, tuple(variables.names[v] for v in waiting.tolist()))
+
+
+def _next_to_users(graph: GraphIR, imap: IntervalMap, tiles: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unmapped elements used by mapped vertices go to the tile of the lowest such vertex."""
+    edges, vertices = graph.edges, graph.vertices
+    vertex_tile = vertices.tile[edges.vertex]
+    rows = np.flatnonzero((vertex_tile >= 0) & (edges.count > 0))
+    runs = edges.runs(rows)
+    lo, hi, owner = runs.unit_intervals(graph.variables.bases)
+    row = rows[owner]
+    # Only accesses that touch an unmapped interval matter.
+    unmapped = (tiles < 0).astype(_I64)
+    before = np.concatenate(([0], np.cumsum(unmapped)))
+    k0, k1 = imap.find(lo), imap.find(hi - 1)
+    touch = before[k1 + 1] - before[k0] > 0
+    lo, hi, row = lo[touch], hi[touch], row[touch]
+    starts, ends = imap.starts, imap.ends
+    if lo.size == 0:
+        return starts, ends, tiles
+    # Paint users from the highest vertex id down (the lowest wins), then the user's mapping on top.
+    order = np.argsort(-edges.vertex[row], kind="stable")
+    mapped = tiles >= 0
+    all_lo = np.concatenate((lo[order], starts[mapped]))
+    all_hi = np.concatenate((hi[order], ends[mapped]))
+    all_tile = np.concatenate((vertex_tile[row][order], tiles[mapped]))
+    p_lo, p_hi, p_tile = paint(all_lo, all_hi, all_tile)
+    return _cut(p_lo, p_hi, p_tile, graph)
+
+
+def _cut(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, graph: GraphIR
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint painted intervals as a complete cover of the gid line (gaps: tile -1), cut
+    where each variable starts."""
+    end = graph.variables.num_elements
+    gap_lo, gap_hi = np.concatenate(([0], hi)), np.concatenate((lo, [end]))
+    gaps = gap_hi > gap_lo
+    bases = graph.variables.bases[graph.variables.sizes > 0]
+    points = np.union1d(np.concatenate((lo, gap_lo[gaps])), bases)
+    all_lo = np.concatenate((lo, gap_lo[gaps]))
+    all_tile = np.concatenate((tile, np.full(int(gaps.sum()), -1, _I64)))
+    order = np.argsort(all_lo, kind="stable")
+    k = np.searchsorted(all_lo[order], points, side="right") - 1
+    return points, np.append(points[1:], end), all_tile[order][k]
+
+
+def _linear(graph: GraphIR, lo: np.ndarray, hi: np.ndarray, tile: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Spread each variable's remaining unmapped elements over the tiles, in variable order."""
+    free = np.flatnonzero(tile < 0)
+    if free.size == 0:
+        return lo, tile
+    num_tiles = graph.target.getNumTiles()
+    variables = graph.variables
+    var = variables.var_of(lo[free])
+    length = hi[free] - lo[free]
+    first = np.concatenate(([True], var[1:] != var[:-1]))
+    group = np.cumsum(first) - 1
+    total = np.add.reduceat(length, np.flatnonzero(first))  # unmapped elements per variable
+    size = variables.element_sizes()[var[first]]
+    per_tile = np.maximum(-(-total // num_tiles), -(-128 // size))
+    used = -(-total // per_tile)  # tiles each variable takes
+    cursor = np.concatenate(([0], np.cumsum(used)[:-1])) % num_tiles
+    k = np.concatenate(([0], np.cumsum(length)))[:-1]  # position among the variable's unmapped elements
+    k -= k[first][group]
+    per = per_tile[group]
+    # Cut each free interval where the position crosses a multiple of per_tile.
+    chunks = (k + length - 1) // per - k // per + 1
+    owner, chunk = expand_ranges(k // per, chunks)
+    a = np.maximum(chunk * per[owner], k[owner]) - k[owner] + lo[free][owner]
+    pieces_tile = (cursor[group][owner] + chunk) % num_tiles
+    keep = np.ones(lo.size, dtype=bool)
+    keep[free] = False
+    new_lo = np.concatenate((lo[keep], a))
+    new_tile = np.concatenate((tile[keep], pieces_tile))
+    order = np.argsort(new_lo, kind="stable")
+    return new_lo[order], new_tile[order]

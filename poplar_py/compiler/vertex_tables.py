@@ -9,24 +9,31 @@ copies, one native call per vertex class, the exchange-out copies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ..errors import MissingCycleEstimateError, VertexError
+from ..ir import GraphIR
 from ..options import EngineOptions
+from ..regions import exclusive_cumsum
+from ..target import Target
 from ..vertex import Direction, FieldKind, FieldSpec
 from . import threads
-from .computeset import ComputeSetPlan, Segments, state_vector_bytes
+from .codelets import ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, CompiledCodelet, error_message
+from .computeset import ComputeSetPlan, state_vector_bytes
+from .costs import RunRecord
 from .exchange import CopyPlan, TileTraffic, traffic
 from .layout import MemoryLayout
+from .segments import Segments
+
+_I64 = np.int64
 
 
 class FieldInfo:
     """What a perf estimator sees of one field (Poplar's ``FieldData``)."""
 
-    def __init__(self, spec: FieldSpec, value: Any) -> None:
-        self._spec, self._value = spec, value
+    def __init__(self, spec: FieldSpec, sizes: list[int] | int, values: np.ndarray | None = None) -> None:
+        self._spec, self._sizes, self._values = spec, sizes, values
 
     def name(self) -> str:
         return self._spec.name
@@ -35,39 +42,44 @@ class FieldInfo:
         return {FieldKind.SCALAR: 0, FieldKind.VECTOR: 1, FieldKind.VECTOR_LIST: 2}[self._spec.kind]
 
     def size(self) -> int:
-        if self._spec.direction is Direction.STATE:
-            return int(np.asarray(self._value).size)
-        if isinstance(self._value, list):
-            return len(self._value)
-        return self._value.numElements()
+        if self._values is not None:
+            return int(self._values.size)
+        return len(self._sizes) if isinstance(self._sizes, list) else self._sizes
 
     def getSizeAtIndex(self, i: int) -> int:
-        return self._value[i].numElements()
+        return self._sizes[i]  # type: ignore[index]
 
     def __getitem__(self, i: int) -> FieldInfo:
-        return FieldInfo(FieldSpec(self._spec.name, self._spec.direction, FieldKind.VECTOR, self._spec.type),
-                         self._value[i])
+        spec = FieldSpec(self._spec.name, self._spec.direction, FieldKind.VECTOR, self._spec.type)
+        return FieldInfo(spec, self._sizes[i])  # type: ignore[index]
 
-    def getInitialValue(self, target: Any = None) -> Any:
-        return np.asarray(self._value).reshape(-1)[0].item()
+    def getInitialValue(self, target: object = None) -> object:
+        return np.asarray(self._values).reshape(-1)[0].item()
 
-    def getInitialValues(self, target: Any = None) -> list:
-        return np.asarray(self._value).reshape(-1).tolist()
+    def getInitialValues(self, target: object = None) -> list:
+        return np.asarray(self._values).reshape(-1).tolist()
 
 
 class VertexIntrospector:
     """Passed to perf estimators registered with ``graph.registerPerfEstimator``."""
 
-    def __init__(self, vertex: Any, cs_name: str) -> None:
-        self._v, self._cs = vertex, cs_name
+    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int) -> None:
+        self._graph, self._plan, self._pos = graph, plan, position
 
     def getFieldInfo(self, name: str) -> FieldInfo:
-        spec = self._v.cls.fields[name]
-        value = self._v.state.get(name) if spec.direction is Direction.STATE else self._v.edges.get(name)
-        return FieldInfo(spec, value)
+        vid = int(self._plan.vertices[self._pos])
+        cls = self._graph.vertices.classes[int(self._graph.vertices.cls[vid])]
+        spec = cls.fields[name]
+        f = list(cls.fields).index(name)
+        if spec.direction is Direction.STATE:
+            return FieldInfo(spec, 0, self._graph.vertices.state.get((vid, f)))
+        seg = self._plan.segments
+        mine = np.flatnonzero((seg.vertex == self._pos) & (seg.field == f))
+        lengths = seg.length[mine].tolist()
+        return FieldInfo(spec, lengths if spec.kind is FieldKind.VECTOR_LIST else sum(lengths))
 
     def getComputeSet(self) -> str:
-        return self._cs
+        return self._plan.name
 
 
 @dataclass
@@ -75,7 +87,7 @@ class _Group:
     """One vertex class of a compute set: its state table and kernel."""
 
     cls: type
-    compiled: Any
+    compiled: CompiledCodelet
     positions: np.ndarray  # positions of its vertices in the compute set
     table: np.ndarray
     cycles: np.ndarray
@@ -100,107 +112,168 @@ def _chunks(table: np.ndarray, cycles: np.ndarray, err: np.ndarray) -> list[tupl
              err.ctypes.data + i * err.itemsize) for i, (a, b) in enumerate(threads.split(table.size, 4))]
 
 
-def _cycle_estimates(plan: ComputeSetPlan, graph_estimators: dict, target: Any) -> np.ndarray:
+def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np.ndarray:
     """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count)."""
-    out = np.full(len(plan.vertices), -1, dtype=np.int64)
-    for pos, v in enumerate(plan.vertices):
-        if v.perf_estimate is not None:
-            out[pos] = v.perf_estimate
-        elif v.type_name in graph_estimators:
-            est = graph_estimators[v.type_name](VertexIntrospector(v, plan.name), target)
+    out = graph.vertices.perf[plan.vertices].copy()
+    estimators = graph.perf_estimators
+    if not estimators:
+        return out
+    for cls, positions in plan.groups.items():
+        estimator = estimators.get(cls.vertexName)
+        if estimator is None:
+            continue
+        for pos in positions[out[positions] < 0].tolist():
+            est = estimator(VertexIntrospector(graph, plan, pos), target)
             cycles = est[0] if isinstance(est, tuple) else getattr(est, "cycles", est)
             if cycles is None:
-                raise MissingCycleEstimateError(f"the perf estimator of '{v.type_name}' returned nothing "
-                                                f"for {v.describe()}")
-            out[pos] = int(cycles)
+                raise MissingCycleEstimateError(f"the perf estimator of '{cls.vertexName}' returned nothing "
+                                                f"for {graph.vertices.describe(int(plan.vertices[pos]))}")
+            out[pos] = int(cycles)  # type: ignore[call-overload]
     return out
 
 
 class ComputeSetRunner:
     """Runs one compute set: exchange in, kernels, exchange out; accounts its cycles."""
 
-    def __init__(self, plan: ComputeSetPlan, layout: MemoryLayout, options: EngineOptions,
-                 estimators: dict, target: Any) -> None:
-        assert layout.arena is not None and layout.element_addr is not None
+    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, layout: MemoryLayout,
+                 options: EngineOptions) -> None:
+        assert layout.arena is not None
         self.plan = plan
+        self.graph = graph
         self.interpret = options["codelets.mode"] == "interpreter"
         self.num_tiles = layout.num_tiles
+        target = graph.target
         self.workers = target.getNumWorkerContexts()
-        self.exchange_in: list[CopyPlan] = []
-        self.exchange_out: list[CopyPlan] = []
         seg = plan.segments
-        seg_addr = _segment_addresses(seg, plan.tiles, layout)
-        self.traffic = self._build_exchange(seg, seg_addr, plan.tiles, layout)
+        seg_addr = self._segment_addresses(seg, layout)
+        self.exchange_in, self.exchange_out, self.traffic = self._build_exchange(seg, seg_addr, layout)
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
-        image = _Image(base)
-        self.groups = [_build_group(cls, plan.compiled[cls], positions, plan, seg, seg_addr + base,
-                                    state_abs, image) for cls, positions in plan.groups.items()]
-        self.image = image.arrays()  # written into tile memory by Engine.load
-        self.estimates = _cycle_estimates(plan, estimators, target)
-        self.is_multi = np.asarray([v.cls.isMultiVertex for v in plan.vertices], dtype=bool)
+        image = Image(base)
+        self.groups = [self._build_group(cls, plan.compiled[cls], positions, seg, seg_addr + base, state_abs,
+                                         image) for cls, positions in plan.groups.items()]
+        self.image = image.plan()  # written into tile memory by Engine.load
+        self.estimates = _cycle_estimates(graph, plan, target)
+        self.is_multi = np.asarray([cls.isMultiVertex for cls in graph.vertices.classes],
+                                   dtype=bool)[graph.vertices.cls[plan.vertices]]
         # Plain vertices go round-robin to their tile's worker contexts in creation order.
         order = np.argsort(plan.tiles, kind="stable")
-        rank = np.empty(len(plan.vertices), dtype=np.int64)
-        rank[order] = np.arange(len(plan.vertices)) - np.searchsorted(plan.tiles[order], plan.tiles[order])
+        rank = np.empty(plan.tiles.size, dtype=_I64)
+        rank[order] = np.arange(plan.tiles.size) - np.searchsorted(plan.tiles[order], plan.tiles[order])
         self.slot = plan.tiles * self.workers + rank % self.workers
-        self.measured = np.zeros(len(plan.vertices), dtype=np.int64)
+        self.measured = np.zeros(plan.tiles.size, dtype=_I64)
 
-    def _build_exchange(self, seg: Segments, seg_addr: np.ndarray, vertex_tiles: np.ndarray,
-                        layout: MemoryLayout) -> TileTraffic:
-        """Copy plans filling input buffers before compute and emptying output buffers after."""
-        assert layout.element_addr is not None
+    def _segment_addresses(self, seg: Segments, layout: MemoryLayout) -> np.ndarray:
+        """Arena offset where each segment's data sits as the vertex sees it."""
+        located = self.plan.located
+        addr = np.zeros(len(seg), dtype=_I64)
+        if len(located):
+            piece_seg = seg.run_segment[located.run]
+            first = np.concatenate(([True], piece_seg[1:] != piece_seg[:-1]))
+            addr[piece_seg[first]] = layout.address(located.tile[first], located.offset[first])
         staged = seg.buffer >= 0
-        first_user = np.zeros(seg.buffer.size, dtype=bool)  # a shared buffer is filled once
-        if staged.any():
-            _, first = np.unique(seg.buffer[staged], return_index=True)
-            first_user[np.flatnonzero(staged)[first]] = True
-        total = TileTraffic.empty(layout.num_tiles)
-        for fill, mask in ((True, staged & first_user & seg.reads), (False, staged & seg.writes)):
-            for size in np.unique(seg.size[mask]).tolist():
-                sel = np.flatnonzero(mask & (seg.size == size))
-                lengths = seg.length[sel]
-                owner = np.repeat(sel, lengths)
-                within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-                ids = seg.ids[seg.start[owner] + within]
-                home, buffer = layout.element_addr[ids], seg_addr[owner] + within * size
-                home_tiles, vertex_tile = layout.tiles[ids], vertex_tiles[seg.vertex[owner]]
-                if fill:
-                    t = traffic(home_tiles, vertex_tile, ids, size, layout.num_tiles)
-                    self.exchange_in.append(CopyPlan.build(home, buffer, size, t))
-                else:
-                    t = traffic(vertex_tile, home_tiles, np.arange(ids.size), size, layout.num_tiles)
-                    self.exchange_out.append(CopyPlan.build(buffer, home, size, t))
-                total = total + t
-        return total
+        return np.where(staged, layout.address(self.plan.tiles[seg.vertex], seg.buffer_offset), addr)
 
-    def run(self, arena: np.ndarray, profile: Any, step_id: int) -> None:
-        for p in self.exchange_in:
-            p.execute(arena)
+    def _build_exchange(self, seg: Segments, seg_addr: np.ndarray, layout: MemoryLayout
+                        ) -> tuple[CopyPlan | None, CopyPlan | None, TileTraffic]:
+        """Copy plans filling input buffers before compute and emptying output buffers after."""
+        located = self.plan.located
+        total = TileTraffic.empty(layout.num_tiles)
+        staged = seg.buffer >= 0
+        if not staged.any():
+            return None, None, total
+        first_user = np.zeros(len(seg), dtype=bool)  # a shared buffer is filled once
+        _, first = np.unique(seg.buffer[staged], return_index=True)
+        first_user[np.flatnonzero(staged)[first]] = True
+        piece_seg = seg.run_segment[located.run]
+        home = layout.address(located.tile, located.offset)
+        vertex_tile = self.plan.tiles[seg.vertex[piece_seg]]
+        buffer = seg_addr[piece_seg] + (located.flat - seg.flat_start()[piece_seg]) * located.size
+        plans = []
+        for fill, mask in ((True, staged & first_user & seg.reads), (False, staged & seg.writes)):
+            sel = np.flatnonzero(mask[piece_seg])
+            if not sel.size:
+                plans.append(None)
+                continue
+            count, size, tile = located.count[sel], located.size[sel], located.tile[sel]
+            if fill:
+                t = traffic(tile, vertex_tile[sel], count, size, layout.num_tiles, located.gid[sel],
+                            located.gstep[sel])
+                plans.append(CopyPlan.build(home[sel], buffer[sel], count, located.step[sel], size, size, t))
+            else:
+                t = traffic(vertex_tile[sel], tile, count, size, layout.num_tiles)
+                plans.append(CopyPlan.build(buffer[sel], home[sel], count, size, located.step[sel], size, t))
+            total = total + t
+        return plans[0], plans[1], total
+
+    def _build_group(self, cls: type, compiled: CompiledCodelet, positions: np.ndarray, seg: Segments,
+                     seg_abs: np.ndarray, state_abs: np.ndarray, image: Image) -> _Group:
+        """The state table of one vertex class; list tables and state vectors go to ``image``."""
+        n = positions.size
+        table = np.zeros(n, dtype=compiled.state_dtype)
+        vids = self.plan.vertices[positions].tolist()
+        cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
+        nfields = max(len(c.fields) for c in self.graph.vertices.classes) + 1
+        keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
+        state = self.graph.vertices.state
+        for fnum, (name, spec) in enumerate(cls.fields.items()):
+            if spec.direction is Direction.STATE:
+                values = [state[(v, fnum)] for v in vids]
+                if spec.kind is FieldKind.SCALAR:
+                    table[name] = np.concatenate(values) if values else []
+                    continue
+                lengths = np.asarray([x.size for x in values], dtype=_I64)
+                image.add(cursor, lengths, values, spec.type.dtype)
+                table[name + ".ptr"] = cursor
+                table[name + ".size"] = lengths
+                cursor += state_vector_bytes(lengths, spec.type.size)
+                continue
+            lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
+            if spec.kind is FieldKind.SCALAR:
+                table[name] = seg_abs[lo]
+            elif spec.kind is FieldKind.VECTOR:
+                table[name + ".ptr"] = seg_abs[lo]
+                table[name + ".size"] = seg.length[lo]
+            else:
+                counts = np.searchsorted(keys, positions * nfields + fnum, side="right") - lo
+                rows = np.repeat(lo - exclusive_cumsum(counts), counts) + np.arange(int(counts.sum()))
+                entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
+                entries["ptr"] = seg_abs[rows]
+                entries["size"] = seg.length[rows]
+                image.add(cursor, counts, np.split(entries, np.cumsum(counts)[:-1]) if n else [],
+                          VECTOR_LIST_ENTRY_DTYPE)
+                table[name + ".ptr"] = cursor
+                table[name + ".size"] = counts
+                cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
+        cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
+        return _Group(cls, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
+
+    def run(self, arena: np.ndarray, record: RunRecord, step_id: int) -> None:
+        base = arena.ctypes.data
+        if self.exchange_in is not None:
+            self.exchange_in.execute(base, base)
         for g in self.groups:
             err = g.compiled.run_interpreted(g.table, arena, g.cycles) if self.interpret else g.run_native()
             if err is not None:
                 self._raise(g, err)
             self.measured[g.positions] = g.cycles
-        for p in self.exchange_out:
-            p.execute(arena)
+        if self.exchange_out is not None:
+            self.exchange_out.execute(base, base)
         cycles = np.where(self.estimates >= 0, self.estimates, self.measured)
         compute, active = self._tile_cycles(cycles)
-        sums = profile.compute_sums.setdefault(step_id, [0, 0])
+        sums = record.compute_sums.setdefault(step_id, [0, 0])
         sums[0] = sums[0] + compute
         sums[1] = sums[1] + active
         for g in self.groups:
-            name = self.plan.vertices[int(g.positions[0])].type_name
-            entry = profile.vertex_cycles.setdefault(name, [0, 0])
+            entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
             entry[0] += g.positions.size
             entry[1] += int(cycles[g.positions].sum())
 
-    def _raise(self, g: _Group, err: Any) -> None:
-        from .codelets import error_message
-
+    def _raise(self, g: _Group, err: np.void) -> None:
         pos = int(g.positions[int(err["vertex"])])
-        v = self.plan.vertices[pos]
-        where = f"{v.describe()} on tile {int(self.plan.tiles[pos])} in compute set '{self.plan.name}'"
+        vid = int(self.plan.vertices[pos])
+        where = (f"{self.graph.vertices.describe(vid)} on tile {int(self.plan.tiles[pos])} in compute set "
+                 f"'{self.plan.name}'")
         raise VertexError(error_message(g.cls, err, where))
 
     def _tile_cycles(self, cycles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -214,79 +287,25 @@ class ComputeSetRunner:
     @property
     def syncs(self) -> int:
         """Barriers of one Execute: before the exchange in, before compute, before the exchange out."""
-        return 1 + bool(self.exchange_in) + bool(self.exchange_out)
+        return 1 + (self.exchange_in is not None) + (self.exchange_out is not None)
 
-    def compute_cycles(self, profile: Any, step_id: int) -> tuple[np.ndarray, np.ndarray]:
+    def compute_cycles(self, record: RunRecord, step_id: int) -> tuple[np.ndarray, np.ndarray]:
         """Average per-tile compute cycles (including / excluding idle worker slots) per run."""
-        sums = profile.compute_sums.get(step_id)
-        runs = profile.counts[step_id]
+        sums = record.compute_sums.get(step_id)
+        runs = record.counts[step_id]
         if sums is None or not runs:
             zero = np.zeros(self.num_tiles)
             return zero, zero
         return sums[0] / runs, sums[1] / runs
 
 
-def _segment_addresses(seg: Segments, vertex_tiles: np.ndarray, layout: MemoryLayout) -> np.ndarray:
-    """Arena offset where each segment's data sits as the vertex sees it."""
-    assert layout.element_addr is not None and layout.tile_base is not None
-    if seg.ids.size == 0:
-        return np.zeros(seg.length.size, dtype=np.int64)
-    first = np.minimum(seg.start, seg.ids.size - 1)
-    direct = np.where(seg.length > 0, layout.element_addr[seg.ids[first]], 0)
-    staged = layout.tile_base[vertex_tiles[seg.vertex]] + seg.buffer_offset
-    return np.where(seg.buffer >= 0, staged, direct).astype(np.int64)
-
-
-def _build_group(cls: type, compiled: Any, positions: np.ndarray, plan: ComputeSetPlan, seg: Segments,
-                 seg_abs: np.ndarray, state_abs: np.ndarray, image: _Image) -> _Group:
-    """The state table of one vertex class; list tables and state vectors go to ``image``."""
-    from .codelets import ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE
-
-    n = positions.size
-    table = np.zeros(n, dtype=compiled.state_dtype)
-    vertices = [plan.vertices[p] for p in positions.tolist()]
-    cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
-    nfields = max(len(v.cls.fields) for v in plan.vertices) + 1
-    keys = seg.vertex * nfields + seg.field  # non-decreasing: segments are built vertex by vertex
-    for fnum, (name, spec) in enumerate(cls.fields.items()):
-        if spec.direction is Direction.STATE:
-            values = [v.state[name] for v in vertices]
-            if spec.kind is FieldKind.SCALAR:
-                table[name] = np.concatenate(values) if values else []
-                continue
-            lengths = np.asarray([x.size for x in values], dtype=np.int64)
-            image.add(cursor, lengths, values, spec.type.dtype)
-            table[name + ".ptr"] = cursor
-            table[name + ".size"] = lengths
-            cursor += np.asarray([state_vector_bytes(int(k), spec.type.size) for k in lengths], np.int64)
-            continue
-        lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
-        if spec.kind is FieldKind.SCALAR:
-            table[name] = seg_abs[lo]
-        elif spec.kind is FieldKind.VECTOR:
-            table[name + ".ptr"] = seg_abs[lo]
-            table[name + ".size"] = seg.length[lo]
-        else:
-            counts = np.searchsorted(keys, positions * nfields + fnum, side="right") - lo
-            rows = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
-            entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
-            entries["ptr"] = seg_abs[rows]
-            entries["size"] = seg.length[rows]
-            image.add(cursor, counts, np.split(entries, np.cumsum(counts)[:-1]) if n else [],
-                      VECTOR_LIST_ENTRY_DTYPE)
-            table[name + ".ptr"] = cursor
-            table[name + ".size"] = counts
-            cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
-    cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
-    return _Group(cls, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
-
-
-class _Image:
+class Image:
     """Bytes to write into tile memory when the engine loads (list tables, state vectors)."""
 
     def __init__(self, base: int) -> None:
         self.base = base
-        self.index: list[np.ndarray] = []
+        self.addresses: list[np.ndarray] = []
+        self.sizes: list[np.ndarray] = []
         self.data: list[np.ndarray] = []
 
     def add(self, addresses: np.ndarray, counts: np.ndarray, values: list[np.ndarray],
@@ -296,12 +315,17 @@ class _Image:
         data = np.ascontiguousarray(data, dtype=dtype)
         if data.size == 0:
             return
-        nbytes = counts * dtype.itemsize
-        starts = np.repeat(addresses - self.base - (np.cumsum(nbytes) - nbytes), nbytes)
-        self.index.append(starts + np.arange(int(nbytes.sum())))
+        self.addresses.append(addresses - self.base)
+        self.sizes.append(counts * dtype.itemsize)
         self.data.append(data.view(np.uint8).reshape(-1))
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.index:
-            return np.zeros(0, np.intp), np.zeros(0, np.uint8)
-        return np.concatenate(self.index), np.concatenate(self.data)
+    def plan(self) -> tuple[np.ndarray, CopyPlan | None]:
+        """The bytes, and the plan copying them (as one host buffer) into the arena."""
+        if not self.data:
+            return np.zeros(0, np.uint8), None
+        dst, nbytes = np.concatenate(self.addresses), np.concatenate(self.sizes)
+        keep = nbytes > 0
+        dst, nbytes = dst[keep], nbytes[keep]
+        one = np.ones(dst.size, _I64)
+        return np.concatenate(self.data), CopyPlan.build(exclusive_cumsum(nbytes), dst, nbytes, one, one, one,
+                                                          TileTraffic.empty(0))

@@ -336,16 +336,9 @@ def _run_edges(t: Tensor, tiles: np.ndarray) -> np.ndarray:
     """For every element of ``t`` (flattened), whether it starts a new run of consecutive
     elements of one variable on one tile: pieces never cross runs, so they can be used in
     place, without exchange buffers."""
-    ids = t.ids.reshape(-1)
-    edge = np.ones(ids.size, dtype=bool)
-    if ids.size > 1:
-        table = t.table
-        starts = np.asarray([table.base(v) for v in range(table.num_variables)], dtype=np.int64)
-        low, high = int(ids.min()), int(ids.max())
-        var_start = np.zeros(high - low + 1, dtype=bool)
-        var_start[starts[(starts >= low) & (starts <= high)] - low] = True
-        np.not_equal(ids[1:], ids[:-1] + 1, out=edge[1:])
-        edge[1:] |= var_start[ids[1:] - low]
+    edge = np.zeros(t.numElements(), dtype=bool)
+    if edge.size:
+        edge[[r.begin() for r in t.getContiguousRegions()]] = True
         edge[1:] |= tiles[1:] != tiles[:-1]
     return edge
 

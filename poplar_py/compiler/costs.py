@@ -1,0 +1,83 @@
+"""The cycle model's pieces that steps use: what a step costs, and what a run records.
+
+Every leaf step is costed per tile in three phases (see :mod:`poplar_py.profile`):
+sync, exchange (on-chip or host) and compute. Each step computes its own
+:class:`StepCost` from a :class:`CostModel` (the target's figures) and from the
+:class:`RunRecord` the engine fills while it runs (how often each step ran, the
+compute cycles the kernels measured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..target import Target
+from .exchange import TileTraffic
+
+
+@dataclass(frozen=True)
+class StepCost:
+    kind: str  # "OnTileExecute", "DoExchange", "StreamCopy", "Sync"
+    sync: np.ndarray  # cycles per tile
+    exchange: np.ndarray  # on-chip exchange cycles per tile
+    host: np.ndarray  # host exchange cycles per tile
+    compute: np.ndarray  # cycles per tile, idle worker slots included
+    compute_active: np.ndarray  # cycles per tile, only slots that did work
+
+    @property
+    def cycles(self) -> int:
+        return int(self.sync.max(initial=0) + self.exchange.max(initial=0) + self.host.max(initial=0)
+                   + self.compute.max(initial=0))
+
+
+def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
+    return -(-a // b)
+
+
+class CostModel:
+    """The target's figures, as per-tile cycle counts of the phases of a step."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        n = target.getNumTiles()
+        relative = np.arange(n) % target.getTilesPerIPU() // 32 if target.relativeSyncDelay \
+            else np.zeros(n, dtype=np.int64)
+        self.barrier = target.syncCycles + relative  # cycles of one sync, per tile
+        self.zero = np.zeros(n, dtype=np.int64)
+
+    def exchange(self, traffic: TileTraffic) -> np.ndarray:
+        """On-chip exchange cycles per tile."""
+        busiest = np.maximum(traffic.bytes_in, traffic.bytes_out)
+        return _ceil_div(busiest, self.target.getExchangeBytesPerCycle())
+
+    def local(self, traffic: TileTraffic) -> np.ndarray:
+        """Cycles of on-tile copies (memcpy) per tile."""
+        return _ceil_div(traffic.bytes_local, self.target.getMemcpyBytesPerCycle())
+
+    def host(self, traffic: TileTraffic) -> np.ndarray:
+        """Host exchange cycles: the whole transfer at the host rate, every tile waiting."""
+        total = int((traffic.bytes_in + traffic.bytes_out).sum())
+        return np.full(self.target.getNumTiles(), -(-total // self.target.hostExchangeBytesPerCycle),
+                       dtype=np.int64)
+
+
+@dataclass
+class RunRecord:
+    """What the engine records while it runs: enough to cost every step afterwards."""
+
+    num_leaves: int
+    counts: list[int] = field(default_factory=list)  # runs of each leaf step
+    runs: list[int] = field(default_factory=list)  # programs run, in order
+    compute_sums: dict[int, list] = field(default_factory=dict)  # Execute step -> [compute, active] summed
+    vertex_cycles: dict[str, list[int]] = field(default_factory=dict)  # vertex type -> [instances, cycles]
+
+    def __post_init__(self) -> None:
+        self.counts = [0] * self.num_leaves
+
+    def reset(self) -> None:
+        self.counts = [0] * self.num_leaves
+        self.runs = []
+        self.compute_sums = {}
+        self.vertex_cycles = {}

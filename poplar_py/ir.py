@@ -1,0 +1,218 @@
+"""The frozen graph IR: what the compiler passes, the engine and the profile read.
+
+Building an Engine freezes the graph into one immutable :class:`GraphIR`: variables,
+the user's tile mapping as intervals, vertices and edges in columns (edges as runs of
+elements, grouped by compute set), functions, host handles, streams, initial values
+and perf estimators. Later changes to the graph do not reach an IR already built.
+``str(ir)`` prints it as text for debugging (``POPLAR_PY_DUMP_IR=file`` writes it when
+an Engine is built).
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .handles import DataStream
+from .program import Program
+from .regions import IntervalMap, Runs
+from .target import Target
+from .types import Type
+from .variables import VariableTable
+from .vertex import Vertex
+
+_I64 = np.int64
+PerfEstimator = Callable[..., object]
+
+
+@dataclass(frozen=True)
+class VariablesIR:
+    names: tuple[str, ...]
+    types: tuple[Type, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    sizes: np.ndarray
+    bases: np.ndarray  # first global id of each variable
+    constant: np.ndarray
+    num_elements: int
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def var_of(self, gids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.bases, gids, side="right") - 1
+
+    def element_sizes(self) -> np.ndarray:
+        """Bytes per element of each variable."""
+        return np.asarray([t.size for t in self.types], _I64)
+
+
+@dataclass(frozen=True)
+class VerticesIR:
+    """Every vertex (one entry per id) and the compute sets they belong to."""
+
+    classes: tuple[type[Vertex], ...]
+    cls: np.ndarray  # index into classes
+    compute_set: np.ndarray
+    tile: np.ndarray  # -1: not mapped
+    perf: np.ndarray  # setPerfEstimate cycles, -1: none
+    source: np.ndarray  # index into sources
+    sources: tuple[str, ...]
+    by_cs: np.ndarray  # vertex ids grouped by compute set, in id order
+    cs_bounds: np.ndarray  # compute set c holds by_cs[cs_bounds[c]:cs_bounds[c + 1]]
+    sizes: Mapping[tuple[int, int], int]  # (vertex, field) -> list length or state vector size
+    listed: frozenset[tuple[int, int]]  # list fields given a size
+    state: Mapping[tuple[int, int], np.ndarray]  # (vertex, state field) -> values
+    num_edges: int
+
+    def __len__(self) -> int:
+        return int(self.cls.size)
+
+    def in_compute_set(self, cs: int) -> np.ndarray:
+        return self.by_cs[self.cs_bounds[cs]:self.cs_bounds[cs + 1]]
+
+    def type_name(self, vid: int) -> str:
+        return self.classes[int(self.cls[vid])].vertexName
+
+    def describe(self, vid: int) -> str:
+        source = self.sources[int(self.source[vid])]
+        return f"vertex {vid} ({self.type_name(vid)}{', ' + source if source else ''})"
+
+
+@dataclass(frozen=True)
+class EdgesIR:
+    """Connected fields as runs of elements (a run of count 0 stands for an empty tensor),
+    sorted by compute set, vertex, field and row; a list row connected twice keeps the last."""
+
+    vertex: np.ndarray
+    field: np.ndarray
+    row: np.ndarray  # -1 for fields that are not lists
+    var: np.ndarray
+    offset: np.ndarray
+    count: np.ndarray
+    stride: np.ndarray
+    cs_bounds: np.ndarray  # compute set c holds rows cs_bounds[c]:cs_bounds[c + 1]
+
+    def __len__(self) -> int:
+        return int(self.vertex.size)
+
+    def runs(self, rows: np.ndarray | slice) -> Runs:
+        """The non-empty runs among ``rows``."""
+        return Runs.make(self.var[rows], self.offset[rows], self.count[rows], self.stride[rows])
+
+
+@dataclass(frozen=True)
+class HostHandleIR:
+    """A createHostWrite/createHostRead handle: the tensor's elements as runs."""
+
+    name: str
+    write: bool
+    runs: Runs
+    type: Type
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GraphIR:
+    target: Target
+    tensors: VariableTable  # identity only: tensors of this graph refer to it
+    variables: VariablesIR
+    mapping: IntervalMap  # the user's mapping: gid intervals, each variable starting one
+    mapping_tiles: np.ndarray  # tile of each interval, -1 where unmapped
+    initial: tuple[tuple[int, np.ndarray], ...]  # (variable, values) for constants and initial values
+    vertices: VerticesIR
+    edges: EdgesIR
+    compute_sets: tuple[str, ...]
+    functions: tuple[Program, ...]
+    host_handles: Mapping[str, HostHandleIR]
+    streams: Mapping[str, DataStream]
+    perf_estimators: Mapping[str, PerfEstimator]
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def text(self, limit: int = 20) -> str:
+        """The IR as text: up to ``limit`` entries of each list."""
+        v = self.variables
+        lines = [f"target: {self.target.getNumTiles()} tiles ({self.target.getTargetArchString()})",
+                 f"variables: {len(v)} ({v.num_elements:,} elements)"]
+        tiles = self.mapping_tiles
+        ends = self.mapping.ends
+        for i in range(min(len(v), limit)):
+            base, size = int(v.bases[i]), int(v.sizes[i])
+            k0, k1 = np.searchsorted(self.mapping.starts, [base, base + size])
+            parts = [f"[{int(s) - base},{int(e) - base})->{int(t) if t >= 0 else '?'}"
+                     for s, e, t in zip(self.mapping.starts[k0:k1][:6], ends[k0:k1][:6], tiles[k0:k1][:6])]
+            more = " ..." if k1 - k0 > 6 else ""
+            kind = "constant" if v.constant[i] else "variable"
+            lines.append(f"  {i} {kind} '{v.names[i]}' {v.types[i]} {list(v.shapes[i])}: "
+                         f"{' '.join(parts)}{more}")
+        if len(v) > limit:
+            lines.append(f"  ... {len(v) - limit} more")
+        lines.append(f"compute sets: {len(self.compute_sets)}")
+        for cs, name in enumerate(self.compute_sets[:limit]):
+            members = self.vertices.in_compute_set(cs)
+            lines.append(f"  {cs} '{name}': {members.size} vertices")
+            for vid in members[:limit].tolist():
+                lines.append(f"    {self.vertices.describe(vid)} on tile {int(self.vertices.tile[vid])}: "
+                             + self._edges_text(cs, vid))
+        handles, streams = ", ".join(self.host_handles) or "-", ", ".join(self.streams) or "-"
+        lines.append(f"functions: {len(self.functions)}; host handles: {handles}; streams: {streams}")
+        return "\n".join(lines) + "\n"
+
+    def _edges_text(self, cs: int, vid: int) -> str:
+        e = self.edges
+        lo, hi = int(e.cs_bounds[cs]), int(e.cs_bounds[cs + 1])
+        a, b = lo + np.searchsorted(e.vertex[lo:hi], vid), lo + np.searchsorted(e.vertex[lo:hi], vid, "right")
+        names = list(self.vertices.classes[int(self.vertices.cls[vid])].fields)
+        out = []
+        for k in range(a, min(b, a + 8)):
+            row = f"[{int(e.row[k])}]" if e.row[k] >= 0 else ""
+            out.append(f"{names[int(e.field[k])]}{row}=var{int(e.var[k])}@{int(e.offset[k])}"
+                       f"x{int(e.count[k])}/{int(e.stride[k])}")
+        return ", ".join(out) + (" ..." if b - a > 8 else "")
+
+
+def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list[str], num_cs: int,
+                    sizes: dict, listed: set, state: dict, num_edges: int) -> VerticesIR:
+    cs = rows[:, 1]
+    by_cs = np.argsort(cs, kind="stable").astype(_I64)
+    bounds = np.searchsorted(cs[by_cs], np.arange(num_cs + 1)).astype(_I64)
+    frozen_state = {k: _readonly(v) for k, v in state.items()}
+    return VerticesIR(tuple(classes), rows[:, 0].copy(), cs.copy(), rows[:, 2].copy(), rows[:, 3].copy(),
+                      rows[:, 4].copy(), tuple(sources), by_cs, bounds, pytypes.MappingProxyType(dict(sizes)),
+                      frozenset(listed), pytypes.MappingProxyType(frozen_state), num_edges)
+
+
+def freeze_edges(cols: np.ndarray, vertex_cs: np.ndarray, num_cs: int) -> EdgesIR:
+    """Edge rows sorted by (compute set, vertex, field, row); a list row connected more than
+    once keeps its last connection."""
+    vertex, field, row, conn = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
+    cs = vertex_cs[vertex] if vertex.size else vertex
+    order = np.lexsort((conn, row, field, vertex, cs))
+    cols, cs = cols[order], cs[order]
+    first = np.concatenate(([True], (cols[1:, :3] != cols[:-1, :3]).any(axis=1)))
+    if not first.all():
+        last = np.maximum.reduceat(cols[:, 3], np.flatnonzero(first))
+        keep = cols[:, 3] == last[np.cumsum(first) - 1]
+        cols, cs = cols[keep], cs[keep]
+    bounds = np.searchsorted(cs, np.arange(num_cs + 1)).astype(_I64)
+    return EdgesIR(*(np.ascontiguousarray(cols[:, k]) for k in (0, 1, 2, 4, 5, 6, 7)), bounds)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.flags.writeable = False
+    return a
+
+
+def freeze_variables(table: VariableTable) -> VariablesIR:
+    return VariablesIR(tuple(table.names), tuple(table.types), tuple(table.shapes),
+                       np.asarray(table.sizes, _I64), table.bases.copy(), table.constant.copy(),
+                       table.num_elements)
+
+
+def freeze_initial(initial: dict[int, np.ndarray]) -> tuple[tuple[int, np.ndarray], ...]:
+    return tuple((var, _readonly(values)) for var, values in sorted(initial.items()))

@@ -1,0 +1,124 @@
+"""The tile mapping a graph's user sets: per variable, intervals of elements and their tiles.
+
+``setTileMapping`` appends records (variable, begin, end, tile); a later record wins
+where records overlap. Records are resolved per variable, only when a query or the
+Engine needs them, into sorted disjoint intervals, so the cost grows with the records,
+not with the elements mapped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .regions import IntervalMap, Pieces, Runs, paint
+from .variables import VariableTable
+
+_I64 = np.int64
+
+
+class MappingTable:
+    """Tile mapping records of one graph's variables."""
+
+    def __init__(self, variables: VariableTable) -> None:
+        self._vars = variables
+        self._pending: dict[int, list] = {}  # var -> records in order: tuples, or (m, 3) arrays
+        self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
+
+    def set(self, var: int, begin: int, end: int, tile: int) -> None:
+        """Map elements ``[begin, end)`` of ``var`` to ``tile``."""
+        pending = self._pending.get(var)
+        if pending is None:
+            self._pending[var] = [(begin, end, tile)]
+        else:
+            pending.append((begin, end, tile))
+
+    def set_runs(self, runs: Runs, tiles: np.ndarray) -> None:
+        """Map the elements of run ``k`` to ``tiles[k]``, runs in order."""
+        if not len(runs):
+            return
+        lo, hi, owner = runs.unit_intervals(np.zeros(self._vars.num_variables, _I64))
+        var = runs.var[owner]
+        records = np.stack((lo, hi, tiles[owner]), axis=1)
+        order = np.argsort(var, kind="stable")
+        var, records = var[order], records[order]
+        bounds = np.flatnonzero(np.concatenate(([True], var[1:] != var[:-1], [True])))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            self._pending.setdefault(int(var[a]), []).append(records[a:b])
+
+    def resolved(self, var: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, tiles)``: ``[0, size)`` of ``var`` cut into intervals, -1 where unmapped."""
+        pending = self._pending.pop(var, None)
+        done = self._resolved.get(var)
+        if pending is None and done is not None:
+            return done
+        size = self._vars.sizes[var]
+        if done is None:
+            done = (np.zeros(1, _I64), np.full(1, -1, _I64))
+        chunks = [np.asarray([r], _I64) if isinstance(r, tuple) else r for r in _grouped(pending or [])]
+        starts, tiles = done
+        records = np.concatenate([np.stack((starts, np.append(starts[1:], size), tiles), axis=1), *chunks])
+        lo, hi, tile = paint(records[:, 0], records[:, 1], records[:, 2])
+        done = _complete(lo, hi, tile, size)
+        self._resolved[var] = done
+        return done
+
+    def interval_map(self, variables: np.ndarray) -> tuple[IntervalMap, np.ndarray]:
+        """The gid line over these variables cut where tiles change, with each interval's tile."""
+        bases, sizes = self._vars.bases, self._vars.sizes
+        used = [v for v in np.unique(variables).tolist() if sizes[v]]
+        if not used:
+            return IntervalMap(np.zeros(1, _I64), 1), np.full(1, -1, _I64)
+        parts = [self.resolved(v) for v in used]
+        starts = np.concatenate([s + bases[v] for (s, _), v in zip(parts, used)])
+        tiles = np.concatenate([t for _, t in parts])
+        return IntervalMap(starts, int(bases[used[-1]]) + sizes[used[-1]]), tiles
+
+    def tiles_of(self, runs: Runs) -> tuple[Pieces, np.ndarray]:
+        """``runs`` cut where tiles change, and the tile of each piece (-1: unmapped)."""
+        imap, tiles = self.interval_map(runs.var)
+        pieces = imap.split(runs, self._vars.bases)
+        return pieces, tiles[pieces.interval]
+
+    def snapshot(self) -> tuple[IntervalMap, np.ndarray]:
+        """The whole mapping as gid intervals (every variable starts an interval)."""
+        sizes = np.asarray(self._vars.sizes, _I64)
+        starts, tiles = [np.zeros(0, _I64)], [np.zeros(0, _I64)]
+        for v in np.flatnonzero(sizes > 0).tolist():
+            if v in self._pending or v in self._resolved:
+                s, t = self.resolved(v)
+                starts.append(s + self._vars.bases[v])
+                tiles.append(t)
+            else:
+                starts.append(self._vars.bases[v:v + 1])
+                tiles.append(np.full(1, -1, _I64))
+        return IntervalMap(np.concatenate(starts), self._vars.num_elements), np.concatenate(tiles)
+
+
+def _grouped(records: list) -> list:
+    """Consecutive single records stacked into one array (order kept)."""
+    out: list = []
+    run: list = []
+    for r in records:
+        if isinstance(r, tuple):
+            run.append(r)
+            continue
+        if run:
+            out.append(np.asarray(run, _I64))
+            run = []
+        out.append(r)
+    if run:
+        out.append(np.asarray(run, _I64))
+    return out
+
+
+def _complete(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted disjoint intervals plus the gaps (tile -1) between them, covering ``[0, size)``."""
+    gap_lo = np.concatenate(([0], hi))
+    gap_hi = np.concatenate((lo, [size]))
+    gaps = gap_hi > gap_lo
+    starts = np.concatenate((lo, gap_lo[gaps]))
+    tiles = np.concatenate((tile, np.full(int(gaps.sum()), -1, _I64)))
+    order = np.argsort(starts, kind="stable")
+    starts, tiles = starts[order], tiles[order]
+    keep = np.concatenate(([True], tiles[1:] != tiles[:-1]))
+    return starts[keep], tiles[keep]

@@ -1,0 +1,344 @@
+"""Regions: variable elements as strided runs, and maps from element ranges to values.
+
+A tensor's elements, in flattened order, are a list of *runs*: run ``k`` holds the
+elements ``offset[k] + i * stride[k]`` (``i < count[k]``) of variable ``var[k]``. A row or
+a contiguous slice is one run, a column of a row-major matrix one run of stride
+``cols``, a broadcast scalar one run of stride 0. Every pass works on runs and on
+interval maps, so its cost grows with the regions of the data, not its elements.
+
+Elements also have a *global id* (``gid``): the variable's first gid plus the offset.
+An :class:`IntervalMap` cuts the gid line into intervals that each carry values (a
+tile, an address); :meth:`IntervalMap.split` cuts runs where the intervals change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_I64 = np.int64
+
+
+def _int_array(values: object) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=_I64).reshape(-1)
+
+
+def exclusive_cumsum(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(values.size, dtype=_I64)
+    if values.size > 1:
+        np.cumsum(values[:-1], out=out[1:])
+    return out
+
+
+def arithmetic_groups(offset: np.ndarray, count: np.ndarray, stride: np.ndarray,
+                      linked: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Join consecutive arithmetic sequences (``count[k]`` terms from ``offset[k]`` by
+    ``stride[k]``) wherever ``linked[k]`` allows joining k and k + 1 and the terms go on
+    with one step. Returns each group's first index, its count and its stride (1 for a
+    single term). Any sequence that is arithmetic as a whole becomes one group.
+    """
+    n = count.size
+    single = count == 1
+    if n <= 1:
+        return np.arange(n, dtype=_I64), count, np.where(single, 1, stride)
+    step = offset[1:] - (offset[:-1] + (count[:-1] - 1) * stride[:-1])
+    ok = linked & (single[:-1] | (stride[:-1] == step)) & (single[1:] | (stride[1:] == step))
+    # A one-term sequence joined on both sides must see one step on both sides.
+    ok[1:] &= ~(ok[:-1] & single[1:-1] & (step[1:] != step[:-1]))
+    if not ok.any():
+        return np.arange(n, dtype=_I64), count, np.where(single, 1, stride)
+    first = np.flatnonzero(np.concatenate(([True], ~ok)))
+    counts = np.add.reduceat(count, first)
+    joined = np.append(ok, False)[first]  # the group has a second member
+    strides = np.where(joined, np.append(step, 0)[first], stride[first])
+    return first, counts, np.where(counts == 1, 1, strides)
+
+
+def expand_ranges(begin: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[begin[k], begin[k] + count[k])``: (owner k, value) of every member."""
+    owner = np.repeat(np.arange(count.size, dtype=_I64), count)
+    within = np.arange(owner.size, dtype=_I64) - np.repeat(exclusive_cumsum(count), count)
+    return owner, np.repeat(begin, count) + within
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A flat sequence of variable elements as strided runs (see the module docstring)."""
+
+    var: np.ndarray
+    offset: np.ndarray
+    count: np.ndarray  # every run holds at least one element
+    stride: np.ndarray
+
+    @staticmethod
+    def make(var: object, offset: object, count: object, stride: object) -> Runs:
+        count = _int_array(count)
+        keep = count > 0
+        arrays = [_int_array(a) for a in (var, offset, count, stride)]
+        if not keep.all():
+            arrays = [a[keep] for a in arrays]
+        return Runs(*arrays)
+
+    @staticmethod
+    def single(var: int, offset: int, count: int, stride: int) -> Runs:
+        if count <= 0:
+            return EMPTY_RUNS
+        return Runs(np.array([var], _I64), np.array([offset], _I64), np.array([count], _I64),
+                    np.array([stride if count > 1 else 1], _I64))
+
+    @staticmethod
+    def concat(parts: Sequence[Runs]) -> Runs:
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return EMPTY_RUNS
+        if len(parts) == 1:
+            return parts[0]
+        return Runs(*(np.concatenate([getattr(p, name) for p in parts])
+                      for name in ("var", "offset", "count", "stride")))
+
+    def __len__(self) -> int:
+        return int(self.count.size)
+
+    @property
+    def num_elements(self) -> int:
+        return int(self.count.sum())
+
+    def starts(self) -> np.ndarray:
+        """Flat position of each run's first element."""
+        return exclusive_cumsum(self.count)
+
+    def last(self) -> np.ndarray:
+        """Offset of each run's last element."""
+        return self.offset + (self.count - 1) * self.stride
+
+    def select(self, index: np.ndarray) -> Runs:
+        return Runs(self.var[index], self.offset[index], self.count[index], self.stride[index])
+
+    def merged(self) -> Runs:
+        """Neighbouring runs joined where their elements continue one arithmetic sequence.
+
+        An arithmetic sequence of one variable always becomes a single run (a run of one
+        element then has stride 1), which makes single runs a canonical key.
+        """
+        if len(self) == 0:
+            return self
+        first, count, stride = arithmetic_groups(self.offset, self.count, self.stride,
+                                                 self.var[1:] == self.var[:-1])
+        if first.size == len(self):
+            return Runs(self.var, self.offset, self.count, stride)
+        return Runs(self.var[first], self.offset[first], count, stride)
+
+    def take(self, begin: int, end: int) -> Runs:
+        """The elements at flat positions ``[begin, end)``."""
+        runs, _ = self.take_ranges(np.array([begin], _I64), np.array([end], _I64))
+        return runs
+
+    def take_ranges(self, begin: np.ndarray, end: np.ndarray) -> tuple[Runs, np.ndarray]:
+        """The elements of flat ranges ``[begin[k], end[k])``, range after range; also the
+        range each resulting run belongs to."""
+        begin, end = _int_array(begin), _int_array(end)
+        nonempty = end > begin
+        if not nonempty.all():
+            keep = np.flatnonzero(nonempty)
+            runs, owner = self.take_ranges(begin[keep], end[keep])
+            return runs, keep[owner]
+        if begin.size == 0 or len(self) == 0:
+            return EMPTY_RUNS, np.zeros(0, _I64)
+        starts = self.starts()
+        first = np.searchsorted(starts, begin, side="right") - 1
+        last = np.searchsorted(starts, end - 1, side="right") - 1
+        owner, run = expand_ranges(first, last - first + 1)
+        lo = np.maximum(begin[owner], starts[run]) - starts[run]
+        hi = np.minimum(end[owner], starts[run] + self.count[run]) - starts[run]
+        return Runs(self.var[run], self.offset[run] + lo * self.stride[run], hi - lo,
+                    np.where(hi - lo == 1, 1, self.stride[run])), owner
+
+    def elements(self) -> tuple[np.ndarray, np.ndarray]:
+        """(variable, offset) of every element: per-element data, for small or bounded uses."""
+        owner, within = expand_ranges(np.zeros(len(self), _I64), self.count)
+        return self.var[owner], self.offset[owner] + within * self.stride[owner]
+
+    def gids(self, bases: np.ndarray) -> np.ndarray:
+        """Global id of each run's first element (``bases``: each variable's first gid)."""
+        return bases[self.var] + self.offset
+
+    def unit_intervals(self, bases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The elements as gid intervals ``[lo, hi)`` with the run each came from: one per
+        run of stride -1, 0 or 1 (a broadcast element once), one per element otherwise."""
+        first = self.gids(bases)
+        simple = (np.abs(self.stride) <= 1) | (self.count == 1)
+        width = np.where(self.stride == 0, 1, self.count)
+        lo = np.where(self.stride < 0, first + (self.count - 1) * self.stride, first)
+        if simple.all():
+            return lo, lo + width, np.arange(len(self), dtype=_I64)
+        plain = np.flatnonzero(simple)
+        other = np.flatnonzero(~simple)
+        owner, within = expand_ranges(np.zeros(other.size, _I64), self.count[other])
+        run = other[owner]
+        elem = first[run] + within * self.stride[run]
+        los = np.concatenate((lo[plain], elem))
+        his = np.concatenate((lo[plain] + width[plain], elem + 1))
+        runs = np.concatenate((plain, run))
+        order = np.argsort(runs, kind="stable")
+        return los[order], his[order], runs[order]
+
+
+EMPTY_RUNS = Runs(*(np.zeros(0, _I64) for _ in range(4)))
+
+
+def union(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals ``[lo, hi)`` as sorted disjoint intervals (touching ones joined)."""
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if lo.size == 0:
+        return lo, hi
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.concatenate(([True], lo[1:] > reach[:-1]))
+    first = np.flatnonzero(starts)
+    ends = np.append(first[1:], lo.size) - 1
+    return lo[first], reach[ends]
+
+
+def union_grouped(group: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The union of intervals ``[lo, hi)`` within each group: (group, lo, hi) sorted by group."""
+    keep = hi > lo
+    group, lo, hi = group[keep], lo[keep], hi[keep]
+    if lo.size == 0:
+        return group, lo, hi
+    keys, rank = np.unique(group, return_inverse=True)
+    base = int(lo.min())
+    span = int(hi.max()) - base + 1  # one group's coordinates never reach the next group's
+    ulo, uhi = union(lo - base + rank * span, hi - base + rank * span)
+    r = ulo // span
+    return keys[r], ulo - r * span + base, uhi - r * span + base
+
+
+def paint(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals ``[lo[k], hi[k])`` painted with ``value[k]`` in order (later ones win),
+    as sorted disjoint intervals; neighbours with one value are joined."""
+    keep = hi > lo
+    lo, hi, value = lo[keep], hi[keep], value[keep]
+    if lo.size == 0:
+        return lo, hi, value
+    order = np.argsort(lo, kind="stable")
+    slo, shi = lo[order], hi[order]
+    if (slo[1:] >= shi[:-1]).all():
+        return join_equal(slo, shi, value[order])
+    points = np.unique(np.concatenate((lo, hi)))
+    a = np.searchsorted(points, lo)
+    b = np.searchsorted(points, hi)
+    painted = np.full(points.size - 1, -1, dtype=_I64)
+    slot = np.zeros(points.size - 1, dtype=_I64)
+    # Later intervals overwrite earlier ones; one slice assignment each.
+    for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        painted[x:y] = k
+    used = painted >= 0
+    slot[used] = value[painted[used]]
+    return join_equal(points[:-1][used], points[1:][used], slot[used])
+
+
+def join_equal(lo: np.ndarray, hi: np.ndarray, value: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted disjoint intervals with touching neighbours of equal value joined."""
+    if lo.size <= 1:
+        return lo, hi, value
+    start = np.concatenate(([True], (lo[1:] != hi[:-1]) | (value[1:] != value[:-1])))
+    first = np.flatnonzero(start)
+    last = np.append(first[1:], lo.size) - 1
+    return lo[first], hi[last], value[first]
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Runs cut where an :class:`IntervalMap`'s intervals change: each piece lies in one interval.
+
+    ``run`` and ``position`` say where a piece starts in the runs (run index, element index
+    within the run); ``gid`` is its first element and ``step`` the gid step between elements.
+    """
+
+    run: np.ndarray
+    position: np.ndarray
+    count: np.ndarray
+    interval: np.ndarray
+    gid: np.ndarray
+    step: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.count.size)
+
+    def flat_start(self, runs: Runs) -> np.ndarray:
+        """Flat position of each piece's first element in the sequence ``runs`` describes."""
+        return runs.starts()[self.run] + self.position
+
+
+@dataclass(frozen=True)
+class IntervalMap:
+    """The gid line ``[0, end)`` cut into intervals: interval ``k`` is ``[starts[k], starts[k+1])``."""
+
+    starts: np.ndarray
+    end: int
+
+    @property
+    def ends(self) -> np.ndarray:
+        return np.append(self.starts[1:], self.end)
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def find(self, gids: np.ndarray) -> np.ndarray:
+        """The interval holding each gid."""
+        return np.searchsorted(self.starts, gids, side="right") - 1
+
+    def split(self, runs: Runs, bases: np.ndarray) -> Pieces:
+        """Cut every run where it passes from one interval to the next, in run order."""
+        if len(runs) == 0:
+            z = np.zeros(0, _I64)
+            return Pieces(z, z, z, z, z, z)
+        first = runs.gids(bases)
+        # Work on increasing runs; a decreasing run is split as its reverse, then turned back.
+        down = runs.stride < 0
+        low = np.where(down, first + (runs.count - 1) * runs.stride, first)
+        step = np.abs(runs.stride)
+        k0 = self.find(low)
+        k1 = self.find(low + (runs.count - 1) * step)
+        spans = k1 - k0 + 1
+        # A run crossing more intervals than it has elements is cut element by element.
+        by_element = (spans > runs.count) & (step > 0)
+        parts = []
+        for sel, cut in ((np.flatnonzero(~by_element), self._cut_by_interval),
+                         (np.flatnonzero(by_element), self._cut_by_element)):
+            if sel.size:
+                parts.append(cut(sel, low[sel], step[sel], runs.count[sel], k0[sel], spans[sel]))
+        run, pos, count, interval = (np.concatenate(c) for c in zip(*parts))
+        # Back to each run's own direction and order.
+        rev = down[run]
+        pos = np.where(rev, runs.count[run] - pos - count, pos)
+        order = np.lexsort((pos, run))
+        run, pos, count, interval = run[order], pos[order], count[order], interval[order]
+        return Pieces(run, pos, count, interval, first[run] + pos * runs.stride[run], runs.stride[run])
+
+    def _cut_by_interval(self, sel: np.ndarray, low: np.ndarray, step: np.ndarray, count: np.ndarray,
+                         k0: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, ...]:
+        owner, interval = expand_ranges(k0, spans)
+        s, n, g0 = step[owner], count[owner], low[owner]
+        starts, ends = self.starts[interval], np.append(self.starts, self.end)[interval + 1]
+        safe = np.maximum(s, 1)
+        a = np.where(s == 0, 0, np.clip(-((g0 - starts) // safe), 0, n))
+        b = np.where(s == 0, n, np.clip(-((g0 - ends) // safe), 0, n))
+        keep = b > a
+        return sel[owner][keep], a[keep], (b - a)[keep], interval[keep]
+
+    def _cut_by_element(self, sel: np.ndarray, low: np.ndarray, step: np.ndarray, count: np.ndarray,
+                        k0: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, ...]:
+        owner, within = expand_ranges(np.zeros(sel.size, _I64), count)
+        interval = self.find(low[owner] + within * step[owner])
+        new = np.ones(owner.size, dtype=bool)
+        new[1:] = (owner[1:] != owner[:-1]) | (interval[1:] != interval[:-1])
+        first = np.flatnonzero(new)
+        counts = np.diff(np.append(first, owner.size))
+        return sel[owner[first]], within[first], counts, interval[first]

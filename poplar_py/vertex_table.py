@@ -1,0 +1,156 @@
+"""Vertices and their edges, stored in columns.
+
+A graph may hold millions of vertices, so a vertex is one row of a few integers and a
+connected field one row per run of the tensor it is connected to, appended to flat
+``array`` buffers (one ``extend`` per edge). Vertex and field handles are just an id
+and a name.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+from .regions import Runs
+from .vertex import Direction, FieldKind, FieldSpec, Vertex
+
+#: the columns of a vertex row, and of an edge row (one per run of the connected tensor)
+VERTEX_COLUMNS = ("class", "compute set", "tile", "perf estimate", "source")
+EDGE_COLUMNS = ("vertex", "field", "row", "connection", "var", "offset", "count", "stride")
+_NV, _NE = len(VERTEX_COLUMNS), len(EDGE_COLUMNS)
+TILE, PERF = 2, 3
+NO_ROW = -1  # the row of a field that is not a list
+_FIELD_SPACE = 1 << 16  # more fields than any class has
+
+
+@dataclass(frozen=True)
+class FieldSlot:
+    """One field of a vertex class as ``connect`` checks it (plain attributes, read per call)."""
+
+    index: int
+    spec: FieldSpec
+    rank: int  # rank of the tensor it is connected to (a list field: 2, or rows of rank 1)
+    state: bool
+    writes: bool
+    is_list: bool
+
+    def describe(self) -> str:
+        return self.spec.describe()
+
+
+class VertexTable:
+    """The vertices of a graph and their edges, in columns."""
+
+    def __init__(self) -> None:
+        self.rows = array("q")  # VERTEX_COLUMNS per vertex
+        self.edges = array("q")  # EDGE_COLUMNS per run
+        self.connected = array("q")  # per vertex, a bit per connected field (index < 63)
+        self.classes: list[type[Vertex]] = []
+        self.fields: list[dict[str, FieldSlot]] = []  # per class
+        self._class_index: dict[type, int] = {}
+        self.sources: list[str] = []
+        self._source_index: dict[str, int] = {}
+        self.sizes: dict[tuple[int, int], int] = {}  # (vertex, field) -> list length or state vector size
+        self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
+        self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
+        self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
+        self.connections = 0
+
+    @property
+    def num_vertices(self) -> int:
+        return len(self.connected)
+
+    def class_id(self, cls: type[Vertex]) -> int:
+        cid = self._class_index.get(cls)
+        if cid is None:
+            cid = self._class_index[cls] = len(self.classes)
+            self.classes.append(cls)
+            self.fields.append({name: FieldSlot(i, spec, spec.kind.value, spec.direction is Direction.STATE,
+                                                spec.direction.writes, spec.kind is FieldKind.VECTOR_LIST)
+                                for i, (name, spec) in enumerate(cls.fields.items())})
+        return cid
+
+    def add(self, class_id: int, compute_set: int, source: str) -> int:
+        sid = self._source_index.get(source)
+        if sid is None:
+            sid = self._source_index[source] = len(self.sources)
+            self.sources.append(source)
+        self.rows.extend((class_id, compute_set, -1, -1, sid))
+        self.connected.append(0)
+        return len(self.connected) - 1
+
+    def get(self, vid: int, column: int) -> int:
+        return self.rows[_NV * vid + column]
+
+    def put(self, vid: int, column: int, value: int) -> None:
+        self.rows[_NV * vid + column] = value
+
+    def slots(self, vid: int) -> dict[str, FieldSlot]:
+        return self.fields[self.rows[_NV * vid]]
+
+    def vertex_class(self, vid: int) -> type[Vertex]:
+        return self.classes[self.rows[_NV * vid]]
+
+    def describe(self, vid: int) -> str:
+        source = self.sources[self.rows[_NV * vid + 4]]
+        return f"vertex {vid} ({self.vertex_class(vid).vertexName}{', ' + source if source else ''})"
+
+    def is_connected(self, vid: int, field: int) -> bool:
+        if field >= 63:
+            return (vid, field) in self._wide
+        return bool(self.connected[vid] >> field & 1)
+
+    def mark_connected(self, vid: int, field: int) -> None:
+        if field >= 63:
+            self._wide.add((vid, field))
+        else:
+            self.connected[vid] |= 1 << field
+
+    def add_run(self, vid: int, field: int, row: int, var: int, offset: int, count: int, stride: int) -> None:
+        """Connect ``field`` (or one ``row`` of a list field) to one run of elements."""
+        self.connections += 1
+        self.edges.extend((vid, field, row, self.connections, var, offset, count, stride))
+
+    def add_runs(self, vid: int, field: int, row: int, runs: Runs) -> None:
+        """Connect ``field`` (or one ``row`` of a list field) to a sequence of runs."""
+        if len(runs) <= 1:
+            if len(runs):
+                self.add_run(vid, field, row, int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
+                             int(runs.stride[0]))
+            else:
+                self.add_run(vid, field, row, 0, 0, 0, 1)
+            return
+        self.connections += 1
+        block = np.empty((len(runs), _NE), np.int64)
+        block[:, :4] = (vid, field, row, self.connections)
+        block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var, runs.offset, runs.count, runs.stride
+        self.edges.frombytes(block.tobytes())
+
+    def add_rows(self, vid: int, field: int, var: int, offsets: np.ndarray, count: int, stride: int) -> None:
+        """Connect the rows of a list field to runs of one variable, one run per row."""
+        self.connections += 1
+        n = offsets.size
+        block = np.empty((n, _NE), np.int64)
+        block[:, 0], block[:, 1], block[:, 2] = vid, field, np.arange(n)
+        block[:, 3] = self.connections
+        block[:, 4], block[:, 5], block[:, 6], block[:, 7] = var, offsets, count, stride
+        self.edges.frombytes(block.tobytes())
+
+    def vertex_columns(self) -> np.ndarray:
+        """A copy of the vertex rows as an ``(n, len(VERTEX_COLUMNS))`` array."""
+        return np.frombuffer(self.rows, np.int64).reshape(-1, _NV).copy() if self.rows else \
+            np.zeros((0, _NV), np.int64)
+
+    def edge_columns(self) -> np.ndarray:
+        """The edge rows as an ``(n, len(EDGE_COLUMNS))`` array (a view: copy what is kept)."""
+        return np.frombuffer(self.edges, np.int64).reshape(-1, _NE) if self.edges else \
+            np.zeros((0, _NE), np.int64)
+
+    def num_edges(self) -> int:
+        """Connected fields (a list field counts once), as Poplar counts edges."""
+        cols = self.edge_columns()
+        keys = cols[:, 0] * _FIELD_SPACE + cols[:, 1]
+        listed = np.fromiter((v * _FIELD_SPACE + f for v, f in self.listed), np.int64, len(self.listed))
+        return int(np.union1d(keys, listed).size)
