@@ -8,6 +8,7 @@ import os
 import sys
 import types as pytypes
 from collections.abc import Iterable
+from types import CodeType
 from typing import Any
 
 from .errors import PoplarError
@@ -18,14 +19,24 @@ _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
                       for d in ("poplar_py", "poplibs_py", "codelets"))
 
 
+# id of a code object -> (the code, kept so the id stays its own; file name, None for library code)
+_code_files: dict[int, tuple[CodeType, str | None]] = {}
+
+
 def caller_location() -> str:
     """file:line of the user code that called into the graph (for error messages)."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    while frame is not None:
+        code = frame.f_code
+        known = _code_files.get(id(code))
+        if known is None:
+            name = code.co_filename
+            known = _code_files[id(code)] = (code, None if name.startswith(_LIBRARY_DIRS)
+                                             else os.path.basename(name))
+        if known[1] is not None:
+            return f"{known[1]}:{frame.f_lineno}"
         frame = frame.f_back
-    if frame is None:
-        return ""
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return ""
 
 
 def codelet_classes(src: Any) -> Iterable[type[Vertex]]:

@@ -81,6 +81,7 @@ class Graph:
         self._vertices = VertexTable()
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
         self._codelets: dict[str, type[Vertex]] = {}
+        self._vertex_types: dict[str, int] = {}  # addVertex's name -> class id in the vertex table
         self._compute_sets: list[str] = []
         self._perf_estimators: dict[str, PerfEstimator] = {}
         self._host_handles: dict[str, HostHandle] = {}
@@ -200,14 +201,18 @@ class Graph:
     def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
         """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
         list of intervals over the flattened tensor."""
-        if isinstance(target, VertexRef):
-            self._vertices.put(target.id, TILE, self._check_tile(mapping, self._vertices.describe(target.id)))
+        if type(target) is VertexRef:
+            if not (type(mapping) is int and 0 <= mapping < self._num_tiles):
+                mapping = self._check_tile(mapping, self._vertices.describe(target.id))
+            self._vertices.put(target.id, TILE, mapping)
             return
         if not isinstance(target, Tensor):
             raise PoplarError(f"setTileMapping: expected a Tensor or a VertexRef, got {target!r}")
-        self._check_own(target, "setTileMapping")
+        if target.variables is not self._vars:
+            self._check_own(target, "setTileMapping")
         if isinstance(mapping, (int, np.integer)):
-            tile = self._check_tile(mapping, f"tensor '{target.name}'")
+            tile = mapping if type(mapping) is int and 0 <= mapping < self._num_tiles else \
+                self._check_tile(mapping, f"tensor '{target.name}'")
             run = target.as_run()
             if run is not None and (run[3] in (1, -1) or run[2] <= 1):
                 var, offset, count, stride = run
@@ -271,6 +276,7 @@ class Graph:
             if not cls.typeParams:
                 check_codelet(cls)
             self._codelets[cls.vertexName] = cls
+            self._vertex_types.clear()  # a name may now mean another class
             added = True
         return added
 
@@ -307,13 +313,12 @@ class Graph:
 
     def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
         """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
-        cls = self._codelets.get(vertexType)
-        if cls is None or cls.typeParams:
-            cls = self._codelet(vertexType)
+        cid = self._vertex_types.get(vertexType)
+        if cid is None:
+            cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelet(vertexType))  # type: ignore[arg-type]
         if type(cs) is not ComputeSet or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
         table = self._vertices
-        cid = table.class_id(cls)  # type: ignore[arg-type]
         vid = table.add(cid, cs.id, caller_location())
         if connections:
             slots = table.fields[cid]
@@ -352,6 +357,10 @@ class Graph:
         slot = slots.get(name)
         if slot is None:
             raise UnknownFieldError(self.unknown_field(vid, name))
+        if type(value) is Tensor and index is None and slot.plain:  # the common case, first
+            run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
+            if run is not None and self._vertices.connect_run(vid, slot.index, run):
+                return
         table = self._vertices
 
         def where() -> str:  # built only for an error message
@@ -398,7 +407,7 @@ class Graph:
     def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
         run = t.as_run()
         if run is not None:
-            self._vertices.add_run(vid, field, row, *run)
+            self._vertices.add_run(vid, field, row, run)
         else:
             self._vertices.add_runs(vid, field, row, t.runs())
 
@@ -426,7 +435,7 @@ class Graph:
             raise GraphConnectionError(f"{where()}: expected a Tensor, got {type(t).__name__}")
         if t.variables is not self._vars:
             raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to another graph")
-        if t.elementType() != slot.spec.type:
+        if t.elementType() is not slot.type and t.elementType() != slot.type:
             raise PoplarTypeError(f"{where()} ({slot.describe()}) cannot be connected to tensor "
                                   f"'{t.name}' of type {t.elementType()}")
         if t.rank() != rank:

@@ -104,9 +104,7 @@ class Tensor:
         self._offset = offset
         self._strides = strides
         self._name = name
-        self._boxes: bx.Boxes | None = None
-        self._runs: Runs | None = None
-        self._aliases: bool | None = None
+        # _boxes (views of several blocks), _runs and _aliases (caches) are set when needed
 
     @staticmethod
     def from_boxes(variables: VariableTable, type_: Type, shape: tuple[int, ...], boxes: bx.Boxes,
@@ -132,7 +130,7 @@ class Tensor:
         return Tensor.from_boxes(self._vars, self._type, shape, boxes, name)
 
     def _as_boxes(self) -> bx.Boxes:
-        if self._boxes is not None:
+        if self._var < 0:
             return self._boxes
         return bx.block(self._var, self._offset, self._shape, self._strides)
 
@@ -167,15 +165,37 @@ class Tensor:
             return self._var, self._offset, self._shape[0], self._strides[0]
         return self._var, self._offset, 1, 1
 
+    def edge_run(self, variables: VariableTable, type_: Type, rank: int,
+                 writes: bool) -> tuple[int, int, int, int] | None:
+        """``(var, offset, count, stride)`` when the view can be connected as it is to a vertex
+        field of this type and rank (0 or 1) of the graph owning ``variables`` (a field that
+        writes: no constants, no aliases); else None, and the caller finds out why."""
+        if self._var < 0 or self._vars is not variables or len(self._shape) != rank \
+                or (self._type is not type_ and self._type != type_):
+            return None
+        if rank == 0:
+            run = (self._var, self._offset, 1, 1)
+        elif rank == 1:
+            run = (self._var, self._offset, self._shape[0], self._strides[0])
+            if writes and run[2] > 1 and run[3] == 0:
+                return None
+        else:
+            return None
+        if writes and run[2] and variables.is_constant[self._var]:
+            return None
+        return run
+
     def runs(self) -> Runs:
         """The elements in flattened order, as merged runs."""
-        if self._runs is None:
+        try:
+            return self._runs
+        except AttributeError:
             if self._var >= 0 and len(self._shape) <= 1:
                 n = self._shape[0] if self._shape else 1
                 self._runs = Runs.single(self._var, self._offset, n, self._strides[0] if self._shape else 1)
             else:
                 self._runs = bx.to_runs(self._as_boxes(), self._shape)
-        return self._runs
+            return self._runs
 
     # ---- queries -----------------------------------------------------------------------------
     def shape(self) -> list[int]:
@@ -216,7 +236,9 @@ class Tensor:
 
     def containsAliases(self) -> bool:
         """Does some element appear twice in the view?"""
-        if self._aliases is None:
+        try:
+            return self._aliases
+        except AttributeError:
             if self._var >= 0:
                 self._aliases = any(d > 1 and s == 0 for d, s in zip(self._shape, self._strides))
             else:
@@ -227,7 +249,7 @@ class Tensor:
                     lo, hi, _ = runs.unit_intervals(self._vars.bases)
                     ulo, uhi = union(lo, hi)
                     self._aliases = int((uhi - ulo).sum()) < runs.num_elements
-        return self._aliases
+            return self._aliases
 
     def containsConstant(self) -> bool:
         if self._var >= 0:
@@ -299,10 +321,12 @@ class Tensor:
 
     # ---- indexing and slicing ----------------------------------------------------------------
     def __getitem__(self, key: object) -> Tensor:
-        if type(key) is int and self._var >= 0 and self._shape and -self._shape[0] <= key < self._shape[0]:
-            i = key + self._shape[0] if key < 0 else key  # the common case, fast
-            return Tensor(self._vars, self._type, self._shape[1:], self._var,
-                          self._offset + i * self._strides[0], self._strides[1:], f"{self._name}[{key}]")
+        shape = self._shape
+        if type(key) is int and self._var >= 0 and shape and -shape[0] <= key < shape[0]:
+            strides = self._strides  # the common case, fast
+            return Tensor(self._vars, self._type, shape[1:], self._var,
+                          self._offset + (key + shape[0] if key < 0 else key) * strides[0], strides[1:],
+                          f"{self._name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
         if len(keys) > len(self._shape):
             raise self._error(f"too many indices ({len(keys)}) for a rank-{len(self._shape)} tensor")
@@ -364,6 +388,13 @@ class Tensor:
 
     def slice(self, begin, end=None, dim: int = 0) -> Tensor:
         """``t.slice(b, e[, dim])``, ``t.slice(Interval[, dim])`` or ``t.slice([b0, b1], [e0, e1])``."""
+        if type(begin) is int and type(end) is int and type(dim) is int and self._var >= 0 \
+                and 0 <= dim < len(self._shape) and 0 <= begin <= end <= self._shape[dim]:
+            shape = self._shape
+            name = self._name if len(self._name) < 120 else self._name[:117] + "..."
+            return Tensor(self._vars, self._type, shape[:dim] + (end - begin,) + shape[dim + 1:], self._var,
+                          self._offset + begin * self._strides[dim], self._strides,
+                          f"{name}.slice({begin},{end},{dim})")
         if isinstance(begin, Interval) and not isinstance(end, Interval):
             return self.slice(begin.begin(), begin.end(), dim if end is None else end)
         if isinstance(begin, (list, tuple)) or isinstance(end, (list, tuple)):
@@ -554,7 +585,8 @@ class Tensor:
             t = self._block_view(self._shape, self._offset, self._strides, name, new)
         else:
             t = Tensor.from_boxes(self._vars, new, self._shape, self._as_boxes(), name)
-        t._runs = self._runs
+        if hasattr(self, "_runs"):
+            t._runs = self._runs
         return t
 
 

@@ -49,6 +49,7 @@ class VariableTable:
         self.types: list[Type] = []
         self.shapes: list[tuple[int, ...]] = []
         self.sizes: list[int] = []
+        self.is_constant: list[bool] = []
         self._bases = _Column(np.int64)
         self._constant = _Column(np.bool_)
         self.num_elements = 0
@@ -64,6 +65,7 @@ class VariableTable:
         self.sizes.append(n)
         self._bases.append(self.num_elements)
         self._constant.append(constant)
+        self.is_constant.append(constant)
         self.num_elements += n
         return len(self.names) - 1
 

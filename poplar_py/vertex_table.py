@@ -2,18 +2,19 @@
 
 A graph may hold millions of vertices, so a vertex is one row of a few integers and a
 connected field one row per run of the tensor it is connected to, appended to flat
-``array`` buffers (one ``extend`` per edge). Vertex and field handles are just an id
-and a name.
+buffers (one packed row per edge). Vertex and field handles are just an id and a name.
 """
 
 from __future__ import annotations
 
+import struct
 from array import array
 from dataclasses import dataclass
 
 import numpy as np
 
 from .regions import Runs
+from .types import Type
 from .vertex import Direction, FieldKind, FieldSpec, Vertex
 
 #: the columns of a vertex row, and of an edge row (one per run of the connected tensor)
@@ -23,6 +24,7 @@ _NV, _NE = len(VERTEX_COLUMNS), len(EDGE_COLUMNS)
 TILE, PERF = 2, 3
 NO_ROW = -1  # the row of a field that is not a list
 _FIELD_SPACE = 1 << 16  # more fields than any class has
+_EDGE_ROW = struct.Struct(f"{_NE}q").pack
 
 
 @dataclass(frozen=True)
@@ -31,13 +33,21 @@ class FieldSlot:
 
     index: int
     spec: FieldSpec
+    type: Type
     rank: int  # rank of the tensor it is connected to (a list field: 2, or rows of rank 1)
     state: bool
     writes: bool
     is_list: bool
+    plain: bool  # an edge that is not a list: connected to one tensor
 
     def describe(self) -> str:
         return self.spec.describe()
+
+
+def _slot(index: int, spec: FieldSpec) -> FieldSlot:
+    state, is_list = spec.direction is Direction.STATE, spec.kind is FieldKind.VECTOR_LIST
+    return FieldSlot(index, spec, spec.type, spec.kind.value, state, spec.direction.writes, is_list,  # type: ignore[arg-type]
+                     not state and not is_list)
 
 
 class VertexTable:
@@ -45,7 +55,7 @@ class VertexTable:
 
     def __init__(self) -> None:
         self.rows = array("q")  # VERTEX_COLUMNS per vertex
-        self.edges = array("q")  # EDGE_COLUMNS per run
+        self.edges = bytearray()  # EDGE_COLUMNS per run, packed int64
         self.connected = array("q")  # per vertex, a bit per connected field (index < 63)
         self.classes: list[type[Vertex]] = []
         self.fields: list[dict[str, FieldSlot]] = []  # per class
@@ -56,7 +66,6 @@ class VertexTable:
         self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
         self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
-        self.connections = 0
 
     @property
     def num_vertices(self) -> int:
@@ -67,9 +76,7 @@ class VertexTable:
         if cid is None:
             cid = self._class_index[cls] = len(self.classes)
             self.classes.append(cls)
-            self.fields.append({name: FieldSlot(i, spec, spec.kind.value, spec.direction is Direction.STATE,
-                                                spec.direction.writes, spec.kind is FieldKind.VECTOR_LIST)
-                                for i, (name, spec) in enumerate(cls.fields.items())})
+            self.fields.append({name: _slot(i, spec) for i, (name, spec) in enumerate(cls.fields.items())})
         return cid
 
     def add(self, class_id: int, compute_set: int, source: str) -> int:
@@ -108,35 +115,43 @@ class VertexTable:
         else:
             self.connected[vid] |= 1 << field
 
-    def add_run(self, vid: int, field: int, row: int, var: int, offset: int, count: int, stride: int) -> None:
-        """Connect ``field`` (or one ``row`` of a list field) to one run of elements."""
-        self.connections += 1
-        self.edges.extend((vid, field, row, self.connections, var, offset, count, stride))
+    def connect_run(self, vid: int, field: int, run: tuple[int, int, int, int]) -> bool:
+        """Connect a field that is not a list to one run, unless it is connected already (then
+        return False and change nothing)."""
+        bits = self.connected[vid]
+        if field >= 63 or bits >> field & 1:
+            if self.is_connected(vid, field):
+                return False
+            self.mark_connected(vid, field)
+        else:
+            self.connected[vid] = bits | 1 << field
+        self.edges += _EDGE_ROW(vid, field, NO_ROW, len(self.edges), *run)
+        return True
+
+    def add_run(self, vid: int, field: int, row: int, run: tuple[int, int, int, int]) -> None:
+        """Connect ``field`` (or one ``row`` of a list field) to one run ``(var, offset, count,
+        stride)`` of elements. (A connection's id is where its rows start: later is larger.)"""
+        self.edges += _EDGE_ROW(vid, field, row, len(self.edges), *run)
 
     def add_runs(self, vid: int, field: int, row: int, runs: Runs) -> None:
         """Connect ``field`` (or one ``row`` of a list field) to a sequence of runs."""
         if len(runs) <= 1:
-            if len(runs):
-                self.add_run(vid, field, row, int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
-                             int(runs.stride[0]))
-            else:
-                self.add_run(vid, field, row, 0, 0, 0, 1)
+            self.add_run(vid, field, row, (int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
+                                           int(runs.stride[0])) if len(runs) else (0, 0, 0, 1))
             return
-        self.connections += 1
         block = np.empty((len(runs), _NE), np.int64)
-        block[:, :4] = (vid, field, row, self.connections)
+        block[:, :4] = (vid, field, row, len(self.edges))
         block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var, runs.offset, runs.count, runs.stride
-        self.edges.frombytes(block.tobytes())
+        self.edges += block.tobytes()
 
     def add_rows(self, vid: int, field: int, var: int, offsets: np.ndarray, count: int, stride: int) -> None:
         """Connect the rows of a list field to runs of one variable, one run per row."""
-        self.connections += 1
         n = offsets.size
         block = np.empty((n, _NE), np.int64)
         block[:, 0], block[:, 1], block[:, 2] = vid, field, np.arange(n)
-        block[:, 3] = self.connections
+        block[:, 3] = len(self.edges)
         block[:, 4], block[:, 5], block[:, 6], block[:, 7] = var, offsets, count, stride
-        self.edges.frombytes(block.tobytes())
+        self.edges += block.tobytes()
 
     def vertex_columns(self) -> np.ndarray:
         """A copy of the vertex rows as an ``(n, len(VERTEX_COLUMNS))`` array."""
@@ -144,8 +159,8 @@ class VertexTable:
             np.zeros((0, _NV), np.int64)
 
     def edge_columns(self) -> np.ndarray:
-        """The edge rows as an ``(n, len(EDGE_COLUMNS))`` array (a view: copy what is kept)."""
-        return np.frombuffer(self.edges, np.int64).reshape(-1, _NE) if self.edges else \
+        """A copy of the edge rows as an ``(n, len(EDGE_COLUMNS))`` array."""
+        return np.frombuffer(bytes(self.edges), np.int64).reshape(-1, _NE) if self.edges else \
             np.zeros((0, _NE), np.int64)
 
     def num_edges(self) -> int:

@@ -20,7 +20,7 @@ from .. import program as prog
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import exclusive_cumsum
+from ..regions import exclusive_cumsum, expand_ranges
 from ..vertex import Direction, FieldKind
 from .codelets import CompiledCodelet, KernelOptions, compile_codelet
 from .layout import Located, MemoryLayout
@@ -39,7 +39,7 @@ class ComputeSetPlan:
     vertices: np.ndarray  # vertex ids, in the compute set's order
     tiles: np.ndarray  # tile of each vertex
     segments: Segments
-    located: Located  # where the elements of every segment live (pieces of segments.runs)
+    place: Placement  # where the elements of every segment live
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
     compiled: dict[type, CompiledCodelet]
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
@@ -96,7 +96,7 @@ def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
                                            "is not connected")
 
 
-def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, located: Located,
+def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, layout: MemoryLayout,
                   strict: bool) -> np.ndarray:
     """The tile of each vertex: its own, else the tile holding most of its data (lowest on a tie)."""
     tiles = graph.vertices.tile[vids].copy()
@@ -106,11 +106,12 @@ def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, located: Loca
     if strict:
         first = graph.vertices.describe(int(vids[unmapped[0]]))
         raise InvalidTileMappingError(f"{first} has no tile mapping (option tileMapping.strict is on)")
-    piece_vertex = seg.vertex[seg.run_segment[located.run]]
-    mine = tiles[piece_vertex] < 0
+    rows = np.flatnonzero(tiles[seg.vertex[seg.run_segment]] < 0)  # the runs of unmapped vertices
+    located = layout.locate(seg.runs.select(rows))
+    piece_vertex = seg.vertex[seg.run_segment[rows[located.run]]]
     tiles[unmapped] = 0
-    if mine.any():
-        key, weight = piece_vertex[mine] * (1 << 24) + located.tile[mine], located.count[mine]
+    if len(located):
+        key, weight = piece_vertex * (1 << 24) + located.tile, located.count
         keys, inverse = np.unique(key, return_inverse=True)
         totals = np.bincount(inverse, weights=weight)
         order = np.lexsort((keys % (1 << 24), -totals, keys >> 24))
@@ -120,24 +121,89 @@ def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, located: Loca
     return tiles
 
 
-def _assign_buffers(seg: Segments, located: Located, tiles: np.ndarray, layout: MemoryLayout,
+def _first_equal(columns: list[np.ndarray]) -> np.ndarray:
+    """For each row of these equal-length integer columns, the index of the first equal row."""
+    h = np.zeros(columns[0].size, np.uint64)
+    for c in columns:  # a hash first (one sort); checked, with an exact sort if it ever collides
+        h = (h ^ c.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    owner = first[inverse.reshape(-1)]
+    if all(np.array_equal(c[owner], c) for c in columns):
+        return owner
+    order = np.lexsort(columns[::-1])
+    rows = np.stack(columns, axis=1)[order]
+    new = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))
+    group = np.cumsum(new) - 1
+    lowest = np.full(int(group[-1]) + 1, columns[0].size, dtype=_I64)
+    np.minimum.at(lowest, group, order)
+    out = np.empty_like(order)
+    out[order] = lowest[group]
+    return out
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the elements of a compute set's segments live. Segments with the same runs on the
+    same tile are located once, through one representative."""
+
+    rep: np.ndarray  # per segment: its representative (an index into ``segments``)
+    segments: np.ndarray  # the representative segments
+    located: Located  # pieces of the representatives' elements, representative after representative
+    piece_rep: np.ndarray  # per piece: its representative
+    position: np.ndarray  # per piece: position of its first element in its segment
+    piece_first: np.ndarray  # per representative: its first piece
+    piece_count: np.ndarray
+
+    def pieces(self, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pieces of these segments (through their representatives), segment after segment,
+        and the position in ``segments`` each belongs to."""
+        r = self.rep[segments]
+        return expand_ranges(self.piece_first[r], self.piece_count[r])[::-1]
+
+
+def _place(seg: Segments, vertex_tile: np.ndarray, layout: MemoryLayout) -> Placement:
+    same = np.arange(len(seg))
+    single = np.flatnonzero(seg.run_count == 1)
+    runs = seg.runs
+    if single.size:
+        r = seg.run_first[single]
+        same[single] = single[_first_equal([vertex_tile[single], runs.var[r], runs.offset[r], runs.count[r],
+                                            runs.stride[r]])]
+    seen: dict[tuple, int] = {}
+    for s in np.flatnonzero(seg.run_count > 1).tolist():
+        part = runs.select(np.arange(seg.run_first[s], seg.run_first[s] + seg.run_count[s]))
+        key = (int(vertex_tile[s]), *(a.tobytes() for a in (part.var, part.offset, part.count, part.stride)))
+        same[s] = seen.setdefault(key, s)
+    unique = np.flatnonzero(same == np.arange(len(seg)))
+    located = layout.locate(runs.select(seg.run_rows(unique)))
+    run_rep = np.repeat(np.arange(unique.size), seg.run_count[unique])
+    piece_rep = run_rep[located.run]
+    piece_count = np.bincount(piece_rep, minlength=unique.size).astype(_I64)
+    position = located.flat - exclusive_cumsum(seg.length[unique])[piece_rep]
+    return Placement(np.searchsorted(unique, same), unique, located, piece_rep, position,
+                     exclusive_cumsum(piece_count), piece_count)
+
+
+def _assign_buffers(seg: Segments, place: Placement, tiles: np.ndarray, layout: MemoryLayout,
                     bases: np.ndarray) -> None:
     """Give every segment that is remote or scattered an exchange buffer on the vertex's tile."""
+    located = place.located
     if not len(located):
         return
-    piece_seg = seg.run_segment[located.run]
     vertex_tile = tiles[seg.vertex]
-    first = np.concatenate(([True], piece_seg[1:] != piece_seg[:-1]))
+    piece_tile = vertex_tile[place.segments[place.piece_rep]]
+    first = np.concatenate(([True], place.piece_rep[1:] != place.piece_rep[:-1]))
     # In place: every piece on the vertex's tile, each element right after the one before.
-    bad = (located.tile != vertex_tile[piece_seg]) | ((located.step != located.size) & (located.count > 1))
+    bad = (located.tile != piece_tile) | ((located.step != located.size) & (located.count > 1))
     prev_end = located.offset + (located.count - 1) * located.step + located.size
     bad[1:] |= ~first[1:] & ((located.offset[1:] != prev_end[:-1]) | (located.tile[1:] != located.tile[:-1]))
-    staged_seg = np.zeros(len(seg), dtype=bool)
-    staged_seg[piece_seg[bad]] = True
-    staged = np.flatnonzero(staged_seg)
+    staged_rep = np.zeros(place.segments.size, dtype=bool)
+    staged_rep[place.piece_rep[bad]] = True
+    staged = np.flatnonzero(staged_rep[place.rep])
     if not staged.size:
         return
-    owner = _share(seg, staged, vertex_tile, bases)
+    owner = _share(seg, place, staged, vertex_tile, bases)
     new = owner == np.arange(staged.size)
     offsets = layout.reserve_many(vertex_tile[staged[new]], seg.length[staged[new]] * seg.size[staged[new]],
                                   "exchange buffers")
@@ -146,29 +212,24 @@ def _assign_buffers(seg: Segments, located: Located, tiles: np.ndarray, layout: 
     seg.buffer_offset[staged] = offsets[number[owner]]
 
 
-def _share(seg: Segments, staged: np.ndarray, vertex_tile: np.ndarray, bases: np.ndarray) -> np.ndarray:
+def _share(seg: Segments, place: Placement, staged: np.ndarray, vertex_tile: np.ndarray,
+           bases: np.ndarray) -> np.ndarray:
     """For each staged segment, the first staged segment whose buffer it uses: readers on one
     tile of the same elements share; writers never do."""
     owner = np.arange(staged.size)
     readers = np.flatnonzero(~seg.writes[staged])
     if not readers.size:
         return owner
-    runs = seg.runs
-    run_first = np.searchsorted(seg.run_segment, staged[readers])
-    run_last = np.searchsorted(seg.run_segment, staged[readers], side="right")
-    single = run_last - run_first == 1
-    one = readers[single]
-    if one.size:
-        r = run_first[single]
-        keys = np.stack((vertex_tile[staged[one]], runs.var[r], runs.offset[r], runs.count[r],
-                         runs.stride[r]), axis=1)
-        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        owner[one] = one[first[inverse.reshape(-1)]]
+    kind = place.rep[staged[readers]]  # same tile and runs: same representative
+    canon = np.arange(place.segments.size)
     seen: dict[tuple, int] = {}
-    for k, a, b in zip(readers[~single].tolist(), run_first[~single].tolist(), run_last[~single].tolist()):
-        var, offset = runs.select(np.arange(a, b)).elements()
-        key = (int(vertex_tile[staged[k]]), (bases[var] + offset).tobytes())
-        owner[k] = seen.setdefault(key, k)
+    for r in np.unique(kind).tolist():  # runs that differ may still hold the same elements
+        s = int(place.segments[r])
+        if seg.run_count[s] > 1:
+            var, offset = seg.runs.select(seg.run_rows(np.array([s]))).elements()
+            canon[r] = seen.setdefault((int(vertex_tile[s]), (bases[var] + offset).tobytes()), r)
+    _, first, inverse = np.unique(canon[kind], return_index=True, return_inverse=True)
+    owner[readers] = readers[first[inverse.reshape(-1)]]
     return owner
 
 
@@ -226,10 +287,10 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         seg = build_segments(graph, cs_id, vids, tables)
         if vids.size:
             _check_fields(graph, vids, seg)
-        located = layout.locate(seg.runs)
-        tiles = _vertex_tiles(graph, vids, seg, located, strict)
+        tiles = _vertex_tiles(graph, vids, seg, layout, strict)
         check_races(name, graph, vids, seg)
-        _assign_buffers(seg, located, tiles, layout, graph.variables.bases)
+        place = _place(seg, tiles[seg.vertex], layout)
+        _assign_buffers(seg, place, tiles, layout, graph.variables.bases)
         state_offset = _reserve_vertex_state(graph, vids, tiles, layout)
         cls_of = graph.vertices.cls[vids]
         _, first = np.unique(cls_of, return_index=True)
@@ -243,7 +304,7 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
             fresh = fresh[~code_seen[c, fresh]]
             code_seen[c, fresh] = True
             code[fresh] += compiled[cls].object_size
-        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, located, groups, compiled, state_offset)
+        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, place, groups, compiled, state_offset)
     layout.account(state, "vertex state")
     layout.account(code, "vertex code")
     return ComputeSetPlans(plans, options)

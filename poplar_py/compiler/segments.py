@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import Runs, exclusive_cumsum
+from ..regions import Runs, exclusive_cumsum, expand_ranges
 from ..vertex import Vertex
 
 _I64 = np.int64
@@ -51,6 +51,8 @@ class Segments:
     writes: np.ndarray
     runs: Runs  # every segment's runs, segment after segment
     run_segment: np.ndarray  # the segment of each run
+    run_first: np.ndarray  # per segment: its first run
+    run_count: np.ndarray  # per segment: how many runs it has (0 when empty)
     buffer: np.ndarray  # exchange buffer number, -1: used in place (or empty)
     buffer_offset: np.ndarray  # offset of the buffer inside the vertex's tile
 
@@ -60,6 +62,10 @@ class Segments:
     def flat_start(self) -> np.ndarray:
         """Position of each segment's first element among all segments' elements."""
         return exclusive_cumsum(self.length)
+
+    def run_rows(self, segments: np.ndarray) -> np.ndarray:
+        """The runs of these segments, segment after segment."""
+        return expand_ranges(self.run_first[segments], self.run_count[segments])[1]
 
 
 def build_segments(graph: GraphIR, cs: int, vids: np.ndarray, tables: FieldTables) -> Segments:
@@ -78,6 +84,9 @@ def build_segments(graph: GraphIR, cs: int, vids: np.ndarray, tables: FieldTable
     runs = Runs(e.var[lo:hi][nonempty], e.offset[lo:hi][nonempty], count[nonempty], e.stride[lo:hi][nonempty])
     segment = np.cumsum(first) - 1
     z = np.zeros(starts.size, _I64)
+    run_count = np.bincount(segment[nonempty], minlength=starts.size).astype(_I64)
     return Segments(seg_vertex, seg_field, row[starts], np.add.reduceat(count, starts) if n else z,
                     tables.size[cls, seg_field], tables.reads[cls, seg_field], tables.writes[cls, seg_field],
-                    runs, segment[nonempty], np.full(starts.size, -1, _I64), z.copy())
+                    runs, segment[nonempty], exclusive_cumsum(run_count), run_count,
+                    np.full(starts.size, -1, _I64), z.copy())
+

@@ -165,19 +165,20 @@ class ComputeSetRunner:
 
     def _segment_addresses(self, seg: Segments, layout: MemoryLayout) -> np.ndarray:
         """Arena offset where each segment's data sits as the vertex sees it."""
-        located = self.plan.located
+        place = self.plan.place
+        first = place.piece_first[place.rep]
+        has = place.piece_count[place.rep] > 0
+        located = place.located
         addr = np.zeros(len(seg), dtype=_I64)
-        if len(located):
-            piece_seg = seg.run_segment[located.run]
-            first = np.concatenate(([True], piece_seg[1:] != piece_seg[:-1]))
-            addr[piece_seg[first]] = layout.address(located.tile[first], located.offset[first])
+        addr[has] = layout.address(located.tile[first[has]], located.offset[first[has]])
         staged = seg.buffer >= 0
         return np.where(staged, layout.address(self.plan.tiles[seg.vertex], seg.buffer_offset), addr)
 
     def _build_exchange(self, seg: Segments, seg_addr: np.ndarray, layout: MemoryLayout
                         ) -> tuple[CopyPlan | None, CopyPlan | None, TileTraffic]:
         """Copy plans filling input buffers before compute and emptying output buffers after."""
-        located = self.plan.located
+        place = self.plan.place
+        located = place.located
         total = TileTraffic.empty(layout.num_tiles)
         staged = seg.buffer >= 0
         if not staged.any():
@@ -185,24 +186,24 @@ class ComputeSetRunner:
         first_user = np.zeros(len(seg), dtype=bool)  # a shared buffer is filled once
         _, first = np.unique(seg.buffer[staged], return_index=True)
         first_user[np.flatnonzero(staged)[first]] = True
-        piece_seg = seg.run_segment[located.run]
-        home = layout.address(located.tile, located.offset)
-        vertex_tile = self.plan.tiles[seg.vertex[piece_seg]]
-        buffer = seg_addr[piece_seg] + (located.flat - seg.flat_start()[piece_seg]) * located.size
         plans = []
         for fill, mask in ((True, staged & first_user & seg.reads), (False, staged & seg.writes)):
-            sel = np.flatnonzero(mask[piece_seg])
-            if not sel.size:
+            segments = np.flatnonzero(mask)
+            if not segments.size:
                 plans.append(None)
                 continue
-            count, size, tile = located.count[sel], located.size[sel], located.tile[sel]
+            sel, owner = place.pieces(segments)
+            s = segments[owner]
+            count, size, tile, step = located.count[sel], located.size[sel], located.tile[sel], located.step[sel]
+            home = layout.address(tile, located.offset[sel])
+            buffer = seg_addr[s] + place.position[sel] * size
+            vertex_tile = self.plan.tiles[seg.vertex[s]]
             if fill:
-                t = traffic(tile, vertex_tile[sel], count, size, layout.num_tiles, located.gid[sel],
-                            located.gstep[sel])
-                plans.append(CopyPlan.build(home[sel], buffer[sel], count, located.step[sel], size, size, t))
+                t = traffic(tile, vertex_tile, count, size, layout.num_tiles, located.gid[sel], located.gstep[sel])
+                plans.append(CopyPlan.build(home, buffer, count, step, size, size, t))
             else:
-                t = traffic(vertex_tile[sel], tile, count, size, layout.num_tiles)
-                plans.append(CopyPlan.build(buffer[sel], home[sel], count, size, located.step[sel], size, t))
+                t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
+                plans.append(CopyPlan.build(buffer, home, count, size, step, size, t))
             total = total + t
         return plans[0], plans[1], total
 
