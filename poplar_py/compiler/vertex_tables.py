@@ -194,12 +194,14 @@ class ComputeSetRunner:
                 continue
             sel, owner = place.pieces(segments)
             s = segments[owner]
-            count, size, tile, step = located.count[sel], located.size[sel], located.tile[sel], located.step[sel]
+            count, size, step = located.count[sel], located.size[sel], located.step[sel]
+            tile = located.tile[sel]
             home = layout.address(tile, located.offset[sel])
             buffer = seg_addr[s] + place.position[sel] * size
             vertex_tile = self.plan.tiles[seg.vertex[s]]
             if fill:
-                t = traffic(tile, vertex_tile, count, size, layout.num_tiles, located.gid[sel], located.gstep[sel])
+                t = traffic(tile, vertex_tile, count, size, layout.num_tiles, located.gid[sel],
+                            located.gstep[sel])
                 plans.append(CopyPlan.build(home, buffer, count, step, size, size, t))
             else:
                 t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
