@@ -198,4 +198,4 @@ def _report_path(options: EngineOptions, name: str) -> str | None:
 def _write_report(profile: Profile, path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(profile.report(), f)
+        f.write(json.dumps(profile.report()))  # dumps: the C encoder (dump streams in Python)

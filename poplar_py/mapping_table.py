@@ -8,6 +8,8 @@ not with the elements mapped.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from .regions import IntervalMap, Pieces, Runs, paint
@@ -21,16 +23,18 @@ class MappingTable:
 
     def __init__(self, variables: VariableTable) -> None:
         self._vars = variables
-        self._pending: dict[int, list] = {}  # var -> records in order: tuples, or (m, 3) arrays
+        self._pending: dict[int, list] = {}  # var -> chunks of records (begin, end, tile), in order
         self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
 
     def set(self, var: int, begin: int, end: int, tile: int) -> None:
         """Map elements ``[begin, end)`` of ``var`` to ``tile``."""
         pending = self._pending.get(var)
         if pending is None:
-            self._pending[var] = [(begin, end, tile)]
+            self._pending[var] = [array("q", (begin, end, tile))]
+        elif type(pending[-1]) is array:
+            pending[-1].extend((begin, end, tile))
         else:
-            pending.append((begin, end, tile))
+            pending.append(array("q", (begin, end, tile)))
 
     def set_runs(self, runs: Runs, tiles: np.ndarray) -> None:
         """Map the elements of run ``k`` to ``tiles[k]``, runs in order."""
@@ -52,11 +56,12 @@ class MappingTable:
         if pending is None and done is not None:
             return done
         size = self._vars.sizes[var]
-        if done is None:
-            done = (np.zeros(1, _I64), np.full(1, -1, _I64))
-        chunks = [np.asarray([r], _I64) if isinstance(r, tuple) else r for r in _grouped(pending or [])]
-        starts, tiles = done
-        records = np.concatenate([np.stack((starts, np.append(starts[1:], size), tiles), axis=1), *chunks])
+        chunks = [np.frombuffer(r, _I64).reshape(-1, 3) if type(r) is array else r for r in pending or []]
+        if done is not None:  # what was resolved before, under the new records
+            starts, tiles = done
+            mapped = tiles >= 0
+            chunks.insert(0, np.stack((starts, np.append(starts[1:], size), tiles), axis=1)[mapped])
+        records = np.concatenate(chunks) if chunks else np.zeros((0, 3), _I64)
         lo, hi, tile = paint(records[:, 0], records[:, 1], records[:, 2])
         done = _complete(lo, hi, tile, size)
         self._resolved[var] = done
@@ -94,31 +99,14 @@ class MappingTable:
         return IntervalMap(np.concatenate(starts), self._vars.num_elements), np.concatenate(tiles)
 
 
-def _grouped(records: list) -> list:
-    """Consecutive single records stacked into one array (order kept)."""
-    out: list = []
-    run: list = []
-    for r in records:
-        if isinstance(r, tuple):
-            run.append(r)
-            continue
-        if run:
-            out.append(np.asarray(run, _I64))
-            run = []
-        out.append(r)
-    if run:
-        out.append(np.asarray(run, _I64))
-    return out
-
-
 def _complete(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted disjoint intervals plus the gaps (tile -1) between them, covering ``[0, size)``."""
-    gap_lo = np.concatenate(([0], hi))
-    gap_hi = np.concatenate((lo, [size]))
-    gaps = gap_hi > gap_lo
-    starts = np.concatenate((lo, gap_lo[gaps]))
-    tiles = np.concatenate((tile, np.full(int(gaps.sum()), -1, _I64)))
-    order = np.argsort(starts, kind="stable")
-    starts, tiles = starts[order], tiles[order]
-    keep = np.concatenate(([True], tiles[1:] != tiles[:-1]))
-    return starts[keep], tiles[keep]
+    starts = np.empty(2 * lo.size + 1, _I64)  # gap, interval, gap, interval, ..., gap
+    tiles = np.full(2 * lo.size + 1, -1, _I64)
+    starts[0::2] = np.concatenate(([0], hi))
+    starts[1::2], tiles[1::2] = lo, tile
+    width = np.diff(np.append(starts, size))
+    keep = width > 0
+    starts, tiles = starts[keep], tiles[keep]
+    same = np.concatenate(([False], tiles[1:] == tiles[:-1]))
+    return starts[~same], tiles[~same]

@@ -23,9 +23,8 @@ def _coverage(points: np.ndarray, group: np.ndarray, lo: np.ndarray, hi: np.ndar
     """How many groups cover each elementary interval ``[points[k], points[k + 1])``
     (intervals already merged within each group)."""
     _, lo, hi = union_grouped(group, lo, hi)
-    delta = np.zeros(points.size, dtype=_I64)
-    np.add.at(delta, np.searchsorted(points, lo), 1)
-    np.add.at(delta, np.searchsorted(points, hi), -1)
+    delta = np.bincount(np.searchsorted(points, lo), minlength=points.size) \
+        - np.bincount(np.searchsorted(points, hi), minlength=points.size)
     return np.cumsum(delta)[:-1]
 
 
