@@ -53,7 +53,7 @@ class Engine:
         assert arena is not None
         self._machine = Machine(arena, RunRecord(len(self._exe.lowered.leaves)), self._exe.lowered.functions)
         self._loaded = False
-        self._profile = Profile(self._exe, self._machine.record)
+        self._profile = Profile(ir, self._exe, self._machine.record)
         path = _report_path(self._options, name)
         if path is not None:
             # The report is written now (compilation) and again when the engine goes away or
@@ -65,7 +65,7 @@ class Engine:
     def load(self, device: Device) -> None:
         """Create the tile memories on ``device`` and write constants and initial values."""
         target = device.getTarget()
-        ours = self._exe.graph.target
+        ours = self._exe.target
         if target.getNumTiles() != ours.getNumTiles():
             raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
@@ -123,13 +123,13 @@ class Engine:
         self._machine.streams[handle] = HostStream(None, callback)
 
     def _stream_decl(self, handle: str) -> DataStream:
-        streams = self._exe.graph.streams
+        streams = self._exe.streams
         if handle not in streams:
             raise StreamError(f"no stream '{handle}' in the graph (streams: {', '.join(streams) or 'none'})")
         return streams[handle]
 
     def listStreams(self) -> list[str]:
-        return list(self._exe.graph.streams)
+        return list(self._exe.streams)
 
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:

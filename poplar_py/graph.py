@@ -36,7 +36,7 @@ from .tensor import Interval, Tensor, concat
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex import Direction, FieldKind, Vertex
-from .vertex_table import NO_ROW, PERF, TILE, FieldSlot, VertexTable
+from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, TILE, FieldSlot, VertexTable
 
 __all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "TensorCloneMethod",
            "VariableMappingMethod", "VertexRef"]
@@ -535,7 +535,7 @@ class Graph:
         handles = {name: ir.HostHandleIR(name, h.write, h.tensor.runs(), h.tensor.elementType(),
                                          tuple(h.tensor.shape()))
                    for name, h in self._host_handles.items()}
-        edges = ir.freeze_edges(table.edge_columns(), rows[:, 1], num_cs)
+        edges = ir.freeze_edges([table.edge_column(k) for k in range(len(EDGE_COLUMNS))], rows[:, 1], num_cs)
         return ir.GraphIR(
             self._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),

@@ -186,20 +186,37 @@ def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list
                       frozenset(listed), pytypes.MappingProxyType(frozen_state), num_edges)
 
 
-def freeze_edges(cols: np.ndarray, vertex_cs: np.ndarray, num_cs: int) -> EdgesIR:
-    """Edge rows sorted by (compute set, vertex, field, row); a list row connected more than
-    once keeps its last connection."""
-    vertex, field, row, conn = cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
-    cs = vertex_cs[vertex] if vertex.size else vertex
-    order = np.lexsort((conn, row, field, vertex, cs))
-    cols, cs = cols[order], cs[order]
-    first = np.concatenate(([True], (cols[1:, :3] != cols[:-1, :3]).any(axis=1)))
+def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> EdgesIR:
+    """Edge rows (given as their columns) sorted by (compute set, vertex, field, row); a list row
+    connected more than once keeps its last connection."""
+    cs = vertex_cs[cols[0]]
+    keys = (cols[3], cols[2], cols[1], cols[0], cs)
+    if not _sorted(keys):
+        order = np.lexsort(keys)
+        cols, cs = [c[order] for c in cols], cs[order]
+    n = cs.size
+    first = np.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = (cols[0][1:] != cols[0][:-1]) | (cols[1][1:] != cols[1][:-1]) | (cols[2][1:] != cols[2][:-1])
     if not first.all():
-        last = np.maximum.reduceat(cols[:, 3], np.flatnonzero(first))
-        keep = cols[:, 3] == last[np.cumsum(first) - 1]
-        cols, cs = cols[keep], cs[keep]
+        last = np.maximum.reduceat(cols[3], np.flatnonzero(first))
+        keep = cols[3] == last[np.cumsum(first) - 1]
+        cols, cs = [c[keep] for c in cols], cs[keep]
     bounds = np.searchsorted(cs, np.arange(num_cs + 1)).astype(_I64)
-    return EdgesIR(*(np.ascontiguousarray(cols[:, k]) for k in (0, 1, 2, 4, 5, 6, 7)), bounds)
+    return EdgesIR(*(cols[k] for k in (0, 1, 2, 4, 5, 6, 7)), bounds)
+
+
+def _sorted(keys: tuple[np.ndarray, ...]) -> bool:
+    """Are the rows already in lexsort order (last key first)?"""
+    if keys[0].size < 2:
+        return True
+    undecided = np.ones(keys[0].size - 1, dtype=bool)
+    for k in reversed(keys):
+        step = k[1:] - k[:-1]
+        if (undecided & (step < 0)).any():
+            return False
+        undecided &= step == 0
+    return True
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

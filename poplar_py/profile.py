@@ -28,24 +28,24 @@ import numpy as np
 
 from .compiler.costs import CostModel, RunRecord
 from .compiler.pipeline import Executable
+from .ir import GraphIR, VerticesIR
 
 
 class Profile:
     """An engine's compilation figures and run record, turned into the report on demand."""
 
-    def __init__(self, exe: Executable, record: RunRecord) -> None:
+    def __init__(self, graph: GraphIR, exe: Executable, record: RunRecord) -> None:
         self.exe = exe
         self.record = record
-        self.model = CostModel(exe.graph.target)
-        graph = exe.graph
+        self.model = CostModel(exe.target)
         self.graph_counts = {"numVertices": len(graph.vertices), "numEdges": graph.vertices.num_edges,
                              "numVariables": len(graph.variables), "numComputeSets": len(graph.compute_sets)}
-        self.compute_sets = [{"name": name, "vertices": _vertex_counts(exe, cs)}
+        self.compute_sets = [{"name": name, "vertices": _vertex_counts(graph.vertices, cs)}
                              for cs, name in enumerate(graph.compute_sets)]
 
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
-        t = self.exe.graph.target
+        t = self.exe.target
         layout = self.exe.layout
         n = t.getNumTiles()
         by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "host", "sync")}
@@ -93,8 +93,7 @@ class Profile:
         }
 
 
-def _vertex_counts(exe: Executable, cs: int) -> list[dict]:
-    vertices = exe.graph.vertices
+def _vertex_counts(vertices: VerticesIR, cs: int) -> list[dict]:
     members = vertices.cls[vertices.in_compute_set(cs)]
     if not members.size:
         return []

@@ -307,6 +307,9 @@ class IntervalMap:
         k0 = self.find(low)
         k1 = self.find(low + (runs.count - 1) * step)
         spans = k1 - k0 + 1
+        if (spans == 1).all() and not down.any():  # every run inside one interval: runs are pieces
+            zero = np.zeros(len(runs), _I64)
+            return Pieces(np.arange(len(runs), dtype=_I64), zero, runs.count, k0, first, runs.stride)
         # A run crossing more intervals than it has elements is cut element by element.
         by_element = (spans > runs.count) & (step > 0)
         parts = []

@@ -25,6 +25,7 @@ TILE, PERF = 2, 3
 NO_ROW = -1  # the row of a field that is not a list
 _FIELD_SPACE = 1 << 16  # more fields than any class has
 _EDGE_ROW = struct.Struct(f"{_NE}q").pack
+_BITS_SET = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,14 @@ class VertexTable:
         return np.frombuffer(self.rows, np.int64).reshape(-1, _NV).copy() if self.rows else \
             np.zeros((0, _NV), np.int64)
 
-    def edge_columns(self) -> np.ndarray:
-        """A copy of the edge rows as an ``(n, len(EDGE_COLUMNS))`` array."""
-        return np.frombuffer(bytes(self.edges), np.int64).reshape(-1, _NE) if self.edges else \
-            np.zeros((0, _NE), np.int64)
+    def edge_column(self, k: int) -> np.ndarray:
+        """A copy of column ``k`` of the edge rows."""
+        view = np.frombuffer(self.edges, np.int64)[k::_NE]
+        out = view.copy()
+        del view  # the buffer must not stay exported: appending resizes it
+        return out
 
     def num_edges(self) -> int:
         """Connected fields (a list field counts once, once it has a size), as Poplar counts edges."""
         bits = np.frombuffer(self.connected, np.uint8) if self.connected else np.zeros(0, np.uint8)
-        return int(np.unpackbits(bits).sum()) + len(self._wide)
+        return int(_BITS_SET[bits].sum()) + len(self._wide)

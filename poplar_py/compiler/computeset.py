@@ -20,12 +20,12 @@ from .. import program as prog
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import exclusive_cumsum, expand_ranges
+from ..regions import Runs, exclusive_cumsum, expand_ranges
 from ..vertex import Direction, FieldKind
 from .codelets import CompiledCodelet, KernelOptions, compile_codelet
 from .layout import Located, MemoryLayout
 from .races import check_races
-from .segments import FieldTables, Segments, build_segments
+from .segments import FieldTables, SegmentRuns, Segments, build_segments
 
 _I64 = np.int64
 
@@ -39,7 +39,7 @@ class ComputeSetPlan:
     vertices: np.ndarray  # vertex ids, in the compute set's order
     tiles: np.ndarray  # tile of each vertex
     segments: Segments
-    place: Placement  # where the elements of every segment live
+    staged: Staged  # the home pieces of the segments used through exchange buffers
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
     compiled: dict[type, CompiledCodelet]
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
@@ -96,7 +96,7 @@ def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
                                            "is not connected")
 
 
-def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, layout: MemoryLayout,
+def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: SegmentRuns, layout: MemoryLayout,
                   strict: bool) -> np.ndarray:
     """The tile of each vertex: its own, else the tile holding most of its data (lowest on a tie)."""
     tiles = graph.vertices.tile[vids].copy()
@@ -106,9 +106,9 @@ def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, layout: Memor
     if strict:
         first = graph.vertices.describe(int(vids[unmapped[0]]))
         raise InvalidTileMappingError(f"{first} has no tile mapping (option tileMapping.strict is on)")
-    rows = np.flatnonzero(tiles[seg.vertex[seg.run_segment]] < 0)  # the runs of unmapped vertices
-    located = layout.locate(seg.runs.select(rows))
-    piece_vertex = seg.vertex[seg.run_segment[rows[located.run]]]
+    rows = np.flatnonzero(tiles[seg.vertex[sruns.segment]] < 0)  # the runs of unmapped vertices
+    located = layout.locate(sruns.runs.select(rows))
+    piece_vertex = seg.vertex[sruns.segment[rows[located.run]]]
     tiles[unmapped] = 0
     if len(located):
         key, weight = piece_vertex * (1 << 24) + located.tile, located.count
@@ -127,8 +127,11 @@ def _first_equal(columns: list[np.ndarray]) -> np.ndarray:
     for c in columns:  # a hash first (one sort); checked, with an exact sort if it ever collides
         h = (h ^ c.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
         h ^= h >> np.uint64(29)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    owner = first[inverse.reshape(-1)]
+    order = np.argsort(h, kind="stable")  # equal hashes keep their order: the first comes first
+    sh = h[order]
+    group = np.cumsum(np.concatenate(([True], sh[1:] != sh[:-1]))) - 1
+    owner = np.empty_like(order)
+    owner[order] = order[np.searchsorted(group, group)]
     if all(np.array_equal(c[owner], c) for c in columns):
         return owner
     order = np.lexsort(columns[::-1])
@@ -145,15 +148,23 @@ def _first_equal(columns: list[np.ndarray]) -> np.ndarray:
 @dataclass(frozen=True)
 class Placement:
     """Where the elements of a compute set's segments live. Segments with the same runs on the
-    same tile are located once, through one representative."""
+    same tile are located once, through one representative (planning only)."""
 
     rep: np.ndarray  # per segment: its representative (an index into ``segments``)
     segments: np.ndarray  # the representative segments
     located: Located  # pieces of the representatives' elements, representative after representative
+    runs: Runs  # the representatives' runs (what was located)
     piece_rep: np.ndarray  # per piece: its representative
-    position: np.ndarray  # per piece: position of its first element in its segment
     piece_first: np.ndarray  # per representative: its first piece
     piece_count: np.ndarray
+
+    def position(self, seg: Segments) -> np.ndarray:
+        """Per piece: the position of its first element in its segment."""
+        return self.located.flat - exclusive_cumsum(seg.length[self.segments])[self.piece_rep]
+
+    def gids(self, bases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per piece: the global id of its first element, and the gid step."""
+        return self.located.gids(self.runs, bases)
 
     def pieces(self, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The pieces of these segments (through their representatives), segment after segment,
@@ -162,35 +173,50 @@ class Placement:
         return expand_ranges(self.piece_first[r], self.piece_count[r])[::-1]
 
 
-def _place(seg: Segments, vertex_tile: np.ndarray, layout: MemoryLayout) -> Placement:
+@dataclass(frozen=True)
+class Staged:
+    """The home pieces of every segment used through an exchange buffer: what the exchange moves
+    between the data's home and the buffers (a piece lies on one tile, evenly spaced)."""
+
+    segment: np.ndarray
+    position: np.ndarray  # of the piece's first element in its segment
+    count: np.ndarray
+    tile: np.ndarray
+    offset: np.ndarray  # inside the tile
+    step: np.ndarray  # bytes
+    size: np.ndarray  # bytes per element
+    gid: np.ndarray  # global id of the first element
+    gstep: np.ndarray
+
+
+def _place(seg: Segments, sruns: SegmentRuns, vertex_tile: np.ndarray, layout: MemoryLayout) -> Placement:
     same = np.arange(len(seg))
-    single = np.flatnonzero(seg.run_count == 1)
-    runs = seg.runs
+    single = np.flatnonzero(sruns.count == 1)
+    runs = sruns.runs
     if single.size:
-        r = seg.run_first[single]
+        r = sruns.first[single]
         same[single] = single[_first_equal([vertex_tile[single], runs.var[r], runs.offset[r], runs.count[r],
                                             runs.stride[r]])]
     seen: dict[tuple, int] = {}
-    for s in np.flatnonzero(seg.run_count > 1).tolist():
-        part = runs.select(np.arange(seg.run_first[s], seg.run_first[s] + seg.run_count[s]))
+    for s in np.flatnonzero(sruns.count > 1).tolist():
+        part = runs.select(np.arange(sruns.first[s], sruns.first[s] + sruns.count[s]))
         key = (int(vertex_tile[s]), *(a.tobytes() for a in (part.var, part.offset, part.count, part.stride)))
         same[s] = seen.setdefault(key, s)
     unique = np.flatnonzero(same == np.arange(len(seg)))
-    located = layout.locate(runs.select(seg.run_rows(unique)))
-    run_rep = np.repeat(np.arange(unique.size), seg.run_count[unique])
+    rep_runs = runs if unique.size == len(seg) else runs.select(sruns.rows(unique))
+    located = layout.locate(rep_runs)
+    run_rep = np.repeat(np.arange(unique.size), sruns.count[unique])
     piece_rep = run_rep[located.run]
     piece_count = np.bincount(piece_rep, minlength=unique.size).astype(_I64)
-    position = located.flat - exclusive_cumsum(seg.length[unique])[piece_rep]
-    return Placement(np.searchsorted(unique, same), unique, located, piece_rep, position,
+    return Placement(np.searchsorted(unique, same), unique, located, rep_runs, piece_rep,
                      exclusive_cumsum(piece_count), piece_count)
 
 
-def _assign_buffers(seg: Segments, place: Placement, tiles: np.ndarray, layout: MemoryLayout,
-                    bases: np.ndarray) -> None:
-    """Give every segment that is remote or scattered an exchange buffer on the vertex's tile."""
+def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: np.ndarray,
+                    layout: MemoryLayout, bases: np.ndarray) -> Staged:
+    """Give every segment that is remote or scattered an exchange buffer on the vertex's tile;
+    where the others lie in place. Returns the home pieces of the staged segments."""
     located = place.located
-    if not len(located):
-        return
     vertex_tile = tiles[seg.vertex]
     piece_tile = vertex_tile[place.segments[place.piece_rep]]
     first = np.concatenate(([True], place.piece_rep[1:] != place.piece_rep[:-1]))
@@ -200,19 +226,24 @@ def _assign_buffers(seg: Segments, place: Placement, tiles: np.ndarray, layout: 
     bad[1:] |= ~first[1:] & ((located.offset[1:] != prev_end[:-1]) | (located.tile[1:] != located.tile[:-1]))
     staged_rep = np.zeros(place.segments.size, dtype=bool)
     staged_rep[place.piece_rep[bad]] = True
+    here = place.piece_count[place.rep] > 0
+    seg.offset[here] = located.offset[place.piece_first[place.rep[here]]]
     staged = np.flatnonzero(staged_rep[place.rep])
-    if not staged.size:
-        return
-    owner = _share(seg, place, staged, vertex_tile, bases)
-    new = owner == np.arange(staged.size)
-    offsets = layout.reserve_many(vertex_tile[staged[new]], seg.length[staged[new]] * seg.size[staged[new]],
-                                  "exchange buffers")
-    number = np.cumsum(new) - 1
-    seg.buffer[staged] = number[owner]
-    seg.buffer_offset[staged] = offsets[number[owner]]
+    if staged.size:
+        owner = _share(seg, sruns, place, staged, vertex_tile, bases)
+        new = owner == np.arange(staged.size)
+        offsets = layout.reserve_many(vertex_tile[staged[new]], seg.length[staged[new]] * seg.size[staged[new]],
+                                      "exchange buffers")
+        number = np.cumsum(new) - 1
+        seg.buffer[staged] = number[owner]
+        seg.offset[staged] = offsets[number[owner]]
+    sel, owner = place.pieces(staged)
+    gid, gstep = place.gids(bases)
+    return Staged(staged[owner], place.position(seg)[sel], located.count[sel], located.tile[sel],
+                  located.offset[sel], located.step[sel], located.size[sel], gid[sel], gstep[sel])
 
 
-def _share(seg: Segments, place: Placement, staged: np.ndarray, vertex_tile: np.ndarray,
+def _share(seg: Segments, sruns: SegmentRuns, place: Placement, staged: np.ndarray, vertex_tile: np.ndarray,
            bases: np.ndarray) -> np.ndarray:
     """For each staged segment, the first staged segment whose buffer it uses: readers on one
     tile of the same elements share; writers never do."""
@@ -225,8 +256,8 @@ def _share(seg: Segments, place: Placement, staged: np.ndarray, vertex_tile: np.
     seen: dict[tuple, int] = {}
     for r in np.unique(kind).tolist():  # runs that differ may still hold the same elements
         s = int(place.segments[r])
-        if seg.run_count[s] > 1:
-            var, offset = seg.runs.select(seg.run_rows(np.array([s]))).elements()
+        if sruns.count[s] > 1:
+            var, offset = sruns.runs.select(sruns.rows(np.array([s]))).elements()
             canon[r] = seen.setdefault((int(vertex_tile[s]), (bases[var] + offset).tobytes()), r)
     _, first, inverse = np.unique(canon[kind], return_index=True, return_inverse=True)
     owner[readers] = readers[first[inverse.reshape(-1)]]
@@ -284,13 +315,13 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
     for cs_id in compute_sets_used(graph, programs):
         vids = graph.vertices.in_compute_set(cs_id)
         name = graph.compute_sets[cs_id]
-        seg = build_segments(graph, cs_id, vids, tables)
+        seg, sruns = build_segments(graph, cs_id, vids, tables)
         if vids.size:
             _check_fields(graph, vids, seg)
-        tiles = _vertex_tiles(graph, vids, seg, layout, strict)
-        check_races(name, graph, vids, seg)
-        place = _place(seg, tiles[seg.vertex], layout)
-        _assign_buffers(seg, place, tiles, layout, graph.variables.bases)
+        tiles = _vertex_tiles(graph, vids, seg, sruns, layout, strict)
+        check_races(name, graph, vids, seg, sruns)
+        place = _place(seg, sruns, tiles[seg.vertex], layout)
+        staged = _assign_buffers(seg, sruns, place, tiles, layout, graph.variables.bases)
         state_offset = _reserve_vertex_state(graph, vids, tiles, layout)
         cls_of = graph.vertices.cls[vids]
         _, first = np.unique(cls_of, return_index=True)
@@ -304,7 +335,7 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
             fresh = fresh[~code_seen[c, fresh]]
             code_seen[c, fresh] = True
             code[fresh] += compiled[cls].object_size
-        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, place, groups, compiled, state_offset)
+        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, compiled, state_offset)
     layout.account(state, "vertex state")
     layout.account(code, "vertex code")
     return ComputeSetPlans(plans, options)

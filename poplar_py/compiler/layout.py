@@ -40,11 +40,15 @@ class Located:
     offset: np.ndarray
     step: np.ndarray
     size: np.ndarray  # bytes per element
-    gid: np.ndarray  # global id of the first element
-    gstep: np.ndarray  # global id step
 
     def __len__(self) -> int:
         return int(self.count.size)
+
+    def gids(self, runs: Runs, bases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Global id of each piece's first element, and the gid step, from the runs located."""
+        within = self.flat - runs.starts()[self.run]
+        stride = runs.stride[self.run]
+        return runs.gids(bases)[self.run] + within * stride, stride
 
 
 @dataclass
@@ -115,8 +119,7 @@ class MemoryLayout:
         p = self.intervals.split(runs, self.bases)
         size = self.elem_size[p.interval]
         offset = self.offset[p.interval] + (p.gid - self.intervals.starts[p.interval]) * size
-        return Located(p.run, p.flat_start(runs), p.count, self.tile[p.interval], offset, p.step * size, size,
-                       p.gid, p.step)
+        return Located(p.run, p.flat_start(runs), p.count, self.tile[p.interval], offset, p.step * size, size)
 
 
 def layout_memory(graph: GraphIR, mapping: TileMapping) -> MemoryLayout:

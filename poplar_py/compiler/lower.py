@@ -310,6 +310,9 @@ class Lowerer:
         located = self.layout.locate(self.runs(t, what))
         return located, self.layout.address(located.tile, located.offset)
 
+    def gids(self, t: Tensor, located: Located) -> tuple[np.ndarray, np.ndarray]:
+        return located.gids(t.runs(), self.graph.variables.bases)
+
     def host_plan(self, t: Tensor, what: str, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
         return host_plan(self.layout, self.runs(t, what), t.elementType().size, to_device)
 
@@ -356,8 +359,9 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, name: str) -> Step:
     size = np.full(count.size, src.elementType().size, _I64)
     src_addr = a_addr[ia] + (start - a.flat[ia]) * a.step[ia]
     dst_addr = b_addr[ib] + (start - b.flat[ib]) * b.step[ib]
-    gid = a.gid[ia] + (start - a.flat[ia]) * a.gstep[ia]
-    t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a.gstep[ia])
+    a_gid, a_gstep = lw.gids(src, a)
+    gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
+    t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia])
     plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=True)
     return lw.leaf(CopyStep(name or f"Copy({src.name} -> {dst.name})", plan), t)
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import program as prog
 from ..errors import GraphMemoryAllocationError, ProgramError
+from ..handles import DataStream
 from ..ir import GraphIR, HostHandleIR
 from ..options import EngineOptions
 from ..regions import Runs
+from ..target import Target
 from .computeset import ComputeSetPlans, plan_compute_sets
 from .exchange import CopyPlan
 from .layout import MemoryLayout, layout_memory
@@ -49,7 +52,8 @@ class HostTransfer:
 class Executable:
     """Everything an Engine needs to load and run: memory layout, steps, host transfers."""
 
-    graph: GraphIR
+    target: Target
+    streams: Mapping[str, DataStream]
     options: EngineOptions
     mapping: TileMapping
     layout: MemoryLayout
@@ -151,7 +155,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
             print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
     assert state.layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: _host_transfer(h, state.layout) for name, h in graph.host_handles.items()}
-    return Executable(graph, options, state.mapping, state.layout, state.lowered,
+    return Executable(graph.target, graph.streams, options, state.mapping, state.layout, state.lowered,
                       _initial_values(graph, state.layout), transfers, times)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import GraphCycleError
 from ..ir import GraphIR
 from ..regions import union_grouped
-from .segments import Segments
+from .segments import SegmentRuns, Segments
 
 _I64 = np.int64
 
@@ -28,12 +28,22 @@ def _coverage(points: np.ndarray, group: np.ndarray, lo: np.ndarray, hi: np.ndar
     return np.cumsum(delta)[:-1]
 
 
-def check_races(cs_name: str, graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
+def check_races(cs_name: str, graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: SegmentRuns) -> None:
     """Raise GraphCycleError if two vertices touch an element one of them writes."""
-    if not len(seg.runs) or not seg.writes[seg.run_segment].any():
+    if not len(sruns.runs) or not seg.writes[sruns.segment].any():
         return
-    lo, hi, run = seg.runs.unit_intervals(graph.variables.bases)
-    segment = seg.run_segment[run]
+    lo, hi, run = sruns.runs.unit_intervals(graph.variables.bases)
+    # Only intervals that overlap another one can conflict: find them with one sort.
+    order = np.argsort(lo, kind="stable")
+    slo, shi = lo[order], hi[order]
+    overlaps = np.zeros(lo.size, dtype=bool)
+    overlaps[1:] = slo[1:] < np.maximum.accumulate(shi)[:-1]
+    overlaps[:-1] |= shi[:-1] > slo[1:]
+    involved = np.sort(order[overlaps])
+    if not seg.writes[sruns.segment[run[involved]]].any():
+        return
+    lo, hi, run = lo[involved], hi[involved], run[involved]
+    segment = sruns.segment[run]
     vertex, writes = seg.vertex[segment], seg.writes[segment]
     points = np.unique(np.concatenate((lo, hi)))
     touched = _coverage(points, vertex, lo, hi)

@@ -49,29 +49,33 @@ class Segments:
     size: np.ndarray  # bytes per element
     reads: np.ndarray
     writes: np.ndarray
-    runs: Runs  # every segment's runs, segment after segment
-    run_segment: np.ndarray  # the segment of each run
-    run_first: np.ndarray  # per segment: its first run
-    run_count: np.ndarray  # per segment: how many runs it has (0 when empty)
     buffer: np.ndarray  # exchange buffer number, -1: used in place (or empty)
-    buffer_offset: np.ndarray  # offset of the buffer inside the vertex's tile
+    offset: np.ndarray  # where the vertex sees the data: an offset inside the vertex's tile
 
     def __len__(self) -> int:
         return int(self.length.size)
 
-    def flat_start(self) -> np.ndarray:
-        """Position of each segment's first element among all segments' elements."""
-        return exclusive_cumsum(self.length)
 
-    def run_rows(self, segments: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class SegmentRuns:
+    """The elements of every segment as runs (what planning reads; not kept after it)."""
+
+    runs: Runs  # segment after segment
+    segment: np.ndarray  # the segment of each run
+    first: np.ndarray  # per segment: its first run
+    count: np.ndarray  # per segment: how many runs it has (0 when empty)
+
+    def rows(self, segments: np.ndarray) -> np.ndarray:
         """The runs of these segments, segment after segment."""
-        return expand_ranges(self.run_first[segments], self.run_count[segments])[1]
+        return expand_ranges(self.first[segments], self.count[segments])[1]
 
 
-def build_segments(graph: GraphIR, cs: int, vids: np.ndarray, tables: FieldTables) -> Segments:
+def build_segments(graph: GraphIR, cs: int, vids: np.ndarray, tables: FieldTables
+                   ) -> tuple[Segments, SegmentRuns]:
     e = graph.edges
     lo, hi = int(e.cs_bounds[cs]), int(e.cs_bounds[cs + 1])
-    vertex = np.searchsorted(vids, e.vertex[lo:hi])
+    contiguous = vids.size and int(vids[-1]) - int(vids[0]) + 1 == vids.size
+    vertex = e.vertex[lo:hi] - vids[0] if contiguous else np.searchsorted(vids, e.vertex[lo:hi])
     field, row, count = e.field[lo:hi], e.row[lo:hi], e.count[lo:hi]
     n = hi - lo
     first = np.ones(n, dtype=bool)
@@ -81,12 +85,14 @@ def build_segments(graph: GraphIR, cs: int, vids: np.ndarray, tables: FieldTable
     seg_vertex, seg_field = vertex[starts], field[starts]
     cls = graph.vertices.cls[vids[seg_vertex]]
     nonempty = count > 0
-    runs = Runs(e.var[lo:hi][nonempty], e.offset[lo:hi][nonempty], count[nonempty], e.stride[lo:hi][nonempty])
+    rows = slice(lo, hi) if nonempty.all() else lo + np.flatnonzero(nonempty)  # a slice: views, no copies
+    runs = Runs(e.var[rows], e.offset[rows], e.count[rows], e.stride[rows])
     segment = np.cumsum(first) - 1
+    if not isinstance(rows, slice):
+        segment = segment[nonempty]
+    run_count = np.bincount(segment, minlength=starts.size).astype(_I64)
     z = np.zeros(starts.size, _I64)
-    run_count = np.bincount(segment[nonempty], minlength=starts.size).astype(_I64)
-    return Segments(seg_vertex, seg_field, row[starts], np.add.reduceat(count, starts) if n else z,
-                    tables.size[cls, seg_field], tables.reads[cls, seg_field], tables.writes[cls, seg_field],
-                    runs, segment[nonempty], exclusive_cumsum(run_count), run_count,
-                    np.full(starts.size, -1, _I64), z.copy())
-
+    seg = Segments(seg_vertex, seg_field, row[starts], np.add.reduceat(count, starts) if n else z,
+                   tables.size[cls, seg_field], tables.reads[cls, seg_field], tables.writes[cls, seg_field],
+                   np.full(starts.size, -1, _I64), z.copy())
+    return seg, SegmentRuns(runs, segment, exclusive_cumsum(run_count), run_count)

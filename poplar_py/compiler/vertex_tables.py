@@ -24,7 +24,6 @@ from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
 from .exchange import CopyPlan, TileTraffic, traffic
 from .layout import MemoryLayout
-from .segments import Segments
 
 _I64 = np.int64
 
@@ -132,26 +131,102 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np
     return out
 
 
+def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout
+                    ) -> tuple[CopyPlan | None, CopyPlan | None, TileTraffic]:
+    """Copy plans filling input buffers before compute and emptying output buffers after."""
+    seg, p = plan.segments, plan.staged
+    total = TileTraffic.empty(layout.num_tiles)
+    staged = seg.buffer >= 0
+    if not staged.any():
+        return None, None, total
+    first_user = np.zeros(len(seg), dtype=bool)  # a shared buffer is filled once
+    _, first = np.unique(seg.buffer[staged], return_index=True)
+    first_user[np.flatnonzero(staged)[first]] = True
+    plans = []
+    for fill, mask in ((True, staged & first_user & seg.reads), (False, staged & seg.writes)):
+        sel = np.flatnonzero(mask[p.segment])
+        if not sel.size:
+            plans.append(None)
+            continue
+        s = p.segment[sel]
+        count, size, step, tile = p.count[sel], p.size[sel], p.step[sel], p.tile[sel]
+        home = layout.address(tile, p.offset[sel])
+        buffer = seg_addr[s] + p.position[sel] * size
+        vertex_tile = plan.tiles[seg.vertex[s]]
+        if fill:
+            t = traffic(tile, vertex_tile, count, size, layout.num_tiles, p.gid[sel], p.gstep[sel])
+            plans.append(CopyPlan.build(home, buffer, count, step, size, size, t))
+        else:
+            t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
+            plans.append(CopyPlan.build(buffer, home, count, size, step, size, t))
+        total = total + t
+    return plans[0], plans[1], total
+
+
+def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray, seg_abs: np.ndarray,
+                 state_abs: np.ndarray, image: Image) -> _Group:
+    """The state table of one vertex class; list tables and state vectors go to ``image``."""
+    seg, compiled = plan.segments, plan.compiled[cls]
+    n = positions.size
+    table = np.zeros(n, dtype=compiled.state_dtype)
+    vids = plan.vertices[positions].tolist()
+    cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
+    nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
+    keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
+    state = graph.vertices.state
+    for fnum, (name, spec) in enumerate(cls.fields.items()):
+        if spec.direction is Direction.STATE:
+            values = [state[(v, fnum)] for v in vids]
+            if spec.kind is FieldKind.SCALAR:
+                table[name] = np.concatenate(values) if values else []
+                continue
+            lengths = np.asarray([x.size for x in values], dtype=_I64)
+            image.add(cursor, lengths, values, spec.type.dtype)
+            table[name + ".ptr"] = cursor
+            table[name + ".size"] = lengths
+            cursor += state_vector_bytes(lengths, spec.type.size)
+            continue
+        lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
+        if spec.kind is FieldKind.SCALAR:
+            table[name] = seg_abs[lo]
+        elif spec.kind is FieldKind.VECTOR:
+            table[name + ".ptr"] = seg_abs[lo]
+            table[name + ".size"] = seg.length[lo]
+        else:
+            counts = np.searchsorted(keys, positions * nfields + fnum, side="right") - lo
+            rows = np.repeat(lo - exclusive_cumsum(counts), counts) + np.arange(int(counts.sum()))
+            entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
+            entries["ptr"] = seg_abs[rows]
+            entries["size"] = seg.length[rows]
+            image.add(cursor, counts, np.split(entries, np.cumsum(counts)[:-1]) if n else [],
+                      VECTOR_LIST_ENTRY_DTYPE)
+            table[name + ".ptr"] = cursor
+            table[name + ".size"] = counts
+            cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
+    cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
+    return _Group(cls, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
+
+
 class ComputeSetRunner:
     """Runs one compute set: exchange in, kernels, exchange out; accounts its cycles."""
 
     def __init__(self, graph: GraphIR, plan: ComputeSetPlan, layout: MemoryLayout,
                  options: EngineOptions) -> None:
         assert layout.arena is not None
-        self.plan = plan
-        self.graph = graph
+        self.name, self.vertices, self.tiles = plan.name, plan.vertices, plan.tiles
+        self.graph_vertices = graph.vertices  # for messages
         self.interpret = options["codelets.mode"] == "interpreter"
         self.num_tiles = layout.num_tiles
         target = graph.target
         self.workers = target.getNumWorkerContexts()
         seg = plan.segments
-        seg_addr = self._segment_addresses(seg, layout)
-        self.exchange_in, self.exchange_out, self.traffic = self._build_exchange(seg, seg_addr, layout)
+        seg_addr = np.where(seg.length > 0, layout.address(plan.tiles[seg.vertex], seg.offset), 0)
+        self.exchange_in, self.exchange_out, self.traffic = _build_exchange(plan, seg_addr, layout)
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
         image = Image(base)
-        self.groups = [self._build_group(cls, plan.compiled[cls], positions, seg, seg_addr + base, state_abs,
-                                         image) for cls, positions in plan.groups.items()]
+        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image)
+                       for cls, positions in plan.groups.items()]
         self.image = image.plan()  # written into tile memory by Engine.load
         self.estimates = _cycle_estimates(graph, plan, target)
         self.is_multi = np.asarray([cls.isMultiVertex for cls in graph.vertices.classes],
@@ -162,94 +237,6 @@ class ComputeSetRunner:
         rank[order] = np.arange(plan.tiles.size) - np.searchsorted(plan.tiles[order], plan.tiles[order])
         self.slot = plan.tiles * self.workers + rank % self.workers
         self.measured = np.zeros(plan.tiles.size, dtype=_I64)
-
-    def _segment_addresses(self, seg: Segments, layout: MemoryLayout) -> np.ndarray:
-        """Arena offset where each segment's data sits as the vertex sees it."""
-        place = self.plan.place
-        first = place.piece_first[place.rep]
-        has = place.piece_count[place.rep] > 0
-        located = place.located
-        addr = np.zeros(len(seg), dtype=_I64)
-        addr[has] = layout.address(located.tile[first[has]], located.offset[first[has]])
-        staged = seg.buffer >= 0
-        return np.where(staged, layout.address(self.plan.tiles[seg.vertex], seg.buffer_offset), addr)
-
-    def _build_exchange(self, seg: Segments, seg_addr: np.ndarray, layout: MemoryLayout
-                        ) -> tuple[CopyPlan | None, CopyPlan | None, TileTraffic]:
-        """Copy plans filling input buffers before compute and emptying output buffers after."""
-        place = self.plan.place
-        located = place.located
-        total = TileTraffic.empty(layout.num_tiles)
-        staged = seg.buffer >= 0
-        if not staged.any():
-            return None, None, total
-        first_user = np.zeros(len(seg), dtype=bool)  # a shared buffer is filled once
-        _, first = np.unique(seg.buffer[staged], return_index=True)
-        first_user[np.flatnonzero(staged)[first]] = True
-        plans = []
-        for fill, mask in ((True, staged & first_user & seg.reads), (False, staged & seg.writes)):
-            segments = np.flatnonzero(mask)
-            if not segments.size:
-                plans.append(None)
-                continue
-            sel, owner = place.pieces(segments)
-            s = segments[owner]
-            count, size, step = located.count[sel], located.size[sel], located.step[sel]
-            tile = located.tile[sel]
-            home = layout.address(tile, located.offset[sel])
-            buffer = seg_addr[s] + place.position[sel] * size
-            vertex_tile = self.plan.tiles[seg.vertex[s]]
-            if fill:
-                t = traffic(tile, vertex_tile, count, size, layout.num_tiles, located.gid[sel],
-                            located.gstep[sel])
-                plans.append(CopyPlan.build(home, buffer, count, step, size, size, t))
-            else:
-                t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
-                plans.append(CopyPlan.build(buffer, home, count, size, step, size, t))
-            total = total + t
-        return plans[0], plans[1], total
-
-    def _build_group(self, cls: type, compiled: CompiledCodelet, positions: np.ndarray, seg: Segments,
-                     seg_abs: np.ndarray, state_abs: np.ndarray, image: Image) -> _Group:
-        """The state table of one vertex class; list tables and state vectors go to ``image``."""
-        n = positions.size
-        table = np.zeros(n, dtype=compiled.state_dtype)
-        vids = self.plan.vertices[positions].tolist()
-        cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
-        nfields = max(len(c.fields) for c in self.graph.vertices.classes) + 1
-        keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
-        state = self.graph.vertices.state
-        for fnum, (name, spec) in enumerate(cls.fields.items()):
-            if spec.direction is Direction.STATE:
-                values = [state[(v, fnum)] for v in vids]
-                if spec.kind is FieldKind.SCALAR:
-                    table[name] = np.concatenate(values) if values else []
-                    continue
-                lengths = np.asarray([x.size for x in values], dtype=_I64)
-                image.add(cursor, lengths, values, spec.type.dtype)
-                table[name + ".ptr"] = cursor
-                table[name + ".size"] = lengths
-                cursor += state_vector_bytes(lengths, spec.type.size)
-                continue
-            lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
-            if spec.kind is FieldKind.SCALAR:
-                table[name] = seg_abs[lo]
-            elif spec.kind is FieldKind.VECTOR:
-                table[name + ".ptr"] = seg_abs[lo]
-                table[name + ".size"] = seg.length[lo]
-            else:
-                counts = np.searchsorted(keys, positions * nfields + fnum, side="right") - lo
-                rows = np.repeat(lo - exclusive_cumsum(counts), counts) + np.arange(int(counts.sum()))
-                entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
-                entries["ptr"] = seg_abs[rows]
-                entries["size"] = seg.length[rows]
-                image.add(cursor, counts, np.split(entries, np.cumsum(counts)[:-1]) if n else [],
-                          VECTOR_LIST_ENTRY_DTYPE)
-                table[name + ".ptr"] = cursor
-                table[name + ".size"] = counts
-                cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
-        cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
-        return _Group(cls, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
 
     def run(self, arena: np.ndarray, record: RunRecord, step_id: int) -> None:
         base = arena.ctypes.data
@@ -274,16 +261,16 @@ class ComputeSetRunner:
 
     def _raise(self, g: _Group, err: np.void) -> None:
         pos = int(g.positions[int(err["vertex"])])
-        vid = int(self.plan.vertices[pos])
-        where = (f"{self.graph.vertices.describe(vid)} on tile {int(self.plan.tiles[pos])} in compute set "
-                 f"'{self.plan.name}'")
+        vid = int(self.vertices[pos])
+        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])} in compute set "
+                 f"'{self.name}'")
         raise VertexError(error_message(g.cls, err, where))
 
     def _tile_cycles(self, cycles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         plain = ~self.is_multi
         slots = np.bincount(self.slot[plain], weights=cycles[plain],
                             minlength=self.num_tiles * self.workers).reshape(self.num_tiles, self.workers)
-        multi = np.bincount(self.plan.tiles[self.is_multi], weights=cycles[self.is_multi],
+        multi = np.bincount(self.tiles[self.is_multi], weights=cycles[self.is_multi],
                             minlength=self.num_tiles)
         return slots.max(axis=1) * self.workers + multi, slots.sum(axis=1) + multi
 
