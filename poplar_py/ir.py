@@ -197,7 +197,8 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     n = cs.size
     first = np.ones(n, dtype=bool)
     if n > 1:
-        first[1:] = (cols[0][1:] != cols[0][:-1]) | (cols[1][1:] != cols[1][:-1]) | (cols[2][1:] != cols[2][:-1])
+        vertex, field, row = cols[0], cols[1], cols[2]
+        first[1:] = (vertex[1:] != vertex[:-1]) | (field[1:] != field[:-1]) | (row[1:] != row[:-1])
     if not first.all():
         last = np.maximum.reduceat(cols[3], np.flatnonzero(first))
         keep = cols[3] == last[np.cumsum(first) - 1]

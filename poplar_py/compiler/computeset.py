@@ -232,8 +232,9 @@ def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: 
     if staged.size:
         owner = _share(seg, sruns, place, staged, vertex_tile, bases)
         new = owner == np.arange(staged.size)
-        offsets = layout.reserve_many(vertex_tile[staged[new]], seg.length[staged[new]] * seg.size[staged[new]],
-                                      "exchange buffers")
+        fresh = staged[new]
+        nbytes = seg.length[fresh] * seg.size[fresh]
+        offsets = layout.reserve_many(vertex_tile[fresh], nbytes, "exchange buffers")
         number = np.cumsum(new) - 1
         seg.buffer[staged] = number[owner]
         seg.offset[staged] = offsets[number[owner]]
