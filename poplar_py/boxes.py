@@ -239,7 +239,7 @@ def from_runs(runs: Runs, shape: Sequence[int]) -> Boxes:
         b = _split_last(b, inner)
     if n == 0:
         return drop(b, [0])
-    return coalesce(b)
+    return coalesce(b) if n > 1 else b  # merged runs are as few 1-D boxes as there can be
 
 
 def _split_last(b: Boxes, inner: int) -> Boxes:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _I64 = np.int64
+_SMALL = 8  # runs this short are cheaper to handle one by one than as arrays
 
 
 def _int_array(values: object) -> np.ndarray:
@@ -89,6 +90,17 @@ class Runs:
                     np.array([stride if count > 1 else 1], _I64))
 
     @staticmethod
+    def from_rows(rows: Sequence[tuple[int, int, int, int]]) -> Runs:
+        """Runs from ``(var, offset, count, stride)`` rows (each holding elements)."""
+        if not rows:
+            return EMPTY_RUNS
+        a = np.array(rows, dtype=_I64).T.copy()
+        return Runs(a[0], a[1], a[2], a[3])
+
+    def rows(self) -> list[tuple[int, int, int, int]]:
+        return list(zip(self.var.tolist(), self.offset.tolist(), self.count.tolist(), self.stride.tolist()))
+
+    @staticmethod
     def concat(parts: Sequence[Runs]) -> Runs:
         parts = [p for p in parts if len(p)]
         if not parts:
@@ -122,18 +134,54 @@ class Runs:
         An arithmetic sequence of one variable always becomes a single run (a run of one
         element then has stride 1), which makes single runs a canonical key.
         """
-        if len(self) == 0:
-            return self
+        if len(self) <= _SMALL:
+            return self._merged_small()
         first, count, stride = arithmetic_groups(self.offset, self.count, self.stride,
                                                  self.var[1:] == self.var[:-1])
         if first.size == len(self):
             return Runs(self.var, self.offset, self.count, stride)
         return Runs(self.var[first], self.offset[first], count, stride)
 
+    def _merged_small(self) -> Runs:
+        out: list[list[int]] = []
+        for v, o, c, s in self.rows():
+            if out:
+                gv, go, gc, gs = out[-1]
+                step = o - (go + (gc - 1) * gs)
+                if gv == v and (gc == 1 or gs == step) and (c == 1 or s == step):
+                    out[-1] = [gv, go, gc + c, step]
+                    continue
+            out.append([v, o, c, s if c > 1 else 1])
+        return self if len(out) == len(self) and all(r[3] == s for r, s in zip(out, self.stride.tolist())) \
+            else Runs.from_rows([tuple(r) for r in out])
+
     def take(self, begin: int, end: int) -> Runs:
-        """The elements at flat positions ``[begin, end)``."""
-        runs, _ = self.take_ranges(np.array([begin], _I64), np.array([end], _I64))
-        return runs
+        """The elements at flat positions ``[begin, end)`` (merged if these runs are)."""
+        if end <= begin:
+            return EMPTY_RUNS
+        if len(self) <= _SMALL:
+            rows, pos = [], 0
+            for v, o, c, s in self.rows():
+                a, b = max(begin, pos), min(end, pos + c)
+                if b > a:
+                    rows.append((v, o + (a - pos) * s, b - a, s if b - a > 1 else 1))
+                pos += c
+                if pos >= end:
+                    break
+            return Runs.from_rows(rows).merged()
+        starts = self.starts()
+        k0 = int(np.searchsorted(starts, begin, side="right")) - 1
+        k1 = int(np.searchsorted(starts, end - 1, side="right")) - 1
+        part = slice(k0, k1 + 1)
+        var, offset, count, stride = (a[part].copy() for a in (self.var, self.offset, self.count, self.stride))
+        skip, keep = begin - int(starts[k0]), end - int(starts[k1])
+        offset[0] += skip * stride[0]
+        count[-1] = keep
+        count[0] -= skip
+        stride[count == 1] = 1
+        runs = Runs(var, offset, count, stride)
+        # Only the shortened end runs can now join a neighbour.
+        return runs if len(runs) < 2 or (count[0] > 1 and count[-1] > 1) else runs.merged()
 
     def take_ranges(self, begin: np.ndarray, end: np.ndarray) -> tuple[Runs, np.ndarray]:
         """The elements of flat ranges ``[begin[k], end[k])``, range after range; also the

@@ -104,7 +104,8 @@ class Tensor:
         self._offset = offset
         self._strides = strides
         self._name = name
-        # _boxes (views of several blocks), _runs and _aliases (caches) are set when needed
+        # Set when needed: _runs and _aliases (caches), _boxes (views of several blocks of rank
+        # 2 and more; views of rank 0 and 1 that are not one block are their runs)
 
     @staticmethod
     def from_boxes(variables: VariableTable, type_: Type, shape: tuple[int, ...], boxes: bx.Boxes,
@@ -113,8 +114,20 @@ class Tensor:
         single = bx.as_block(boxes, shape)
         if single is not None:
             return Tensor(variables, type_, shape, *single, name)
+        if len(shape) <= 1:
+            return Tensor.from_runs(variables, type_, shape, bx.to_runs(boxes, shape), name)
         t = Tensor(variables, type_, shape, -1, 0, (), name)
         t._boxes = boxes
+        return t
+
+    @staticmethod
+    def from_runs(variables: VariableTable, type_: Type, shape: tuple[int, ...], runs: Runs, name: str) -> Tensor:
+        """The tensor of rank 0 or 1 and ``shape`` whose elements are these (merged) runs."""
+        if len(runs) == 1 and (shape or runs.count[0] == 1):
+            return Tensor(variables, type_, shape, int(runs.var[0]), int(runs.offset[0]),
+                          (int(runs.stride[0]),) if shape else (), name)
+        t = Tensor(variables, type_, shape, -1, 0, (), name)
+        t._runs = runs
         return t
 
     # ---- internals ---------------------------------------------------------------------------
@@ -130,9 +143,11 @@ class Tensor:
         return Tensor.from_boxes(self._vars, self._type, shape, boxes, name)
 
     def _as_boxes(self) -> bx.Boxes:
-        if self._var < 0:
-            return self._boxes
-        return bx.block(self._var, self._offset, self._shape, self._strides)
+        if self._var >= 0:
+            return bx.block(self._var, self._offset, self._shape, self._strides)
+        if len(self._shape) <= 1:
+            return bx.from_runs(self._runs, self._shape)
+        return self._boxes
 
     def _error(self, message: str) -> TensorCreationError:
         return TensorCreationError(f"tensor '{self._name}' (shape {_shape_str(self._shape)}): {message}")
@@ -190,11 +205,10 @@ class Tensor:
         try:
             return self._runs
         except AttributeError:
-            if self._var >= 0 and len(self._shape) <= 1:
-                n = self._shape[0] if self._shape else 1
-                self._runs = Runs.single(self._var, self._offset, n, self._strides[0] if self._shape else 1)
+            if self._var >= 0:
+                self._runs = _block_runs(self._var, self._offset, self._shape, self._strides)
             else:
-                self._runs = bx.to_runs(self._as_boxes(), self._shape)
+                self._runs = bx.to_runs(self._boxes, self._shape)
             return self._runs
 
     # ---- queries -----------------------------------------------------------------------------
@@ -254,7 +268,7 @@ class Tensor:
     def containsConstant(self) -> bool:
         if self._var >= 0:
             return bool(self._vars.constant[self._var]) and self.numElements() > 0
-        return bool(self._vars.constant[np.unique(self._as_boxes().var)].any())
+        return bool(self._vars.constant[np.unique(self.runs().var)].any())
 
     def isParallelWriteable(self) -> bool:
         return not (self.containsAliases() or self.containsConstant())
@@ -327,6 +341,8 @@ class Tensor:
             return Tensor(self._vars, self._type, shape[1:], self._var,
                           self._offset + (key + shape[0] if key < 0 else key) * strides[0], strides[1:],
                           f"{self._name}[{key}]")
+        if type(key) is int and self._var < 0 and len(shape) == 1 and -shape[0] <= key < shape[0]:
+            return self._element(key + shape[0] if key < 0 else key, f"{self._name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
         if len(keys) > len(self._shape):
             raise self._error(f"too many indices ({len(keys)}) for a rank-{len(self._shape)} tensor")
@@ -374,6 +390,10 @@ class Tensor:
             offset = self._offset + sum(b * s for b, s in zip(lo, self._strides))
             strides = tuple(self._strides[d] * steps[d] if sizes[d] > 1 else 0 for d in keep)
             return self._block_view(shape, offset, strides, name)
+        if n == 1 and steps[0] == 1:  # a piece of runs
+            if dropped:
+                return self._element(lo[0], name)
+            return Tensor.from_runs(self._vars, self._type, shape, self._runs.take(lo[0], hi[0]).merged(), name)
         boxes = bx.window(self._as_boxes(), lo, hi)
         for d, k in enumerate(steps):
             if k > 1:
@@ -446,7 +466,17 @@ class Tensor:
             strides = _nocopy_strides(self._shape, self._strides, new)
             if strides is not None:
                 return self._block_view(new, self._offset, strides, name)
+        if len(new) <= 1:
+            return Tensor.from_runs(self._vars, self._type, new, self.runs(), name)
         return self._general_view(new, bx.from_runs(self.runs(), new), name)
+
+    def _element(self, i: int, name: str) -> Tensor:
+        """Element ``i`` of a tensor of rank 1 held as runs, as a scalar view."""
+        runs = self._runs
+        starts = runs.starts()
+        k = int(np.searchsorted(starts, i, side="right")) - 1
+        offset = int(runs.offset[k]) + (i - int(starts[k])) * int(runs.stride[k])
+        return Tensor(self._vars, self._type, (), int(runs.var[k]), offset, (), name)
 
     def reshapePartial(self, begin: int, end: int, newDims: Sequence[int]) -> Tensor:
         if not 0 <= begin <= end <= self.rank():
@@ -468,7 +498,7 @@ class Tensor:
         shape = tuple(self._shape[p] for p in perm)
         if self._var >= 0:
             return self._block_view(shape, self._offset, tuple(self._strides[p] for p in perm), name)
-        return self._general_view(shape, bx.permute(self._boxes, perm), name)  # type: ignore[arg-type]
+        return self._general_view(shape, bx.permute(self._as_boxes(), perm), name)
 
     def dimShuffle(self, permutation: Sequence[int]) -> Tensor:
         """Output dim ``i`` is input dim ``permutation[i]``."""
@@ -508,7 +538,7 @@ class Tensor:
         name = self._op_name(f"expand({list(indices)})")
         if self._var >= 0:
             return self._block_view(tuple(shape), self._offset, tuple(strides), name)
-        return self._general_view(tuple(shape), bx.insert(self._boxes, positions), name)  # type: ignore[arg-type]
+        return self._general_view(tuple(shape), bx.insert(self._as_boxes(), positions), name)
 
     def squeeze(self, indices: Sequence[int]) -> Tensor:
         idx = [int(i) for i in indices]
@@ -522,7 +552,7 @@ class Tensor:
         name = self._op_name(f"squeeze({idx})")
         if self._var >= 0:
             return self._block_view(shape, self._offset, tuple(self._strides[d] for d in keep), name)
-        return self._general_view(shape, bx.drop(self._boxes, idx), name)  # type: ignore[arg-type]
+        return self._general_view(shape, bx.drop(self._as_boxes(), idx), name)
 
     # ---- element rearrangement ---------------------------------------------------------------
     def _with_dim(self, dim: int, size: int, stride: int, name: str) -> Tensor:
@@ -571,7 +601,7 @@ class Tensor:
             s = self._strides[dim]
             return self._block_view(self._shape, self._offset + max(extent - 1, 0) * s,
                                     self._strides[:dim] + (-s,) + self._strides[dim + 1:], name)
-        return self._general_view(self._shape, bx.reverse(self._boxes, dim, extent), name)  # type: ignore[arg-type]
+        return self._general_view(self._shape, bx.reverse(self._as_boxes(), dim, extent), name)
 
     def reinterpret(self, type_: Type) -> Tensor:
         """The same elements read as another type of the same size."""
@@ -588,6 +618,34 @@ class Tensor:
         if hasattr(self, "_runs"):
             t._runs = self._runs
         return t
+
+
+def _block_runs(var: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Runs:
+    """The runs of one strided block, in flattened order: trailing dimensions that continue
+    each other in memory form one run, the leading ones enumerate the runs."""
+    n = len(shape)
+    if n == 0:
+        return Runs.single(var, offset, 1, 1)
+    if math.prod(shape) == 0:
+        return Runs.single(var, offset, 0, 1)
+    k, count, stride = n - 1, shape[-1], strides[-1]
+    while k > 0:
+        size, s = shape[k - 1], strides[k - 1]
+        if size != 1 and count != 1 and s != count * stride:
+            break
+        if count == 1:
+            stride = s
+        count *= size
+        k -= 1
+    lead = math.prod(shape[:k])
+    if lead == 1:
+        return Runs.single(var, offset, count, stride)
+    if lead > 256:
+        return bx.to_runs(bx.block(var, offset, shape, strides), shape)
+    offsets = [offset]
+    for size, s in zip(shape[:k], strides[:k]):
+        offsets = [o + i * s for o in offsets for i in range(size)]
+    return Runs.make(np.full(lead, var), offsets, np.full(lead, count), np.full(lead, stride if count > 1 else 1))
 
 
 def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int = 0) -> Tensor:
@@ -621,6 +679,9 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
     name = "concat(" + ",".join(t.name for t in ts[:4]) + (",..." if len(ts) > 4 else "") + ")"
     extents = [t.dim(d) for t in ts]
     shape = tuple(first.shape()[:d] + [sum(extents)] + first.shape()[d + 1:])
+    if len(shape) == 1:  # one after the other: the runs, joined
+        return Tensor.from_runs(first.variables, first.elementType(), shape,
+                                Runs.concat([t.runs() for t in ts]).merged(), name)
     boxes = bx.concat([t._as_boxes() for t in ts], d, extents)
     return Tensor.from_boxes(first.variables, first.elementType(), shape, boxes, name)
 

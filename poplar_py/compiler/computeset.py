@@ -253,16 +253,40 @@ def _share(seg: Segments, sruns: SegmentRuns, place: Placement, staged: np.ndarr
     if not readers.size:
         return owner
     kind = place.rep[staged[readers]]  # same tile and runs: same representative
-    canon = np.arange(place.segments.size)
-    seen: dict[tuple, int] = {}
-    for r in np.unique(kind).tolist():  # runs that differ may still hold the same elements
-        s = int(place.segments[r])
-        if sruns.count[s] > 1:
-            var, offset = sruns.runs.select(sruns.rows(np.array([s]))).elements()
-            canon[r] = seen.setdefault((int(vertex_tile[s]), (bases[var] + offset).tobytes()), r)
+    canon = _same_elements(np.unique(kind), place, sruns, vertex_tile, bases)
     _, first, inverse = np.unique(canon[kind], return_index=True, return_inverse=True)
     owner[readers] = readers[first[inverse.reshape(-1)]]
     return owner
+
+
+def _same_elements(reps: np.ndarray, place: Placement, sruns: SegmentRuns, vertex_tile: np.ndarray,
+                   bases: np.ndarray) -> np.ndarray:
+    """Per representative, the first of ``reps`` on its tile holding the same elements (runs
+    that differ may hold the same elements). A fingerprint of each one's elements (count, sums of
+    gids and of their squares, wrapping) finds the candidates; their elements are compared."""
+    canon = np.arange(place.segments.size)
+    multi = reps[sruns.count[place.segments[reps]] > 1]
+    if multi.size < 2:
+        return canon
+    segments = place.segments[multi]
+    rows = sruns.rows(segments)
+    runs = sruns.runs.select(rows)
+    u = np.uint64
+    g, s, c = runs.gids(bases).astype(u), runs.stride.astype(u), runs.count.astype(u)
+    tri = c * (c - u(1)) // u(2)  # sum of i for i < c
+    squares = (c - u(1)) * c * (u(2) * c - u(1)) // u(6)  # sum of i * i
+    first = exclusive_cumsum(sruns.count[segments])
+    total = np.add.reduceat(c * g + s * tri, first)
+    total2 = np.add.reduceat(c * g * g + u(2) * g * s * tri + s * s * squares, first)
+    key = [vertex_tile[segments], np.add.reduceat(runs.count, first), total.view(_I64), total2.view(_I64)]
+    same = _first_equal(key)
+    for k in np.flatnonzero(same != np.arange(multi.size)).tolist():
+        a, b = int(segments[same[k]]), int(segments[k])
+        ea = sruns.runs.select(sruns.rows(np.array([a]))).elements()
+        eb = sruns.runs.select(sruns.rows(np.array([b]))).elements()
+        if all(np.array_equal(x, y) for x, y in zip(ea, eb)):
+            canon[multi[k]] = canon[multi[same[k]]]
+    return canon
 
 
 def state_vector_bytes(n: int | np.ndarray, size: int) -> int | np.ndarray:
