@@ -173,7 +173,8 @@ class Runs:
         k0 = int(np.searchsorted(starts, begin, side="right")) - 1
         k1 = int(np.searchsorted(starts, end - 1, side="right")) - 1
         part = slice(k0, k1 + 1)
-        var, offset, count, stride = (a[part].copy() for a in (self.var, self.offset, self.count, self.stride))
+        var, offset, count, stride = (a[part].copy() for a in
+                                      (self.var, self.offset, self.count, self.stride))
         skip, keep = begin - int(starts[k0]), end - int(starts[k1])
         offset[0] += skip * stride[0]
         count[-1] = keep

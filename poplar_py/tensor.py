@@ -121,7 +121,8 @@ class Tensor:
         return t
 
     @staticmethod
-    def from_runs(variables: VariableTable, type_: Type, shape: tuple[int, ...], runs: Runs, name: str) -> Tensor:
+    def from_runs(variables: VariableTable, type_: Type, shape: tuple[int, ...], runs: Runs,
+                  name: str) -> Tensor:
         """The tensor of rank 0 or 1 and ``shape`` whose elements are these (merged) runs."""
         if len(runs) == 1 and (shape or runs.count[0] == 1):
             return Tensor(variables, type_, shape, int(runs.var[0]), int(runs.offset[0]),
@@ -393,7 +394,7 @@ class Tensor:
         if n == 1 and steps[0] == 1:  # a piece of runs
             if dropped:
                 return self._element(lo[0], name)
-            return Tensor.from_runs(self._vars, self._type, shape, self._runs.take(lo[0], hi[0]).merged(), name)
+            return Tensor.from_runs(self._vars, self._type, shape, self._runs.take(lo[0], hi[0]), name)
         boxes = bx.window(self._as_boxes(), lo, hi)
         for d, k in enumerate(steps):
             if k > 1:
@@ -645,7 +646,8 @@ def _block_runs(var: int, offset: int, shape: tuple[int, ...], strides: tuple[in
     offsets = [offset]
     for size, s in zip(shape[:k], strides[:k]):
         offsets = [o + i * s for o in offsets for i in range(size)]
-    return Runs.make(np.full(lead, var), offsets, np.full(lead, count), np.full(lead, stride if count > 1 else 1))
+    stride = stride if count > 1 else 1
+    return Runs.make(np.full(lead, var), offsets, np.full(lead, count), np.full(lead, stride))
 
 
 def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int = 0) -> Tensor:
