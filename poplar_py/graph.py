@@ -201,25 +201,23 @@ class Graph:
     def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
         """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
         list of intervals over the flattened tensor."""
+        if type(mapping) is int and 0 <= mapping < self._num_tiles:  # the common cases, first
+            if type(target) is VertexRef:
+                self._vertices.put(target.id, TILE, mapping)
+                return
+            run = target.as_run() if type(target) is Tensor else None
+            if run is not None and (run[3] == 1 or run[2] == 1) and target.variables is self._vars:
+                self._mapping.set(run[0], run[1], run[1] + run[2], mapping)
+                return
         if type(target) is VertexRef:
-            if not (type(mapping) is int and 0 <= mapping < self._num_tiles):
-                mapping = self._check_tile(mapping, self._vertices.describe(target.id))
-            self._vertices.put(target.id, TILE, mapping)
+            self._vertices.put(target.id, TILE, self._check_tile(mapping, self._vertices.describe(target.id)))
             return
         if not isinstance(target, Tensor):
             raise PoplarError(f"setTileMapping: expected a Tensor or a VertexRef, got {target!r}")
         if target.variables is not self._vars:
             self._check_own(target, "setTileMapping")
         if isinstance(mapping, (int, np.integer)):
-            tile = mapping if type(mapping) is int and 0 <= mapping < self._num_tiles else \
-                self._check_tile(mapping, f"tensor '{target.name}'")
-            run = target.as_run()
-            if run is not None and (run[3] in (1, -1) or run[2] <= 1):
-                var, offset, count, stride = run
-                if count:
-                    low = offset if stride > 0 else offset - count + 1
-                    self._mapping.set(var, low, low + count, tile)
-                return
+            tile = self._check_tile(mapping, f"tensor '{target.name}'")
             runs = target.runs()
             self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return

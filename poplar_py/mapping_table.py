@@ -8,7 +8,7 @@ not with the elements mapped.
 
 from __future__ import annotations
 
-from array import array
+import struct
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from .regions import IntervalMap, Pieces, Runs, paint
 from .variables import VariableTable
 
 _I64 = np.int64
+_RECORD = struct.Struct("4q").pack
 
 
 class MappingTable:
@@ -23,40 +24,43 @@ class MappingTable:
 
     def __init__(self, variables: VariableTable) -> None:
         self._vars = variables
-        self._pending: dict[int, list] = {}  # var -> chunks of records (begin, end, tile), in order
+        self._log = bytearray()  # records (var, begin, end, tile), packed, not yet sorted by variable
+        self._pending: dict[int, list[np.ndarray]] = {}  # var -> chunks of (begin, end, tile) rows, in order
         self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
 
     def set(self, var: int, begin: int, end: int, tile: int) -> None:
         """Map elements ``[begin, end)`` of ``var`` to ``tile``."""
-        pending = self._pending.get(var)
-        if pending is None:
-            self._pending[var] = [array("q", (begin, end, tile))]
-        elif type(pending[-1]) is array:
-            pending[-1].extend((begin, end, tile))
-        else:
-            pending.append(array("q", (begin, end, tile)))
+        self._log += _RECORD(var, begin, end, tile)
 
     def set_runs(self, runs: Runs, tiles: np.ndarray) -> None:
         """Map the elements of run ``k`` to ``tiles[k]``, runs in order."""
         if not len(runs):
             return
         lo, hi, owner = runs.unit_intervals(np.zeros(self._vars.num_variables, _I64))
-        var = runs.var[owner]
-        records = np.stack((lo, hi, tiles[owner]), axis=1)
-        order = np.argsort(var, kind="stable")
-        var, records = var[order], records[order]
+        self._log += np.stack((runs.var[owner], lo, hi, tiles[owner]), axis=1).astype(_I64).tobytes()
+
+    def _sort_log(self) -> None:
+        """Hand the logged records to their variables (keeping their order)."""
+        if not self._log:
+            return
+        records = np.frombuffer(bytes(self._log), _I64).reshape(-1, 4)
+        self._log = bytearray()
+        order = np.argsort(records[:, 0], kind="stable")
+        records = records[order]
+        var = records[:, 0]
         bounds = np.flatnonzero(np.concatenate(([True], var[1:] != var[:-1], [True])))
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            self._pending.setdefault(int(var[a]), []).append(records[a:b])
+            self._pending.setdefault(int(var[a]), []).append(records[a:b, 1:])
 
     def resolved(self, var: int) -> tuple[np.ndarray, np.ndarray]:
         """``(starts, tiles)``: ``[0, size)`` of ``var`` cut into intervals, -1 where unmapped."""
+        self._sort_log()
         pending = self._pending.pop(var, None)
         done = self._resolved.get(var)
         if pending is None and done is not None:
             return done
         size = self._vars.sizes[var]
-        chunks = [np.frombuffer(r, _I64).reshape(-1, 3) if type(r) is array else r for r in pending or []]
+        chunks = list(pending or [])
         if done is not None:  # what was resolved before, under the new records
             starts, tiles = done
             mapped = tiles >= 0
@@ -86,6 +90,7 @@ class MappingTable:
 
     def snapshot(self) -> tuple[IntervalMap, np.ndarray]:
         """The whole mapping as gid intervals (every variable starts an interval)."""
+        self._sort_log()
         sizes = np.asarray(self._vars.sizes, _I64)
         starts, tiles = [np.zeros(0, _I64)], [np.zeros(0, _I64)]
         for v in np.flatnonzero(sizes > 0).tolist():

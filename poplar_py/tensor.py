@@ -48,6 +48,24 @@ class UpsampleMethod(enum.Enum):
     REPEAT = "REPEAT"
 
 
+_INDEX, _SLICE = "{}[{}]", "{}.slice({},{},{})"  # names of the fast views, made when asked for
+
+
+def _short(name: str) -> str:
+    return name if len(name) < 120 else name[:117] + "..."
+
+
+def _resolve_name(name: str | tuple) -> str:
+    """The name of a view whose name was kept as (base, format, arguments...)."""
+    chain = []
+    while type(name) is not str:
+        chain.append(name)
+        name = name[0]
+    for base, fmt, *args in reversed(chain):
+        name = fmt.format(name if fmt is _INDEX else _short(name), *args)
+    return name
+
+
 def _shape_str(shape: Sequence[int]) -> str:
     return "{" + ",".join(str(d) for d in shape) + "}"
 
@@ -133,8 +151,7 @@ class Tensor:
 
     # ---- internals ---------------------------------------------------------------------------
     def _op_name(self, op: str) -> str:
-        name = self._name if len(self._name) < 120 else self._name[:117] + "..."
-        return f"{name}.{op}"
+        return f"{_short(self.name)}.{op}"
 
     def _block_view(self, shape: tuple[int, ...], offset: int, strides: tuple[int, ...], name: str,
                     type_: Type | None = None) -> Tensor:
@@ -151,7 +168,7 @@ class Tensor:
         return self._boxes
 
     def _error(self, message: str) -> TensorCreationError:
-        return TensorCreationError(f"tensor '{self._name}' (shape {_shape_str(self._shape)}): {message}")
+        return TensorCreationError(f"tensor '{self.name}' (shape {_shape_str(self._shape)}): {message}")
 
     def _check_dim(self, dim: object, what: str = "dim") -> int:
         if not _is_int(dim) or not 0 <= dim < len(self._shape):  # type: ignore[operator]
@@ -166,7 +183,10 @@ class Tensor:
 
     @property
     def name(self) -> str:
-        return self._name
+        name = self._name
+        if type(name) is not str:
+            name = self._name = _resolve_name(name)
+        return name
 
     @property
     def block(self) -> tuple[int, int, tuple[int, ...]] | None:
@@ -232,17 +252,17 @@ class Tensor:
         return True
 
     def getDebugStr(self) -> str:
-        return f"{self._name}: {self._type} {_shape_str(self._shape)}"
+        return f"{self.name}: {self._type} {_shape_str(self._shape)}"
 
     def getVarStr(self) -> str:
-        return self._name
+        return self.name
 
     def __repr__(self) -> str:
         return f"<Tensor {self.getDebugStr()}>"
 
     def __len__(self) -> int:
         if not self._shape:
-            raise TypeError(f"tensor '{self._name}' is a scalar and has no len()")
+            raise TypeError(f"tensor '{self.name}' is a scalar and has no len()")
         return self._shape[0]
 
     def __iter__(self):
@@ -341,9 +361,9 @@ class Tensor:
             strides = self._strides  # the common case, fast
             return Tensor(self._vars, self._type, shape[1:], self._var,
                           self._offset + (key + shape[0] if key < 0 else key) * strides[0], strides[1:],
-                          f"{self._name}[{key}]")
+                          (self._name, _INDEX, key))
         if type(key) is int and self._var < 0 and len(shape) == 1 and -shape[0] <= key < shape[0]:
-            return self._element(key + shape[0] if key < 0 else key, f"{self._name}[{key}]")
+            return self._element(key + shape[0] if key < 0 else key, f"{self.name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
         if len(keys) > len(self._shape):
             raise self._error(f"too many indices ({len(keys)}) for a rank-{len(self._shape)} tensor")
@@ -373,7 +393,7 @@ class Tensor:
             else:
                 raise self._error(f"cannot index with {k!r}; use integers and slices")
         name = self._op_name("[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
-            f"{self._name}[{parts[0]}]"
+            f"{self.name}[{parts[0]}]"
         return self._select(lo, hi, steps, dropped, name)
 
     def _select(self, lo: list[int], hi: list[int], steps: list[int], dropped: list[int],
@@ -412,10 +432,9 @@ class Tensor:
         if type(begin) is int and type(end) is int and type(dim) is int and self._var >= 0 \
                 and 0 <= dim < len(self._shape) and 0 <= begin <= end <= self._shape[dim]:
             shape = self._shape
-            name = self._name if len(self._name) < 120 else self._name[:117] + "..."
             return Tensor(self._vars, self._type, shape[:dim] + (end - begin,) + shape[dim + 1:], self._var,
                           self._offset + begin * self._strides[dim], self._strides,
-                          f"{name}.slice({begin},{end},{dim})")
+                          (self._name, _SLICE, begin, end, dim))
         if isinstance(begin, Interval) and not isinstance(end, Interval):
             return self.slice(begin.begin(), begin.end(), dim if end is None else end)
         if isinstance(begin, (list, tuple)) or isinstance(end, (list, tuple)):
@@ -609,7 +628,7 @@ class Tensor:
         new = asType(type_)
         if new.size != self._type.size:
             raise PoplarTypeError(
-                f"tensor '{self._name}': cannot reinterpret {self._type} ({self._type.size} bytes) "
+                f"tensor '{self.name}': cannot reinterpret {self._type} ({self._type.size} bytes) "
                 f"as {new} ({new.size} bytes)")
         name = self._op_name(f"reinterpret({new})")
         if self._var >= 0:

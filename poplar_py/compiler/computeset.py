@@ -175,8 +175,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class Staged:
-    """The home pieces of every segment used through an exchange buffer: what the exchange moves
-    between the data's home and the buffers (a piece lies on one tile, evenly spaced)."""
+    """The home pieces of the segments owning an exchange buffer: what the exchange moves between
+    the data's home and the buffers (a piece lies on one tile, evenly spaced)."""
 
     segment: np.ndarray
     position: np.ndarray  # of the piece's first element in its segment
@@ -229,6 +229,7 @@ def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: 
     here = place.piece_count[place.rep] > 0
     seg.offset[here] = located.offset[place.piece_first[place.rep[here]]]
     staged = np.flatnonzero(staged_rep[place.rep])
+    fresh = staged  # the segments owning a buffer: the exchange fills or empties only those
     if staged.size:
         owner = _share(seg, sruns, place, staged, vertex_tile, bases)
         new = owner == np.arange(staged.size)
@@ -238,9 +239,9 @@ def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: 
         number = np.cumsum(new) - 1
         seg.buffer[staged] = number[owner]
         seg.offset[staged] = offsets[number[owner]]
-    sel, owner = place.pieces(staged)
+    sel, owner = place.pieces(fresh)
     gid, gstep = place.gids(bases)
-    return Staged(staged[owner], place.position(seg)[sel], located.count[sel], located.tile[sel],
+    return Staged(fresh[owner], place.position(seg)[sel], located.count[sel], located.tile[sel],
                   located.offset[sel], located.step[sel], located.size[sel], gid[sel], gstep[sel])
 
 
