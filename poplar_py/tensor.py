@@ -61,7 +61,7 @@ def _resolve_name(name: str | tuple) -> str:
     while type(name) is not str:
         chain.append(name)
         name = name[0]
-    for base, fmt, *args in reversed(chain):
+    for _, fmt, *args in reversed(chain):
         name = fmt.format(name if fmt is _INDEX else _short(name), *args)
     return name
 
