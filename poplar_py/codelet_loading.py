@@ -23,9 +23,9 @@ _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
 _code_files: dict[int, tuple[CodeType, str | None]] = {}
 
 
-def caller_location() -> str:
-    """file:line of the user code that called into the graph (for error messages)."""
-    frame = sys._getframe(1)
+def caller_location() -> tuple[str, int]:
+    """(file, line) of the user code that called into the graph (for error messages)."""
+    frame = sys._getframe(2)  # the caller's caller: the graph method's caller
     while frame is not None:
         code = frame.f_code
         known = _code_files.get(id(code))
@@ -34,9 +34,9 @@ def caller_location() -> str:
             known = _code_files[id(code)] = (code, None if name.startswith(_LIBRARY_DIRS)
                                              else os.path.basename(name))
         if known[1] is not None:
-            return f"{known[1]}:{frame.f_lineno}"
+            return known[1], frame.f_lineno
         frame = frame.f_back
-    return ""
+    return "", 0
 
 
 def codelet_classes(src: Any) -> Iterable[type[Vertex]]:

@@ -321,6 +321,11 @@ class Graph:
         if connections:
             slots = table.fields[cid]
             for name, value in connections.items():
+                slot = slots.get(name)
+                if slot is not None and slot.plain and type(value) is Tensor:  # the common case, inline
+                    run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
+                    if run is not None and table.connect_run(vid, slot.index, run):
+                        continue
                 self._connect(vid, slots, name, None, value)
         return VertexRef(self, vid)
 

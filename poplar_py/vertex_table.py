@@ -62,7 +62,7 @@ class VertexTable:
         self.fields: list[dict[str, FieldSlot]] = []  # per class
         self._class_index: dict[type, int] = {}
         self.sources: list[str] = []
-        self._source_index: dict[str, int] = {}
+        self._source_index: dict[tuple[str, int], int] = {}
         self.sizes: dict[tuple[int, int], int] = {}  # (vertex, field) -> list length or state vector size
         self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
         self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
@@ -80,11 +80,12 @@ class VertexTable:
             self.fields.append({name: _slot(i, spec) for i, (name, spec) in enumerate(cls.fields.items())})
         return cid
 
-    def add(self, class_id: int, compute_set: int, source: str) -> int:
+    def add(self, class_id: int, compute_set: int, source: tuple[str, int]) -> int:
+        """A new vertex, created at ``source`` (file, line) of the user's program."""
         sid = self._source_index.get(source)
         if sid is None:
             sid = self._source_index[source] = len(self.sources)
-            self.sources.append(source)
+            self.sources.append(f"{source[0]}:{source[1]}" if source[0] else "")
         self.rows.extend((class_id, compute_set, -1, -1, sid))
         self.connected.append(0)
         return len(self.connected) - 1
@@ -126,7 +127,7 @@ class VertexTable:
             self.mark_connected(vid, field)
         else:
             self.connected[vid] = bits | 1 << field
-        self.edges += _EDGE_ROW(vid, field, NO_ROW, len(self.edges), *run)
+        self.edges += _EDGE_ROW(vid, field, NO_ROW, 0, *run)  # (only list rows can be connected twice)
         return True
 
     def add_run(self, vid: int, field: int, row: int, run: tuple[int, int, int, int]) -> None:
