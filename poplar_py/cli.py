@@ -10,6 +10,7 @@ import sys
 import click
 
 from . import target
+from .profile import summary
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,8 +51,6 @@ def run(program: str, tiles: int | None, ipus: int | None, arch: str | None,
 @click.option("--steps", is_flag=True, help="Also list every execution step with its cycles.")
 def profile(report: str, steps: bool) -> None:
     """Print the summary of a saved JSON profile REPORT (profile.json)."""
-    from .profile import summary
-
     try:
         with open(report) as f:
             data = json.load(f)

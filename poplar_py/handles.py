@@ -6,15 +6,23 @@ everything else lives in the graph's tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import GraphConnectionError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
 
-if TYPE_CHECKING:
-    from .graph import Graph
+
+class VertexOwner(Protocol):
+    """What a vertex handle asks of its graph."""
+
+    def vertex_fields(self, vid: int) -> Mapping[str, object]: ...
+
+    def unknown_field(self, vid: int, name: str) -> str: ...
+
+    def describe_vertex(self, vid: int) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class VertexRef:
 
     __slots__ = ("graph", "id")
 
-    def __init__(self, graph: Graph, vid: int) -> None:
+    def __init__(self, graph: VertexOwner, vid: int) -> None:
         self.graph = graph
         self.id = vid
 

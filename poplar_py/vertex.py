@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from .errors import CodeletCompileError
-from .types import Type, asType
+from .types import ALL_TYPES, Type, asType
 
 
 class Direction(enum.Enum):
@@ -171,11 +171,9 @@ def _collect_fields(cls: type) -> dict[str, FieldSpec]:
 
 
 def _eval_annotation(cls: type, name: str, text: str, namespace: dict[str, Any]) -> Any:
-    from . import types as _types
-
     scope = {"Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector,
              "VectorList": VectorList, "float": float, "int": int, "bool": bool}
-    scope.update({t.__repr__().split(".")[1]: t for t in _types.ALL_TYPES})
+    scope.update({t.__repr__().split(".")[1]: t for t in ALL_TYPES})
     scope.update(namespace)
     try:
         return eval(text, scope)

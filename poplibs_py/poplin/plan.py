@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py import Target, Type
+from poplar_py import FLOAT, Target, Type
 
 IntOrArray = int | np.ndarray  # the cost functions run on one split or on the planner's whole grid
 
@@ -157,8 +157,6 @@ class MatMulPlan:
 
 def partialsTypeFor(inputType: Type, outputType: Type) -> Type:
     """Partial sums are float for floating-point inputs (PopLibs' default), else the output type."""
-    from poplar_py import FLOAT
-
     return FLOAT if inputType.is_float and outputType.is_float else outputType
 
 
