@@ -12,13 +12,14 @@ numpy operations on the box arrays, so its cost grows with the boxes, not the el
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .regions import EMPTY_RUNS, Runs, arithmetic_groups, expand_ranges
+from .regions import EMPTY_RUNS, Runs, arithmetic_groups, expand_ranges, unique_sorted
 
 _I64 = np.int64
+_INDEXED = 64  # windows into more boxes than this go through an index
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,22 @@ class Boxes:
     start: np.ndarray  # [B, N]
     size: np.ndarray  # [B, N]
     stride: np.ndarray  # [B, N]; 0 on dimensions of size 1
+    # per dimension: box order by start, sorted starts, widest box (built by ``near`` when needed)
+    _index: dict[int, tuple[np.ndarray, np.ndarray, int]] = field(default_factory=dict, compare=False,
+                                                                  repr=False)
 
     def __len__(self) -> int:
         return int(self.var.size)
+
+    def near(self, d: int, lo: int, hi: int) -> np.ndarray:
+        """The boxes that may reach into ``lo <= i < hi`` along dimension ``d`` (a superset,
+        found through an index of the boxes by their start along ``d``, built once)."""
+        index = self._index.get(d)
+        if index is None:
+            order = np.argsort(self.start[:, d], kind="stable")
+            index = self._index[d] = (order, self.start[order, d], int(self.size[:, d].max()))
+        order, starts, widest = index
+        return order[np.searchsorted(starts, lo - widest + 1):np.searchsorted(starts, hi)]
 
     @property
     def rank(self) -> int:
@@ -70,6 +84,10 @@ def as_block(b: Boxes, shape: Sequence[int]) -> tuple[int, int, tuple[int, ...]]
 
 def window(b: Boxes, lo: Sequence[int], hi: Sequence[int]) -> Boxes:
     """The part of each box inside ``lo <= i < hi``, re-indexed from ``lo``."""
+    if len(b) > _INDEXED:  # many boxes: look only at those near the window along its narrowest side
+        near = min((b.near(d, lo[d], hi[d]) for d in range(b.rank)), key=len, default=None)
+        if near is not None and near.size < len(b):
+            b = b.select(near)
     lo_a, hi_a = np.asarray(lo, _I64), np.asarray(hi, _I64)
     s = np.maximum(b.start, lo_a)
     e = np.minimum(b.start + b.size, hi_a)
@@ -203,7 +221,7 @@ def to_runs(b: Boxes, shape: Sequence[int]) -> Runs:
         count = np.where(active, count * size_d, count)
         first = np.where(active, d - 1, first)
     pos_parts, off_parts, owner_parts = [], [], []
-    for k in np.unique(first).tolist():
+    for k in unique_sorted(first).tolist():
         sel = np.flatnonzero(first == k)
         pos = (b.start[sel] * flat).sum(axis=1)
         off = b.offset[sel]

@@ -31,6 +31,7 @@ from .errors import (
 from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexRef
 from .mapping_table import MappingTable
 from .program import Program
+from .regions import unique_sorted
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import Type, asType
@@ -178,7 +179,7 @@ class Graph:
             raise PoplarError(f"setInitialValue: tensor '{target.name}' contains constants")
         vals = self._values_for(target, values, "initial value of")
         var, offset = target.runs().elements()
-        for v in np.unique(var).tolist():
+        for v in unique_sorted(var).tolist():
             init = self._initial.setdefault(v, np.zeros(self._vars.sizes[v], dtype=self._vars.types[v].dtype))
             sel = var == v
             same_size = vals.dtype.itemsize == init.itemsize

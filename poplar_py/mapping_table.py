@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from .regions import IntervalMap, Pieces, Runs, paint
+from .regions import IntervalMap, Pieces, Runs, paint, unique_sorted
 from .variables import VariableTable
 
 _I64 = np.int64
@@ -74,7 +74,7 @@ class MappingTable:
     def interval_map(self, variables: np.ndarray) -> tuple[IntervalMap, np.ndarray]:
         """The gid line over these variables cut where tiles change, with each interval's tile."""
         bases, sizes = self._vars.bases, self._vars.sizes
-        used = [v for v in np.unique(variables).tolist() if sizes[v]]
+        used = [v for v in unique_sorted(variables).tolist() if sizes[v]]
         if not used:
             return IntervalMap(np.zeros(1, _I64), 1), np.full(1, -1, _I64)
         parts = [self.resolved(v) for v in used]

@@ -29,6 +29,7 @@ import numpy as np
 from .compiler.costs import CostModel, RunRecord
 from .compiler.pipeline import Executable
 from .ir import GraphIR, VerticesIR
+from .regions import unique_sorted
 
 
 class Profile:
@@ -99,7 +100,7 @@ def _vertex_counts(vertices: VerticesIR, cs: int) -> list[dict]:
         return []
     _, first, counts = np.unique(members, return_index=True, return_counts=True)
     order = np.argsort(first)
-    classes = np.unique(members)[order]
+    classes = unique_sorted(members)[order]
     return [{"type": vertices.classes[c].vertexName, "count": int(k)}
             for c, k in zip(classes.tolist(), counts[order].tolist())]
 

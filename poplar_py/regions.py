@@ -26,6 +26,12 @@ def _int_array(values: object) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=_I64).reshape(-1)
 
 
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (numpy's ``unique`` hashes, which is slow on large arrays)."""
+    s = np.sort(values, kind="stable")  # stable: linear on already sorted pieces
+    return s[np.concatenate(([True], s[1:] != s[:-1]))] if s.size else s
+
+
 def exclusive_cumsum(values: np.ndarray) -> np.ndarray:
     out = np.zeros(values.size, dtype=_I64)
     if values.size > 1:
@@ -278,7 +284,7 @@ def paint(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray
     slo, shi = lo[order], hi[order]
     if (slo[1:] >= shi[:-1]).all():
         return join_equal(slo, shi, value[order])
-    points = np.unique(np.concatenate((lo, hi)))
+    points = unique_sorted(np.concatenate((lo, hi)))
     a = np.searchsorted(points, lo)
     b = np.searchsorted(points, hi)
     painted = np.full(points.size - 1, -1, dtype=_I64)
@@ -367,23 +373,31 @@ class IntervalMap:
             if sel.size:
                 parts.append(cut(sel, low[sel], step[sel], runs.count[sel], k0[sel], spans[sel]))
         run, pos, count, interval = (np.concatenate(c) for c in zip(*parts))
-        # Back to each run's own direction and order.
+        # Back to each run's own direction and order (each part is in run order already).
         rev = down[run]
-        pos = np.where(rev, runs.count[run] - pos - count, pos)
-        order = np.lexsort((pos, run))
-        run, pos, count, interval = run[order], pos[order], count[order], interval[order]
+        if rev.any():
+            pos = np.where(rev, runs.count[run] - pos - count, pos)
+        if rev.any() or len(parts) > 1:
+            order = np.lexsort((pos, run))
+            run, pos, count, interval = run[order], pos[order], count[order], interval[order]
         return Pieces(run, pos, count, interval, first[run] + pos * runs.stride[run], runs.stride[run])
 
     def _cut_by_interval(self, sel: np.ndarray, low: np.ndarray, step: np.ndarray, count: np.ndarray,
                          k0: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, ...]:
         owner, interval = expand_ranges(k0, spans)
-        s, n, g0 = step[owner], count[owner], low[owner]
-        starts, ends = self.starts[interval], np.append(self.starts, self.end)[interval + 1]
-        safe = np.maximum(s, 1)
-        a = np.where(s == 0, 0, np.clip(-((g0 - starts) // safe), 0, n))
-        b = np.where(s == 0, n, np.clip(-((g0 - ends) // safe), 0, n))
+        n = count[owner]
+        # Piece k of a run starts at its first element in interval k (a ceiling division), the
+        # run's first piece at 0; each piece ends where the next starts, the last one at n.
+        later = np.ones(owner.size, dtype=bool)
+        later[exclusive_cumsum(spans)] = False
+        a = np.zeros(owner.size, _I64)
+        o = owner[later]
+        a[later] = np.minimum(-((low[o] - self.starts[interval[later]]) // step[o]), n[later])
+        b = np.empty_like(a)
+        b[:-1] = a[1:]
+        b[np.cumsum(spans) - 1] = n[np.cumsum(spans) - 1]
         keep = b > a
-        return sel[owner][keep], a[keep], (b - a)[keep], interval[keep]
+        return sel[owner[keep]], a[keep], (b - a)[keep], interval[keep]
 
     def _cut_by_element(self, sel: np.ndarray, low: np.ndarray, step: np.ndarray, count: np.ndarray,
                         k0: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, ...]:

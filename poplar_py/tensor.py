@@ -18,7 +18,7 @@ import numpy as np
 
 from . import boxes as bx
 from .errors import PoplarTypeError, TensorCreationError
-from .regions import Runs, union
+from .regions import Runs, union, unique_sorted
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
 
@@ -289,7 +289,7 @@ class Tensor:
     def containsConstant(self) -> bool:
         if self._var >= 0:
             return bool(self._vars.constant[self._var]) and self.numElements() > 0
-        return bool(self._vars.constant[np.unique(self.runs().var)].any())
+        return bool(self._vars.constant[self.runs().var].any())
 
     def isParallelWriteable(self) -> bool:
         return not (self.containsAliases() or self.containsConstant())
@@ -307,7 +307,7 @@ class Tensor:
             counts = runs.count[inner] - 1
             owner = np.repeat(inner, counts)
             within = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
-            first = np.union1d(first, starts[owner] + within + 1)
+            first = unique_sorted(np.concatenate((first, starts[owner] + within + 1)))
         return runs, first
 
     def getContiguousRegions(self) -> list[Interval]:
@@ -411,6 +411,8 @@ class Tensor:
             offset = self._offset + sum(b * s for b, s in zip(lo, self._strides))
             strides = tuple(self._strides[d] * steps[d] if sizes[d] > 1 else 0 for d in keep)
             return self._block_view(shape, offset, strides, name)
+        if sizes == list(self._shape) and n > 1:  # everything (dropping dimensions of size 1)
+            return self._general_view(shape, bx.drop(self._boxes, dropped), name)
         if n == 1 and steps[0] == 1:  # a piece of runs
             if dropped:
                 return self._element(lo[0], name)

@@ -20,7 +20,7 @@ from .. import program as prog
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import Runs, exclusive_cumsum, expand_ranges
+from ..regions import Runs, exclusive_cumsum, expand_ranges, unique_sorted
 from ..vertex import Direction, FieldKind
 from .codelets import CompiledCodelet, KernelOptions, compile_codelet
 from .layout import Located, MemoryLayout
@@ -254,7 +254,7 @@ def _share(seg: Segments, sruns: SegmentRuns, place: Placement, staged: np.ndarr
     if not readers.size:
         return owner
     kind = place.rep[staged[readers]]  # same tile and runs: same representative
-    canon = _same_elements(np.unique(kind), place, sruns, vertex_tile, bases)
+    canon = _same_elements(unique_sorted(kind), place, sruns, vertex_tile, bases)
     _, first, inverse = np.unique(canon[kind], return_index=True, return_inverse=True)
     owner[readers] = readers[first[inverse.reshape(-1)]]
     return owner
@@ -315,7 +315,7 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
     users = np.flatnonzero(need)
     if users.size:
         user_tiles = tiles[users]
-        blocks_tiles = np.unique(user_tiles)
+        blocks_tiles = unique_sorted(user_tiles)
         totals = np.bincount(np.searchsorted(blocks_tiles, user_tiles), weights=need[users]).astype(_I64)
         blocks = layout.reserve_many(blocks_tiles, totals, "vertex state")
         order = np.argsort(user_tiles, kind="stable")
@@ -357,7 +357,7 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         for c, (cls, members) in zip(order, groups.items()):
             member_tiles = tiles[members]
             state += np.bincount(member_tiles, minlength=num_tiles) * compiled[cls].state_dtype.itemsize
-            fresh = np.unique(member_tiles)
+            fresh = unique_sorted(member_tiles)
             fresh = fresh[~code_seen[c, fresh]]
             code_seen[c, fresh] = True
             code[fresh] += compiled[cls].object_size

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import exclusive_cumsum, expand_ranges, union, union_grouped
+from ..regions import exclusive_cumsum, expand_ranges, union, union_grouped, unique_sorted
 from . import native_copy, threads
 
 _I64 = np.int64
 # Below these sizes a copy is not worth handing to several threads.
 _MIN_PIECES_PER_THREAD = 4096
 _MIN_BYTES_PER_THREAD = 1 << 18
+_SHORT = 8  # pieces shorter than this on average are run grouped by length
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def align_pieces(a_flat: np.ndarray, a_count: np.ndarray, b_flat: np.ndarray, b_
     if n == 0:
         z = np.zeros(0, _I64)
         return z, z, z, z
-    start = np.union1d(a_flat, b_flat)
+    start = unique_sorted(np.concatenate((a_flat, b_flat)))
     count = np.diff(np.append(start, n))
     ia = np.searchsorted(a_flat, start, side="right") - 1
     ib = np.searchsorted(b_flat, start, side="right") - 1
@@ -92,56 +93,89 @@ def align_pieces(a_flat: np.ndarray, a_count: np.ndarray, b_flat: np.ndarray, b_
 
 @dataclass(frozen=True)
 class CopyPlan:
-    """Pieces of elements to move (see the module docstring)."""
+    """Pieces of elements to move (see the module docstring), one row per piece: (source,
+    destination, count) when every piece shares its steps and element size (``steps``), else
+    (source, destination, count, source step, destination step, element size)."""
 
-    src: np.ndarray  # byte offset of each piece's first element from the source base
-    dst: np.ndarray
-    count: np.ndarray
-    src_step: np.ndarray
-    dst_step: np.ndarray
-    size: np.ndarray
-    staging: np.ndarray | None  # offsets in a temporary when the copy overwrites its own source
+    pieces: np.ndarray
+    steps: tuple[int, int, int] | None  # (source step, destination step, size) shared by all pieces
+    staged: bool  # the copy overwrites what it reads: it goes through a temporary
     traffic: TileTraffic
+    nbytes: int
 
     @staticmethod
     def build(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
-              size: np.ndarray, traffic_: TileTraffic, same_memory: bool = False) -> CopyPlan:
+              size: np.ndarray, traffic_: TileTraffic, same_memory: bool = False,
+              disjoint: bool = False) -> CopyPlan:
         """A plan moving these pieces; ``same_memory``: source and destination are one memory,
-        so a copy that overwrites what it still has to read goes through a temporary."""
+        so a copy that overwrites what it still has to read goes through a temporary;
+        ``disjoint``: no two pieces write the same place, so their order is free."""
         src, dst, count, src_step, dst_step, size = _joined(src, dst, count, src_step, dst_step, size)
-        staging = None
-        if same_memory and (count.size > 1 or (src_step != size).any() or (dst_step != size).any()) \
-                and _overlap(src, count, src_step, size, dst, dst_step):
-            staging = exclusive_cumsum(count * size)
-        return CopyPlan(src, dst, count, src_step, dst_step, size, staging, traffic_)
-
-    @property
-    def nbytes(self) -> int:
-        return int((self.count * self.size).sum())
+        strided = bool((src_step != size).any() or (dst_step != size).any())
+        staged = same_memory and (count.size > 1 or strided) \
+            and _overlap(src, count, src_step, size, dst, dst_step)
+        if disjoint and not staged and count.size > _MIN_PIECES_PER_THREAD and count.mean() < _SHORT:
+            # Many short pieces: grouped by length, the native loop's branches are predictable.
+            order = np.argsort(np.minimum(count, _SHORT), kind="stable")
+            columns = (src, dst, count, src_step, dst_step, size)
+            src, dst, count, src_step, dst_step, size = (a[order] for a in columns)
+        return CopyPlan(*_table(src, dst, count, src_step, dst_step, size), staged, traffic_,
+                        int((count * size).sum()))
 
     def __len__(self) -> int:
-        return int(self.count.size)
+        return int(self.pieces.shape[0])
 
     def execute(self, src_base: int, dst_base: int) -> None:
         """Run the copy between memories at these addresses."""
         if not len(self):
             return
-        if self.staging is None:
-            self._run(src_base, dst_base, self.src, self.dst, self.src_step, self.dst_step)
+        if not self.staged:
+            _run(self.pieces, self.steps, self.nbytes, src_base, dst_base)
             return
         temp = np.empty(self.nbytes + 8, dtype=np.uint8)
-        self._run(src_base, temp.ctypes.data, self.src, self.staging, self.src_step, self.size)
-        self._run(temp.ctypes.data, dst_base, self.staging, self.dst, self.size, self.dst_step)
+        into, out_of = self._through_temporary()
+        _run(*into, self.nbytes, src_base, temp.ctypes.data)
+        _run(*out_of, self.nbytes, temp.ctypes.data, dst_base)
 
-    def _run(self, src_base: int, dst_base: int, src: np.ndarray, dst: np.ndarray, src_step: np.ndarray,
-             dst_step: np.ndarray) -> None:
-        arrays = (src, dst, self.count, src_step, dst_step, self.size)
-        ptrs = [np.ascontiguousarray(a, dtype=_I64).ctypes.data for a in arrays]
-        n = len(self)
-        big = self.nbytes >= _MIN_BYTES_PER_THREAD
-        pieces = threads.split(n, _MIN_PIECES_PER_THREAD) if big else [(0, n)]
+    def _through_temporary(self) -> tuple[tuple, tuple]:
+        """The copy into a packed temporary, and the copy out of it (tables and steps)."""
+        p = self.pieces
+        if self.steps is None:
+            size = p[:, 5]
+            columns = [p[:, k] for k in range(6)]
+        else:
+            ss, ds, z = self.steps
+            size = np.full(len(self), z, _I64)
+            columns = [p[:, 0], p[:, 1], p[:, 2], np.full(len(self), ss, _I64), np.full(len(self), ds, _I64),
+                       size]
+        packed = exclusive_cumsum(p[:, 2] * size)
+        src, dst, count, src_step, dst_step, _ = columns
+        return (_table(src, packed, count, src_step, size, size),
+                _table(packed, dst, count, size, dst_step, size))
+
+
+def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
+           size: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int] | None]:
+    """The pieces as one table: three columns and shared steps when they share them."""
+    if count.size and (src_step == src_step[0]).all() and (dst_step == dst_step[0]).all() \
+            and (size == size[0]).all():
+        return np.stack((src, dst, count), axis=1).astype(_I64), (int(src_step[0]), int(dst_step[0]),
+                                                                    int(size[0]))
+    return np.stack((src, dst, count, src_step, dst_step, size), axis=1).astype(_I64).reshape(-1, 6), None
+
+
+def _run(pieces: np.ndarray, steps: tuple[int, int, int] | None, nbytes: int, src_base: int,
+         dst_base: int) -> None:
+    """The native copy of these pieces, split over threads when it is large."""
+    n = pieces.shape[0]
+    parts = threads.split(n, _MIN_PIECES_PER_THREAD) if nbytes >= _MIN_BYTES_PER_THREAD else [(0, n)]
+    row = pieces.strides[0]
+    if steps is None:
         threads.run_all(native_copy.copy_pieces(), [
-            (src_base, dst_base, *(p + 8 * a for p in ptrs), b - a) for a, b in pieces])
+            (src_base, dst_base, pieces.ctypes.data + row * a, b - a) for a, b in parts])
+    else:
+        threads.run_all(native_copy.copy_uniform(steps[2]), [
+            (src_base, dst_base, pieces.ctypes.data + row * a, b - a, steps[0], steps[1]) for a, b in parts])
 
 
 def _joined(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,

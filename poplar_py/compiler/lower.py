@@ -22,7 +22,7 @@ from ..errors import ProgramError, StreamError
 from ..handles import DataStream
 from ..ir import GraphIR
 from ..printing import format_tensor
-from ..regions import Runs
+from ..regions import Runs, unique_sorted
 from ..tensor import Tensor
 from ..types import Type
 from .computeset import ComputeSetPlans
@@ -271,9 +271,10 @@ def host_plan(layout: MemoryLayout, runs: Runs, size: int, to_device: bool) -> t
     sizes = np.full(len(located), size, _I64)
     host = located.flat * size
     moved = TileTraffic(zero, per_tile, zero) if to_device else TileTraffic(per_tile, zero, zero)
-    if to_device:
+    if to_device:  # a tensor written from the host may repeat elements: the last value wins
         return CopyPlan.build(host, address, located.count, sizes, located.step, sizes, moved), moved
-    return CopyPlan.build(address, host, located.count, located.step, sizes, sizes, moved), moved
+    plan = CopyPlan.build(address, host, located.count, located.step, sizes, sizes, moved, disjoint=True)
+    return plan, moved
 
 
 class Lowerer:
@@ -359,10 +360,15 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, name: str) -> Step:
     size = np.full(count.size, src.elementType().size, _I64)
     src_addr = a_addr[ia] + (start - a.flat[ia]) * a.step[ia]
     dst_addr = b_addr[ib] + (start - b.flat[ib]) * b.step[ib]
-    a_gid, a_gstep = lw.gids(src, a)
-    gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
-    t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia])
-    plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=True)
+    if src.containsAliases():  # an element sent to several places crosses the exchange once
+        a_gid, a_gstep = lw.gids(src, a)
+        gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
+        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia])
+    else:
+        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles)
+    shared = bool(np.isin(unique_sorted(src.runs().var), unique_sorted(dst.runs().var)).any())
+    plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=shared,
+                          disjoint=True)  # a Copy's destination has no aliases
     return lw.leaf(CopyStep(name or f"Copy({src.name} -> {dst.name})", plan), t)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InvalidTileMappingError
 from ..ir import GraphIR
-from ..regions import IntervalMap, expand_ranges, paint
+from ..regions import IntervalMap, expand_ranges, paint, unique_sorted
 
 _I64 = np.int64
 
@@ -37,7 +37,7 @@ def complete_mapping(graph: GraphIR, strict: bool) -> TileMapping:
         return TileMapping(imap, tiles, ())
     variables = graph.variables
     var = variables.var_of(imap.starts)
-    waiting = np.unique(var[unmapped])
+    waiting = unique_sorted(var[unmapped])
     if strict:
         v = int(waiting[0])
         first = int(imap.starts[np.flatnonzero(unmapped & (var == v))[0]] - variables.bases[v])
@@ -85,7 +85,7 @@ def _cut(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, graph: GraphIR
     gap_lo, gap_hi = np.concatenate(([0], hi)), np.concatenate((lo, [end]))
     gaps = gap_hi > gap_lo
     bases = graph.variables.bases[graph.variables.sizes > 0]
-    points = np.union1d(np.concatenate((lo, gap_lo[gaps])), bases)
+    points = unique_sorted(np.concatenate((lo, gap_lo[gaps], bases)))
     all_lo = np.concatenate((lo, gap_lo[gaps]))
     all_tile = np.concatenate((tile, np.full(int(gaps.sum()), -1, _I64)))
     order = np.argsort(all_lo, kind="stable")

@@ -1,11 +1,13 @@
-"""The native loop that executes copy plans (one small LLVM module per process).
+"""The native loops that execute copy plans (one small LLVM module per process).
 
-``copy_pieces(src_base, dst_base, src, dst, count, src_step, dst_step, size, n)`` moves
-``n`` pieces: piece ``i`` is ``count[i]`` elements of ``size[i]`` bytes, read from
-``src_base + src[i]`` every ``src_step[i]`` bytes and written to ``dst_base + dst[i]`` every
-``dst_step[i]`` bytes. A piece contiguous on both sides is one ``memmove``; any other is
-a typed loop (elements are copied as raw bits). Exchanges, host transfers and engine
-loads all run through it.
+``copy_pieces(src_base, dst_base, pieces, n)`` moves ``n`` pieces, each a row of six int64
+``(src, dst, count, src_step, dst_step, size)``: ``count`` elements of ``size`` bytes, read
+from ``src_base + src`` every ``src_step`` bytes and written to ``dst_base + dst`` every
+``dst_step`` bytes. ``copy_uniform_<size>(src_base, dst_base, pieces, n, src_step, dst_step)``
+does the same for pieces that share their steps and element size (rows of
+``(src, dst, count)``), the common case. A piece contiguous on both sides is one
+``memmove``; any other is a typed loop (elements are copied as raw bits). Exchanges, host
+transfers and engine loads all run through them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ _I64 = ir.IntType(64)
 _I8 = ir.IntType(8)
 _PTR = ir.PointerType()
 _SIZES = (1, 2, 4, 8)
+_FALSE = ir.Constant(ir.IntType(1), 0)
 
 
 def _counted_loop(b: ir.IRBuilder, fn: ir.Function, n: ir.Value, body, name: str) -> None:
@@ -40,58 +43,117 @@ def _counted_loop(b: ir.IRBuilder, fn: ir.Function, n: ir.Value, body, name: str
     b.position_at_end(done)
 
 
-def _module() -> str:
-    triple, layout = jit.target_info()
-    m = ir.Module("poplar_copy")
-    m.triple, m.data_layout = triple, layout
-    memmove = m.declare_intrinsic("llvm.memmove", [_PTR, _PTR, _I64])
-    fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [_PTR] * 8 + [_I64]), "copy_pieces")
-    src_base, dst_base, src, dst, count, src_step, dst_step, size, n = fn.args
+def _row(b: ir.IRBuilder, table: ir.Value, i: ir.Value, width: int) -> list[ir.Value]:
+    """Row ``i`` of an int64 table ``width`` wide."""
+    first = b.mul(i, ir.Constant(_I64, width))
+    return [b.load(b.gep(table, [b.add(first, ir.Constant(_I64, k))], inbounds=True, source_etype=_I64),
+                   typ=_I64) for k in range(width)]
+
+
+def _byte(b: ir.IRBuilder, base: ir.Value, offset: ir.Value) -> ir.Value:
+    return b.gep(base, [offset], source_etype=_I8)
+
+
+def _strided(b: ir.IRBuilder, fn: ir.Function, s: ir.Value, d: ir.Value, count: ir.Value, ss: ir.Value,
+             ds: ir.Value, nbytes: int) -> None:
+    """``count`` elements of ``nbytes`` bytes, ``ss`` bytes apart at ``s``, to ``ds`` apart at ``d``."""
+    elem = ir.IntType(8 * nbytes)
+
+    def move(b: ir.IRBuilder, j: ir.Value) -> None:
+        value = b.load(b.gep(s, [b.mul(j, ss)], source_etype=_I8), typ=elem)
+        b.store(value, b.gep(d, [b.mul(j, ds)], source_etype=_I8))
+
+    _counted_loop(b, fn, count, move, f"elements{nbytes}")
+
+
+def _copy_pieces(m: ir.Module, memmove: ir.Function) -> None:
+    """copy_pieces: every piece has its own steps and element size."""
+    fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [_PTR] * 3 + [_I64]), "copy_pieces")
+    src_base, dst_base, pieces, n = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
 
-    def at(b: ir.IRBuilder, array: ir.Value, i: ir.Value) -> ir.Value:
-        return b.load(b.gep(array, [i], inbounds=True, source_etype=_I64), typ=_I64)
-
     def piece(b: ir.IRBuilder, i: ir.Value) -> None:
-        s = b.gep(src_base, [at(b, src, i)], source_etype=_I8)
-        d = b.gep(dst_base, [at(b, dst, i)], source_etype=_I8)
-        c, ss, ds, z = at(b, count, i), at(b, src_step, i), at(b, dst_step, i), at(b, size, i)
-        flat = b.and_(b.icmp_signed("==", ss, z), b.icmp_signed("==", ds, z))
-        with b.if_else(flat) as (contiguous, strided):
-            with contiguous:
-                b.call(memmove, [d, s, b.mul(c, z), ir.Constant(ir.IntType(1), 0)])
+        src, dst, count, ss, ds, size = _row(b, pieces, i, 6)
+        s, d = _byte(b, src_base, src), _byte(b, dst_base, dst)
+        contiguous = b.and_(b.icmp_signed("==", ss, size), b.icmp_signed("==", ds, size))
+        with b.if_else(contiguous) as (flat, strided):
+            with flat:
+                b.call(memmove, [d, s, b.mul(count, size), _FALSE])
             with strided:
                 done = fn.append_basic_block("piece.done")
-                switch = b.switch(z, done)
+                switch = b.switch(size, done)
                 for nbytes in _SIZES:
                     case = fn.append_basic_block(f"size{nbytes}")
                     switch.add_case(ir.Constant(_I64, nbytes), case)
                     b.position_at_end(case)
-                    elem = ir.IntType(8 * nbytes)
-
-                    def move(b: ir.IRBuilder, j: ir.Value, elem=elem) -> None:
-                        value = b.load(b.gep(s, [b.mul(j, ss)], source_etype=_I8), typ=elem)
-                        b.store(value, b.gep(d, [b.mul(j, ds)], source_etype=_I8))
-
-                    _counted_loop(b, fn, c, move, f"elements{nbytes}")
+                    _strided(b, fn, s, d, count, ss, ds, nbytes)
                     b.branch(done)
                 b.position_at_end(done)
 
     _counted_loop(b, fn, n, piece, "pieces")
     b.ret_void()
+
+
+def _copy_uniform(m: ir.Module, memmove: ir.Function, nbytes: int) -> None:
+    """copy_uniform_<nbytes>: pieces of (src, dst, count) sharing their steps and element size."""
+    signature = ir.FunctionType(ir.VoidType(), [_PTR] * 3 + [_I64] * 3)
+    fn = ir.Function(m, signature, f"copy_uniform_{nbytes}")
+    src_base, dst_base, pieces, n, ss, ds = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    size = ir.Constant(_I64, nbytes)
+
+    def whole(b: ir.IRBuilder, i: ir.Value) -> None:
+        src, dst, count = _row(b, pieces, i, 3)
+        b.call(memmove, [_byte(b, dst_base, dst), _byte(b, src_base, src), b.mul(count, size), _FALSE])
+
+    def strided(b: ir.IRBuilder, i: ir.Value) -> None:
+        src, dst, count = _row(b, pieces, i, 3)
+        _strided(b, fn, _byte(b, src_base, src), _byte(b, dst_base, dst), count, ss, ds, nbytes)
+
+    contiguous = b.and_(b.icmp_signed("==", ss, size), b.icmp_signed("==", ds, size))
+    with b.if_else(contiguous) as (flat, scattered):
+        with flat:
+            _counted_loop(b, fn, n, whole, "runs")
+        with scattered:
+            _counted_loop(b, fn, n, strided, "pieces")
+    b.ret_void()
+
+
+def _module() -> str:
+    triple, layout = jit.target_info()
+    m = ir.Module("poplar_copy")
+    m.triple, m.data_layout = triple, layout
+    memmove = m.declare_intrinsic("llvm.memmove", [_PTR, _PTR, _I64])
+    _copy_pieces(m, memmove)
+    for nbytes in _SIZES:
+        _copy_uniform(m, memmove, nbytes)
     return str(m)
 
 
-_SIGNATURE = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 8), ctypes.c_int64)
+_PIECES = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3), ctypes.c_int64)
+_UNIFORM = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
 
 @cache
-def copy_pieces() -> ctypes._CFuncPtr:
-    """The compiled ``copy_pieces`` (see the module docstring)."""
+def _library() -> dict[str, int]:
     text = _module()
-    key = "copy-pieces-" + hashlib.sha256((text + jit.host_fingerprint()).encode()).hexdigest()
+    key = "copy-" + hashlib.sha256((text + jit.host_fingerprint()).encode()).hexdigest()
     obj = jit.cache_read(key)
     if obj is None:
         obj = jit.compile_ir(text, 3)
         jit.cache_write(key, obj)
-    return _SIGNATURE(jit.load_object(obj, key, "copy_pieces"))
+    names = ["copy_pieces"] + [f"copy_uniform_{size}" for size in _SIZES]
+    return {name: jit.load_object(obj, f"{key}-{name}", name) for name in names}
+
+
+@cache
+def copy_pieces() -> ctypes._CFuncPtr:
+    """``copy_pieces(src_base, dst_base, pieces, n)``: rows of (src, dst, count, src step, dst step, size)."""
+    return _PIECES(_library()["copy_pieces"])
+
+
+@cache
+def copy_uniform(size: int) -> ctypes._CFuncPtr:
+    """``copy_uniform(src_base, dst_base, pieces, n, src_step, dst_step)``: rows of (src, dst,
+    count), every element ``size`` bytes."""
+    return _UNIFORM(_library()[f"copy_uniform_{size}"])

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import GraphCycleError
 from ..ir import GraphIR
-from ..regions import union_grouped
+from ..regions import union_grouped, unique_sorted
 from .segments import SegmentRuns, Segments
 
 _I64 = np.int64
@@ -28,24 +28,37 @@ def _coverage(points: np.ndarray, group: np.ndarray, lo: np.ndarray, hi: np.ndar
     return np.cumsum(delta)[:-1]
 
 
-def check_races(cs_name: str, graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: SegmentRuns) -> None:
-    """Raise GraphCycleError if two vertices touch an element one of them writes."""
-    if not len(sruns.runs) or not seg.writes[sruns.segment].any():
-        return
-    lo, hi, run = sruns.runs.unit_intervals(graph.variables.bases)
-    # Only intervals that overlap another one can conflict: find them with one sort.
+def _overlapping(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The intervals ``[lo, hi)`` that overlap another one, in order (one sort)."""
     order = np.argsort(lo, kind="stable")
     slo, shi = lo[order], hi[order]
     overlaps = np.zeros(lo.size, dtype=bool)
     overlaps[1:] = slo[1:] < np.maximum.accumulate(shi)[:-1]
     overlaps[:-1] |= shi[:-1] > slo[1:]
-    involved = np.sort(order[overlaps])
+    return np.sort(order[overlaps])
+
+
+def check_races(cs_name: str, graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: SegmentRuns) -> None:
+    """Raise GraphCycleError if two vertices touch an element one of them writes."""
+    runs = sruns.runs
+    if not len(runs) or not seg.writes[sruns.segment].any():
+        return
+    # Only runs whose spans overlap another's can conflict, and only if one of them writes:
+    # elements are looked at for those runs alone.
+    first = runs.gids(graph.variables.bases)
+    last = first + (runs.count - 1) * runs.stride
+    suspects = _overlapping(np.minimum(first, last), np.maximum(first, last) + 1)
+    if not seg.writes[sruns.segment[suspects]].any():
+        return
+    lo, hi, run = runs.select(suspects).unit_intervals(graph.variables.bases)
+    run = suspects[run]
+    involved = _overlapping(lo, hi)
     if not seg.writes[sruns.segment[run[involved]]].any():
         return
     lo, hi, run = lo[involved], hi[involved], run[involved]
     segment = sruns.segment[run]
     vertex, writes = seg.vertex[segment], seg.writes[segment]
-    points = np.unique(np.concatenate((lo, hi)))
+    points = unique_sorted(np.concatenate((lo, hi)))
     touched = _coverage(points, vertex, lo, hi)
     written = _coverage(points, vertex[writes], lo[writes], hi[writes])
     bad = np.flatnonzero((touched >= 2) & (written >= 1))

@@ -155,10 +155,10 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
         vertex_tile = plan.tiles[seg.vertex[s]]
         if fill:
             t = traffic(tile, vertex_tile, count, size, layout.num_tiles, p.gid[sel], p.gstep[sel])
-            plans.append(CopyPlan.build(home, buffer, count, step, size, size, t))
+            plans.append(CopyPlan.build(home, buffer, count, step, size, size, t, disjoint=True))
         else:
             t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
-            plans.append(CopyPlan.build(buffer, home, count, size, step, size, t))
+            plans.append(CopyPlan.build(buffer, home, count, size, step, size, t, disjoint=True))
         total = total + t
     return plans[0], plans[1], total
 

@@ -257,13 +257,16 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
     macs = macsPerCycle(in_type)
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type)
     workers = graph.getTarget().getNumWorkerContexts()
+    group = -1
     for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
+        if gi != group:  # each group's views once: the blocks are views of them
+            group, a_g, b_g, dest = gi, A[gi], B[gi], partials[gi] if reducing else out[gi]
         tile = plan.tile(gi, im, jn, ik)
-        block = partials[gi, ik].slice([m0, n0], [m1, n1]) if reducing else out[gi].slice([m0, n0], [m1, n1])
+        block = (dest[ik] if reducing else dest).slice([m0, n0], [m1, n1])
         if reducing or map_out:
             graph.setTileMapping(block, tile)
-        v = graph.addVertex(cs, vertex, {"a": A[gi].slice([m0, k0], [m1, k1]).flatten(),
-                                         "b": B[gi].slice([k0, n0], [k1, n1]).flatten(), "out": block})
+        v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
+                                         "b": b_g.slice([k0, n0], [k1, n1]).flatten(), "out": block})
         graph.setInitialValue(v["zero"], 0)
         graph.setTileMapping(v, tile)
         graph.setPerfEstimate(v, int(blockTileCycles(m1 - m0, k1 - k0, n1 - n0, macs, workers)))
