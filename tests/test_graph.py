@@ -452,3 +452,68 @@ def test_functions_and_compute_sets_get_ids():
     cs = graph.addComputeSet("mycs")
     assert cs.getId() == 0 and cs.name == "mycs"
     assert graph.addComputeSet().getId() == 1
+
+
+# ---- mapping records and the frozen IR ---------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_overlapping_mapping_records_match_a_per_element_model(seed):
+    """Mapping records of many views, overlapping in any order, queried in between: the last
+    record for an element decides, as if every element had its own tile."""
+    rng = np.random.default_rng(seed)
+    _, graph = make_graph(8)
+    t = graph.addVariable(poplar.FLOAT, [7, 9], "t")
+    u = graph.addVariable(poplar.FLOAT, [20], "u")
+    model: dict[int, int] = {}
+    views = [lambda: t, lambda: t.transpose(), lambda: t[int(rng.integers(7))],
+             lambda: t.slice(int(rng.integers(0, 4)), int(rng.integers(4, 9)), 1).subSample(2, 0),
+             lambda: poplar.concat([u.slice(3, 9), t[2], u[15:]]), lambda: u.reverse(0)[::3],
+             lambda: t.flatten()[int(rng.integers(0, 60)):]]
+    for _ in range(30):
+        view = views[int(rng.integers(len(views)))]()
+        ids = element_ids(view).reshape(-1)
+        if rng.integers(2):
+            tile = int(rng.integers(8))
+            graph.setTileMapping(view, tile)
+            model.update({int(i): tile for i in ids})
+        else:
+            n = ids.size
+            cuts = np.sort(rng.integers(0, n + 1, 3))
+            mapping = [[] for _ in range(8)]
+            for b, e in zip([0, *cuts], [*cuts, n]):
+                tile = int(rng.integers(8))
+                mapping[tile].append((int(b), int(e)))
+            graph.setTileMapping(view, mapping)
+            for tile, intervals in enumerate(mapping):
+                for b, e in intervals:
+                    model.update({int(i): tile for i in ids[b:e]})
+        probe = views[int(rng.integers(len(views)))]()
+        got = graph.getTileMapping(probe, requireComplete=False)
+        # unmapped elements (-1) land in the reference's ninth list, which is not compared
+        expected = reference_mapping({i: model.get(i, -1) for i in element_ids(probe).reshape(-1).tolist()},
+                                     probe, 9)
+        assert got == expected[:8]
+
+
+def test_freeze_gives_an_immutable_ir_that_prints():
+    device, graph = make_graph(4)
+    t = graph.addVariable(poplar.INT, [8], "numbers")
+    graph.setTileMapping(t, [[(0, 3)], [(3, 8)]])
+    c = graph.addConstant(poplar.INT, [2], [5, 6], "five")
+    graph.setTileMapping(c, 2)
+    graph.createHostRead("r", t)
+    ir = graph.freeze()
+    text = str(ir)
+    assert "'numbers' int [8]: [0,3)->0 [3,8)->1" in text
+    assert "constant 'five'" in text and "host handles: r" in text
+    assert ir.variables.num_elements == 10 and ir.mapping_tiles.tolist() == [0, 1, 2]
+    # Later changes to the graph do not reach an IR (or an Engine) already built.
+    engine = poplar.Engine(graph, prog.Sequence([prog.Copy(c, t.slice(0, 2))]))
+    graph.setTileMapping(t, 3)
+    graph.addVariable(poplar.FLOAT, [100], "later")
+    assert ir.mapping_tiles.tolist() == [0, 1, 2] and len(ir.variables) == 2
+    engine.load(device)
+    engine.run(0)
+    np.testing.assert_array_equal(engine.readTensor("r")[:2], [5, 6])
+    tile3 = engine.getProfile()["compilation"]["tiles"][3]["memory"]["byCategory"]
+    assert "variables" not in tile3

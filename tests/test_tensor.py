@@ -326,6 +326,59 @@ def test_random_chains_match_numpy(seed):
         assert (np.diff(flat[r.begin():r.end()]) == 1).all()
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_random_chains_of_views_of_several_blocks(seed):
+    """The same chains from a concatenation of two variables: views of several blocks."""
+    rng = random.Random(1000 + seed)
+    shape = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    d = rng.randrange(len(shape))
+    graph, x = variable(shape, name="x")
+    graph.addVariable(poplar.FLOAT, [3], "spacer")  # x and y must not be neighbours in id space
+    other = list(shape)
+    other[d] = rng.randint(1, 4)
+    y = graph.addVariable(poplar.FLOAT, other, "y")
+    t = poplar.concat([x, y], d)
+    chain = _Chain(rng, t)
+    chain.a = np.concatenate([element_ids(x), element_ids(y)], axis=d)
+    np.testing.assert_array_equal(element_ids(t), chain.a)
+    for _ in range(rng.randint(5, 12)):
+        chain.step()
+        assert chain.t.shape() == list(chain.a.shape), chain.log
+        np.testing.assert_array_equal(element_ids(chain.t), chain.a, err_msg=str(chain.log))
+    flat = chain.a.reshape(-1)
+    assert chain.t.containsAliases() == (np.unique(flat).size != flat.size)
+    assert chain.t.isContiguous() == (flat.size > 0 and bool((np.diff(flat) == 1).all()))
+
+
+def test_views_cost_regions_not_elements():
+    """Metadata grows with regions: a transposed block is one block; its runs are its columns."""
+    _, t = variable([400, 300])
+    assert t.transpose().block is not None and t.slice(10, 20, 1).transpose().block is not None
+    assert len(t.transpose().runs()) == 300
+    assert len(t.slice(5, 9, 1).runs()) == 400
+    assert len(t.flatten().runs()) == 1 and len(t[7].runs()) == 1
+    rows = poplar.concat([t[i] for i in range(0, 400, 2)])  # every other row: one strided run each
+    assert len(rows.runs()) == 200 and rows.numElements() == 60000
+    # A broadcast scalar is one run of stride 0, whatever its length.
+    assert len(t[3][4].expand([0]).broadcast(10**6, 0).runs()) == 1
+
+
+def test_rank_one_views_of_several_runs():
+    _, t = variable([6, 5])
+    v = poplar.concat([t[4], t[1].reverse(0), t.transpose()[2]])  # 5 + 5 + 6 elements
+    ids = np.concatenate([element_ids(t)[4], element_ids(t)[1][::-1], element_ids(t)[:, 2]])
+    np.testing.assert_array_equal(element_ids(v), ids)
+    for i in (0, 4, 5, 9, 10, 15, -1, -16):
+        assert int(element_ids(v[i])) == int(ids[i])
+    for b, e in ((0, 16), (3, 12), (5, 10), (10, 16), (7, 7)):
+        np.testing.assert_array_equal(element_ids(v.slice(b, e)), ids[b:e])
+    np.testing.assert_array_equal(element_ids(v[2:14:3]), ids[2:14:3])
+    np.testing.assert_array_equal(element_ids(v.reshape([4, 4])), ids.reshape(4, 4))
+    square = v.reshape([4, 4]).transpose().flatten()
+    np.testing.assert_array_equal(element_ids(square), ids.reshape(4, 4).T.ravel())
+    assert v.slice(0, 5).isContiguous() and not v.slice(4, 6).isContiguous()
+
+
 # ---- queries -----------------------------------------------------------------------------------
 
 def test_shape_queries():

@@ -403,3 +403,88 @@ def test_results_do_not_depend_on_the_thread_count(monkeypatch):
         results.append((got["out"], engine.getProfile()["execution"]["totalCycles"]))
     np.testing.assert_array_equal(results[0][0], results[1][0])
     assert results[0][1] == results[1][1]
+
+
+# ---- planning on runs: races, shared buffers, exchange traffic ---------------------------------
+
+def test_interleaved_strided_writes_are_not_races():
+    device, graph = make(tiles=2)
+    x = graph.addVariable(poplar.FLOAT, [12], "x")
+    y = graph.addVariable(poplar.FLOAT, [12], "y")
+    graph.setTileMapping(x, 0)
+    graph.setTileMapping(y, 1)
+    cs = graph.addComputeSet("evenodd")
+    for k in range(2):  # even and odd elements: the spans overlap, the elements do not
+        v = graph.addVertex(cs, "Scale", {"x": x.subSample(2, 0) if k == 0 else x[1::2],
+                                          "y": y.subSample(2, 0) if k == 0 else y[1::2]})
+        graph.setInitialValue(v["k"], 2.0 + k)
+        graph.setTileMapping(v, k)
+    graph.createHostWrite("x", x)
+    graph.createHostRead("y", y)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    engine.load(device)
+    engine.writeTensor("x", np.arange(12, dtype=np.float32))
+    engine.run(0)
+    np.testing.assert_array_equal(engine.readTensor("y"), np.arange(12) * np.tile([2.0, 3.0], 6))
+    # A third vertex writing every third element does meet them.
+    w = graph.addVertex(cs, "Scale", {"x": x[::3], "y": y[::3]})
+    graph.setInitialValue(w["k"], 1.0)
+    graph.setTileMapping(w, 0)
+    conflict = r"element 0 of variable 'y'.*\(4 element\(s\) conflict\)"
+    with pytest.raises(poplar.GraphCycleError, match=conflict):
+        poplar.Engine(graph, prog.Execute(cs))
+
+
+def test_readers_of_the_same_elements_share_one_buffer_whatever_the_view():
+    """Two views with the same elements (built differently) read on one tile: one buffer."""
+    _, graph = make(tiles=2)
+    x = graph.addVariable(poplar.FLOAT, [4, 4], "x")
+    graph.setTileMapping(x, 0)
+    out = graph.addVariable(poplar.FLOAT, [2, 5], "out")
+    graph.setTileMapping(out, 1)
+    f = x.flatten()
+    # elements 0 1 2 4 6, as (0 1 2)(4 6) and as (0 1)(2 4 6): the runs differ, the elements do not
+    same = [poplar.concat([f[0:3], f[4:7:2]]), poplar.concat([f[0:2], f[2:7:2]])]
+    assert [len(v.runs()) for v in same] == [2, 2] and same[0].runs().count.tolist() == [3, 2]
+    np.testing.assert_array_equal(*(np.stack(v.runs().elements()) for v in same))
+    cs = graph.addComputeSet("shared")
+    for i, view in enumerate(same):
+        v = graph.addVertex(cs, "Scale", {"x": view, "y": out[i]})
+        graph.setInitialValue(v["k"], 1.0)
+        graph.setTileMapping(v, 1)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    buffers = engine.getProfile()["compilation"]["tiles"][1]["memory"]["byCategory"]["exchange buffers"]
+    assert buffers == 5 * 4  # one buffer of five floats, not two
+
+
+def test_a_broadcast_read_crosses_the_exchange_once():
+    """Tiles reading one remote element: each receives it, its tile sends it once."""
+    device, graph = make(tiles=4)
+    x = graph.addVariable(poplar.FLOAT, [1], "x")
+    graph.setTileMapping(x, 0)
+    y = graph.addVariable(poplar.FLOAT, [3, 5], "y")
+    cs = graph.addComputeSet("bcast")
+    for tile in (1, 2, 3):
+        graph.setTileMapping(y[tile - 1], tile)
+        v = graph.addVertex(cs, "Scale", {"x": x.broadcast(5, 0), "y": y[tile - 1]})
+        graph.setInitialValue(v["k"], 1.0)
+        graph.setTileMapping(v, tile)
+    engine, _ = run(device, graph, prog.Execute(cs), "native")
+    step = engine.getProfile()["execution"]["steps"][0]
+    # tile 0 sends 4 bytes; each reader receives 5 x 4 bytes: the busiest tile waits 20 bytes / 4 per cycle
+    assert step["exchange"] == 5
+
+
+def test_host_write_into_a_tensor_that_repeats_elements_keeps_the_last_value():
+    device, graph = make(tiles=2)
+    x = graph.addVariable(poplar.INT, [3], "x")
+    graph.setTileMapping(x, 1)
+    view = poplar.concat([x, x[1].expand([0]), x.reverse(0)])  # x0 x1 x2 x1 x2 x1 x0
+    graph.createHostWrite("w", view)
+    graph.createHostRead("r", x)
+    engine = poplar.Engine(graph, prog.Sequence())
+    engine.load(device)
+    engine.writeTensor("w", np.array([1, 2, 3, 4, 5, 6, 7], np.int32))
+    host = np.zeros(7, np.int32)
+    host[[0, 1, 2, 1, 2, 1, 0]] = [1, 2, 3, 4, 5, 6, 7]  # numpy: the last write wins
+    np.testing.assert_array_equal(engine.readTensor("r"), host[:3])
