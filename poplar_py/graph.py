@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import ir
+from .block import contiguous_strides
 from .codelet_loading import caller_location, codelet_classes
 from .compiler.codelets import check_codelet
 from .errors import (
@@ -57,14 +58,6 @@ class TensorCloneMethod(enum.Enum):
 PerfEstimator = Callable[..., Any]
 
 
-def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step if d > 1 else 0)
-        step *= d
-    return tuple(reversed(strides))
-
-
 class Graph:
     """A graph of tensors and vertices for one target.
 
@@ -101,7 +94,7 @@ class Graph:
         var = self._vars.add(name, type_, shape_t, constant)
         if self._num_tiles == 1 and math.prod(shape_t):
             self._mapping.set(var, 0, math.prod(shape_t), 0)
-        return Tensor(self._vars, type_, shape_t, var, 0, _contiguous_strides(shape_t), name)
+        return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
     def addVariable(self, type_: Type | object, shape: Sequence[int], *args: Any) -> Tensor:
         """A new variable: ``addVariable(type, shape[, mappingMethod][, name])``."""
@@ -163,7 +156,7 @@ class Graph:
     def getVariable(self, var: VariableRef | int) -> Tensor:
         index = var.index if isinstance(var, VariableRef) else int(var)
         shape = self._vars.shapes[index]
-        return Tensor(self._vars, self._vars.types[index], shape, index, 0, _contiguous_strides(shape),
+        return Tensor(self._vars, self._vars.types[index], shape, index, 0, contiguous_strides(shape),
                       self._vars.names[index])
 
     def isConstant(self, var: VariableRef | int) -> bool:

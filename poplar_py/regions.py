@@ -104,6 +104,7 @@ class Runs:
         return Runs(a[0], a[1], a[2], a[3])
 
     def rows(self) -> list[tuple[int, int, int, int]]:
+        """``(var, offset, count, stride)`` of each run."""
         return list(zip(self.var.tolist(), self.offset.tolist(), self.count.tolist(), self.stride.tolist()))
 
     @staticmethod
@@ -149,17 +150,20 @@ class Runs:
         return Runs(self.var[first], self.offset[first], count, stride)
 
     def _merged_small(self) -> Runs:
-        out: list[list[int]] = []
+        """``merged`` one run at a time (for few runs, cheaper than arrays)."""
+        out: list[tuple[int, int, int, int]] = []
+        changed = False
         for v, o, c, s in self.rows():
             if out:
                 gv, go, gc, gs = out[-1]
                 step = o - (go + (gc - 1) * gs)
                 if gv == v and (gc == 1 or gs == step) and (c == 1 or s == step):
-                    out[-1] = [gv, go, gc + c, step]
+                    out[-1] = (gv, go, gc + c, step)
+                    changed = True
                     continue
-            out.append([v, o, c, s if c > 1 else 1])
-        return self if len(out) == len(self) and all(r[3] == s for r, s in zip(out, self.stride.tolist())) \
-            else Runs.from_rows([tuple(r) for r in out])
+            changed |= c == 1 and s != 1
+            out.append((v, o, c, s if c > 1 else 1))
+        return Runs.from_rows(out) if changed else self
 
     def take(self, begin: int, end: int) -> Runs:
         """The elements at flat positions ``[begin, end)`` (merged if these runs are)."""
@@ -395,7 +399,8 @@ class IntervalMap:
         a[later] = np.minimum(-((low[o] - self.starts[interval[later]]) // step[o]), n[later])
         b = np.empty_like(a)
         b[:-1] = a[1:]
-        b[np.cumsum(spans) - 1] = n[np.cumsum(spans) - 1]
+        last = np.cumsum(spans) - 1
+        b[last] = n[last]
         keep = b > a
         return sel[owner[keep]], a[keep], (b - a)[keep], interval[keep]
 

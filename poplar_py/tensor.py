@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from . import block
 from . import boxes as bx
 from .errors import PoplarTypeError, TensorCreationError
 from .regions import Runs, union, unique_sorted
@@ -72,33 +73,6 @@ def _shape_str(shape: Sequence[int]) -> str:
 
 def _is_int(x: object) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int]) -> tuple[int, ...] | None:
-    """Strides viewing a block of shape ``old`` as shape ``new`` without copying, or None
-    (numpy's rule: merged dimensions must continue each other in memory)."""
-    if math.prod(new) == 0:
-        return (0,) * len(new)
-    dims = [(d, s) for d, s in zip(old, strides) if d != 1]
-    out = [0] * len(new)
-    oi, oj, ni, nj = 0, 1, 0, 1
-    while ni < len(new) and oi < len(dims):
-        np_, op = new[ni], dims[oi][0]
-        while np_ != op:
-            if np_ < op:
-                np_ *= new[nj]
-                nj += 1
-            else:
-                op *= dims[oj][0]
-                oj += 1
-        for k in range(oi, oj - 1):
-            if dims[k][1] != dims[k + 1][0] * dims[k + 1][1]:
-                return None
-        out[nj - 1] = dims[oj - 1][1]
-        for k in range(nj - 1, ni, -1):
-            out[k - 1] = out[k] * new[k]
-        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
-    return tuple(s if d != 1 else 0 for d, s in zip(new, out))
 
 
 class Tensor:
@@ -227,7 +201,7 @@ class Tensor:
             return self._runs
         except AttributeError:
             if self._var >= 0:
-                self._runs = _block_runs(self._var, self._offset, self._shape, self._strides)
+                self._runs = block.block_runs(self._var, self._offset, self._shape, self._strides)
             else:
                 self._runs = bx.to_runs(self._boxes, self._shape)
             return self._runs
@@ -485,7 +459,7 @@ class Tensor:
 
     def _reshaped(self, new: tuple[int, ...], name: str) -> Tensor:
         if self._var >= 0:
-            strides = _nocopy_strides(self._shape, self._strides, new)
+            strides = block.nocopy_strides(self._shape, self._strides, new)
             if strides is not None:
                 return self._block_view(new, self._offset, strides, name)
         if len(new) <= 1:
@@ -640,35 +614,6 @@ class Tensor:
         if hasattr(self, "_runs"):
             t._runs = self._runs
         return t
-
-
-def _block_runs(var: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Runs:
-    """The runs of one strided block, in flattened order: trailing dimensions that continue
-    each other in memory form one run, the leading ones enumerate the runs."""
-    n = len(shape)
-    if n == 0:
-        return Runs.single(var, offset, 1, 1)
-    if math.prod(shape) == 0:
-        return Runs.single(var, offset, 0, 1)
-    k, count, stride = n - 1, shape[-1], strides[-1]
-    while k > 0:
-        size, s = shape[k - 1], strides[k - 1]
-        if size != 1 and count != 1 and s != count * stride:
-            break
-        if count == 1:
-            stride = s
-        count *= size
-        k -= 1
-    lead = math.prod(shape[:k])
-    if lead == 1:
-        return Runs.single(var, offset, count, stride)
-    if lead > 256:
-        return bx.to_runs(bx.block(var, offset, shape, strides), shape)
-    offsets = [offset]
-    for size, s in zip(shape[:k], strides[:k]):
-        offsets = [o + i * s for o in offsets for i in range(size)]
-    stride = stride if count > 1 else 1
-    return Runs.make(np.full(lead, var), offsets, np.full(lead, count), np.full(lead, stride))
 
 
 def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int = 0) -> Tensor:

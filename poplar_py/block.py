@@ -1,0 +1,81 @@
+"""One strided block of one variable: the arithmetic of the common views.
+
+Nearly every view is a block: an offset and one stride per dimension, as a numpy view
+is. These functions work on its ``(shape, strides)`` alone: the strides of a new
+variable, whether a reshape keeps it one block, its elements as runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import boxes as bx
+from .regions import Runs
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a whole variable of ``shape`` (row-major; 0 on dimensions of size 1)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step if d > 1 else 0)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int]) -> tuple[int, ...] | None:
+    """Strides viewing a block of shape ``old`` as shape ``new`` without copying, or None
+    (numpy's rule: merged dimensions must continue each other in memory)."""
+    if math.prod(new) == 0:
+        return (0,) * len(new)
+    dims = [(d, s) for d, s in zip(old, strides) if d != 1]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(dims):
+        np_, op = new[ni], dims[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= dims[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if dims[k][1] != dims[k + 1][0] * dims[k + 1][1]:
+                return None
+        out[nj - 1] = dims[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return tuple(s if d != 1 else 0 for d, s in zip(new, out))
+
+
+def block_runs(var: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Runs:
+    """The runs of one strided block, in flattened order: trailing dimensions that continue
+    each other in memory form one run, the leading ones enumerate the runs."""
+    n = len(shape)
+    if n == 0:
+        return Runs.single(var, offset, 1, 1)
+    if math.prod(shape) == 0:
+        return Runs.single(var, offset, 0, 1)
+    k, count, stride = n - 1, shape[-1], strides[-1]
+    while k > 0:
+        size, s = shape[k - 1], strides[k - 1]
+        if size != 1 and count != 1 and s != count * stride:
+            break
+        if count == 1:
+            stride = s
+        count *= size
+        k -= 1
+    lead = math.prod(shape[:k])
+    if lead == 1:
+        return Runs.single(var, offset, count, stride)
+    if lead > 256:
+        return bx.to_runs(bx.block(var, offset, shape, strides), shape)
+    offsets = [offset]
+    for size, s in zip(shape[:k], strides[:k]):
+        offsets = [o + i * s for o in offsets for i in range(size)]
+    stride = stride if count > 1 else 1
+    return Runs.make(np.full(lead, var), offsets, np.full(lead, count), np.full(lead, stride))
