@@ -31,7 +31,7 @@ class IdModel:
     """What the device memory should hold: one value per element id, updated as numpy would."""
 
     def __init__(self, graph: poplar.Graph) -> None:
-        self.values = np.zeros(graph.getVariable(0).variables.num_elements, dtype=np.float64)
+        self.values = np.zeros(graph.freeze().variables.num_elements, dtype=np.float64)
 
     def write(self, t: poplar.Tensor, data: np.ndarray) -> None:
         self.values[element_ids(t).reshape(-1)] = np.asarray(data, dtype=np.float64).reshape(-1)

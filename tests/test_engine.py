@@ -702,3 +702,14 @@ def test_cpu_device_runs_programs():
     engine.load(device)
     engine.run(0)
     np.testing.assert_array_equal(engine.readTensor("out"), np.arange(6).reshape(2, 3).T)
+
+
+def test_dump_ir_writes_the_frozen_graph(tmp_path, monkeypatch):
+    _, graph = make_graph(4)
+    t = graph.addVariable(poplar.FLOAT, [6], "dumped")
+    graph.setTileMapping(t, 2)
+    path = tmp_path / "ir.txt"
+    monkeypatch.setenv("POPLAR_PY_DUMP_IR", str(path))
+    poplar.Engine(graph, prog.WriteUndef(t))
+    text = path.read_text()
+    assert "variables: 1 (6 elements)" in text and "'dumped' float [6]: [0,6)->2" in text
