@@ -150,7 +150,8 @@ def allowedTypes(op: UnaryOpType | BinaryOpType | TernaryOpType) -> frozenset[Ty
 ExprLike = Union["Expr", bool, int, float, np.generic]
 
 
-def _wrap(x: ExprLike) -> Expr:
+def as_expr(x: ExprLike) -> Expr:
+    """The expression for ``x``: itself, or a Const for a Python or numpy scalar."""
     if isinstance(x, Expr):
         return x
     if isinstance(x, (bool, int, float, np.generic)):
@@ -253,7 +254,7 @@ class Cast(Expr):
     """``e`` converted to ``type`` (float -> integer truncates, anything -> bool is ``!= 0``)."""
 
     def __init__(self, e: ExprLike, type: Type | object) -> None:  # noqa: A002
-        self.children = (_wrap(e),)
+        self.children = (as_expr(e),)
         self.type = asType(type)
 
     def _key(self) -> tuple:
@@ -276,7 +277,7 @@ class UnaryOp(Expr):
             need = f"a {self._ENUM.__name__} and " if self.OP is None else ""
             raise TypeError(f"{type(self).__name__} takes {need}{self._ARITY} operand(s), got {args!r}")
         self.op: UnaryOpType | BinaryOpType | TernaryOpType = op  # type: ignore[assignment]
-        self.children = tuple(_wrap(a) for a in rest)  # type: ignore[arg-type]
+        self.children = tuple(as_expr(a) for a in rest)  # type: ignore[arg-type]
 
     def _key(self) -> tuple:
         return ("op", self.op)
@@ -382,7 +383,7 @@ _11, _12, _13, _14, _15, _16, _17, _18, _19, _20 = (PlaceHolder(i) for i in rang
 def inferType(e: ExprLike, types: list[Type]) -> Type:
     """The element type of ``e`` when placeholder ``_i`` has type ``types[i-1]`` (PoplibsError if the
     operand types disagree, an op does not support them, or a constant's type cannot be inferred)."""
-    t = resultType(_wrap(e), types, None)
+    t = resultType(as_expr(e), types, None)
     if t is None:
         raise PoplibsError(f"cannot infer the type of {e!r}: it has no placeholder to take a type from")
     return t

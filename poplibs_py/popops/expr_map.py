@@ -102,7 +102,7 @@ def computeSetFor(graph: Graph, prog: ProgOrCs, debugName: str) -> ComputeSet:
 
 def _map(graph: Graph, e: pe.Expr, ts: Sequence[Tensor], out: Tensor | None, prog: ProgOrCs,
          debugName: str, inPlace: bool) -> Tensor:
-    e = pe._wrap(e)
+    e = pe.as_expr(e)
     ts = list(ts)
     if not ts:
         raise PoplibsError("map needs at least one input tensor")
