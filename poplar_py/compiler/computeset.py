@@ -264,7 +264,8 @@ def _same_elements(reps: np.ndarray, place: Placement, sruns: SegmentRuns, verte
                    bases: np.ndarray) -> np.ndarray:
     """Per representative, the first of ``reps`` on its tile holding the same elements (runs
     that differ may hold the same elements). A fingerprint of each one's elements (count, sums of
-    gids and of their squares, wrapping) finds the candidates; their elements are compared."""
+    gids and of their squares, wrapping) finds the candidates; their elements are compared, as
+    different sets can share a fingerprint ({0, 3, 5, 6} and {1, 2, 4, 7} do)."""
     canon = np.arange(place.segments.size)
     multi = reps[sruns.count[place.segments[reps]] > 1]
     if multi.size < 2:
@@ -281,12 +282,21 @@ def _same_elements(reps: np.ndarray, place: Placement, sruns: SegmentRuns, verte
     total2 = np.add.reduceat(c * g * g + u(2) * g * s * tri + s * s * squares, first)
     key = [vertex_tile[segments], np.add.reduceat(runs.count, first), total.view(_I64), total2.view(_I64)]
     same = _first_equal(key)
+
+    def elements(k: int) -> np.ndarray:
+        return np.stack(sruns.runs.select(sruns.rows(segments[k:k + 1])).elements())
+
+    # Within one fingerprint, the first member with each distinct element sequence.
+    distinct: dict[int, list[tuple[int, np.ndarray]]] = {}
     for k in np.flatnonzero(same != np.arange(multi.size)).tolist():
-        a, b = int(segments[same[k]]), int(segments[k])
-        ea = sruns.runs.select(sruns.rows(np.array([a]))).elements()
-        eb = sruns.runs.select(sruns.rows(np.array([b]))).elements()
-        if all(np.array_equal(x, y) for x, y in zip(ea, eb)):
-            canon[multi[k]] = canon[multi[same[k]]]
+        head = int(same[k])
+        kinds = distinct.setdefault(head, [(head, elements(head))])
+        mine = elements(k)
+        match = next((j for j, e in kinds if np.array_equal(e, mine)), None)
+        if match is None:
+            kinds.append((k, mine))
+        else:
+            canon[multi[k]] = canon[multi[match]]
     return canon
 
 

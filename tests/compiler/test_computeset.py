@@ -457,6 +457,27 @@ def test_readers_of_the_same_elements_share_one_buffer_whatever_the_view():
     assert buffers == 5 * 4  # one buffer of five floats, not two
 
 
+def test_readers_share_only_equal_elements_when_fingerprints_collide():
+    """{0,3,5,6} and {1,2,4,7} have equal counts, sums and sums of squares: the elements decide."""
+    _, graph = make(tiles=2)
+    x = graph.addVariable(poplar.FLOAT, [8], "x")
+    graph.setTileMapping(x, 0)
+    out = graph.addVariable(poplar.FLOAT, [3, 4], "out")
+    graph.setTileMapping(out, 1)
+    views = [poplar.concat([x[0:1], x[3:4], x[5:7]]),
+             poplar.concat([x[1:3], x[4:8:3]]),  # 1 2 4 7 as (1 2)(4 7)
+             poplar.concat([x[1:2], x[2:5:2], x[7:8]])]  # and as (1)(2 4)(7)
+    assert [len(v.runs()) for v in views] == [2, 2, 3]
+    cs = graph.addComputeSet("collide")
+    for i, view in enumerate(views):
+        v = graph.addVertex(cs, "Scale", {"x": view, "y": out[i]})
+        graph.setInitialValue(v["k"], 1.0)
+        graph.setTileMapping(v, 1)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    buffers = engine.getProfile()["compilation"]["tiles"][1]["memory"]["byCategory"]["exchange buffers"]
+    assert buffers == 2 * 4 * 4  # {0,3,5,6} alone, {1,2,4,7} shared
+
+
 def test_a_broadcast_read_crosses_the_exchange_once():
     """Tiles reading one remote element: each receives it, its tile sends it once."""
     device, graph = make(tiles=4)
