@@ -90,7 +90,7 @@ class Step:
 
 @dataclass
 class CopyStep(Step):
-    plan: CopyPlan = None  # type: ignore[assignment]
+    plan: CopyPlan
     kind: ClassVar[str] = "DoExchange"
 
     def run(self, m: Machine) -> None:
@@ -112,11 +112,11 @@ class HostStep(Step):
 
 @dataclass
 class StreamCopyStep(HostStep):
-    handle: str = ""
-    to_device: bool = True
-    plan: CopyPlan = None  # type: ignore[assignment]  # host buffer <-> arena
-    dtype: np.dtype = None  # type: ignore[assignment]
-    n: int = 0
+    handle: str
+    to_device: bool
+    plan: CopyPlan  # host buffer <-> arena
+    dtype: np.dtype
+    n: int
 
     def run(self, m: Machine) -> None:
         stream = m.streams.get(self.handle)
@@ -148,10 +148,10 @@ class StreamCopyStep(HostStep):
 
 @dataclass
 class PrintStep(HostStep):
-    title: str = ""
-    plan: CopyPlan = None  # type: ignore[assignment]  # arena -> host buffer
-    type: Type = None  # type: ignore[assignment]
-    shape: tuple[int, ...] = ()
+    title: str
+    plan: CopyPlan  # arena -> host buffer
+    type: Type
+    shape: tuple[int, ...]
 
     def run(self, m: Machine) -> None:
         values = np.empty(self.shape, dtype=self.type.dtype)
@@ -164,7 +164,7 @@ class PrintStep(HostStep):
 
 @dataclass
 class ExecuteStep(Step):
-    runner: ComputeSetRunner = None  # type: ignore[assignment]
+    runner: ComputeSetRunner
     kind: ClassVar[str] = "OnTileExecute"
 
     def run(self, m: Machine) -> None:
@@ -189,7 +189,7 @@ class SyncStep(Step):
 
 @dataclass
 class SequenceStep(Step):
-    steps: list[Step] = field(default_factory=list)
+    steps: list[Step]
 
     def run(self, m: Machine) -> None:
         for s in self.steps:
@@ -198,8 +198,8 @@ class SequenceStep(Step):
 
 @dataclass
 class RepeatStep(Step):
-    count: int = 0
-    body: Step = None  # type: ignore[assignment]
+    count: int
+    body: Step
 
     def run(self, m: Machine) -> None:
         body = self.body
@@ -209,10 +209,10 @@ class RepeatStep(Step):
 
 @dataclass
 class WhileStep(Step):
-    cond: Step = None  # type: ignore[assignment]
-    predicate: ScalarRef = None  # type: ignore[assignment]
-    loop_while: bool = True
-    body: Step = None  # type: ignore[assignment]
+    cond: Step
+    predicate: ScalarRef
+    loop_while: bool
+    body: Step
 
     def run(self, m: Machine) -> None:
         while True:
@@ -224,9 +224,9 @@ class WhileStep(Step):
 
 @dataclass
 class IfStep(Step):
-    predicate: ScalarRef = None  # type: ignore[assignment]
-    then: Step = None  # type: ignore[assignment]
-    orelse: Step = None  # type: ignore[assignment]
+    predicate: ScalarRef
+    then: Step
+    orelse: Step
 
     def run(self, m: Machine) -> None:
         (self.then if self.predicate.read(m) else self.orelse).run(m)
@@ -234,9 +234,9 @@ class IfStep(Step):
 
 @dataclass
 class SwitchStep(Step):
-    control: ScalarRef = None  # type: ignore[assignment]
-    cases: dict[int, Step] = field(default_factory=dict)
-    default: Step = None  # type: ignore[assignment]
+    control: ScalarRef
+    cases: dict[int, Step]
+    default: Step
 
     def run(self, m: Machine) -> None:
         self.cases.get(int(self.control.read(m)), self.default).run(m)
@@ -244,7 +244,7 @@ class SwitchStep(Step):
 
 @dataclass
 class CallStep(Step):
-    function: int = 0
+    function: int
 
     def run(self, m: Machine) -> None:
         m.functions[self.function].run(m)
