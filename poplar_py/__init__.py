@@ -31,6 +31,7 @@ from .graph import (
                      VertexRef,
 )
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
+from .templates import Policy
 from .tensor import Interval, Tensor, UpsampleMethod, VariableRef, append, concat
 from .types import (
                      BOOL,
@@ -47,17 +48,29 @@ from .types import (
                      UNSIGNED_SHORT,
                      Type,
 )
-from .vertex import InOut, Input, MultiVertex, Output, TypeParam, Vector, VectorList, Vertex
+from .vertex import (
+                     Const,
+                     InOut,
+                     Input,
+                     LocalArray,
+                     MultiVertex,
+                     Output,
+                     TypeParam,
+                     Vector,
+                     VectorList,
+                     Vertex,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG", "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR",
-    "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT", "CodeletCompileError", "ComputeSet",
+    "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT", "CodeletCompileError", "ComputeSet", "Const",
     "DataStream", "Device", "DeviceManager", "Engine", "FieldRef", "Function", "Graph",
     "GraphConnectionError", "GraphCycleError", "GraphMemoryAllocationError", "IPUModel", "InOut",
     "Input", "Interval", "InvalidMachineModelError", "InvalidOptionError", "InvalidTileMappingError",
-    "MissingCycleEstimateError", "MultiVertex", "Output", "PoplarError", "PoplarTypeError",
+    "LocalArray",
+    "MissingCycleEstimateError", "MultiVertex", "Output", "Policy", "PoplarError", "PoplarTypeError",
     "ProgramError", "StreamError", "Target", "TargetType", "Tensor", "TensorCloneMethod",
     "TensorCreationError", "Type", "TypeParam", "UnknownFieldError", "UnknownVertexTypeError",
     "UpsampleMethod",

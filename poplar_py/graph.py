@@ -21,6 +21,7 @@ from .block import contiguous_strides
 from .codelet_loading import caller_location, codelet_classes
 from .compiler.codelets import check_codelet
 from .errors import (
+    CodeletCompileError,
     GraphConnectionError,
     InvalidTileMappingError,
     PoplarError,
@@ -34,6 +35,7 @@ from .mapping_table import MappingTable
 from .program import Program
 from .regions import unique_sorted
 from .target import Device, Target
+from .templates import parse_argument, split_arguments
 from .tensor import Interval, Tensor, concat
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
@@ -56,6 +58,7 @@ class TensorCloneMethod(enum.Enum):
 
 
 PerfEstimator = Callable[..., Any]
+_EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
 
 
 class Graph:
@@ -265,7 +268,7 @@ class Graph:
         for cls in codelet_classes(src):
             if self._codelets.get(cls.vertexName) is cls:
                 continue
-            if not cls.typeParams:
+            if not cls.templateParams:
                 check_codelet(cls)
             self._codelets[cls.vertexName] = cls
             self._vertex_types.clear()  # a name may now mean another class
@@ -281,17 +284,22 @@ class Graph:
         if cls is None and name.endswith(">") and "<" in name:
             base, args = name[:-1].split("<", 1)
             template = self._codelets.get(base)
-            if template is not None and template.typeParams:
+            if template is not None and template.templateParams:
+                texts = split_arguments(args)
+                params = template.templateParams
+                if len(texts) != len(params):
+                    template.instantiate(*texts)  # raises: the wrong number of arguments
                 try:
-                    types = [asType(a.strip()) for a in args.split(",")]
-                except TypeError as exc:
+                    values = [parse_argument(p, a, name) for p, a in zip(params, texts)]
+                except CodeletCompileError as exc:
                     raise UnknownVertexTypeError(f"vertex type '{name}': {exc}") from None
-                cls = template.instantiate(*types)
+                cls = template.instantiate(*values)
                 check_codelet(cls)
                 self._codelets[name] = cls
-        if cls is not None and cls.typeParams:
-            raise UnknownVertexTypeError(f"vertex type '{name}' is a template: name its types, as in "
-                                         f"'{name}<{','.join('float' for _ in cls.typeParams)}>'")
+        if cls is not None and cls.templateParams:
+            raise UnknownVertexTypeError(
+                f"vertex type '{name}' is a template: name its arguments, as in "
+                f"'{name}<{','.join(_EXAMPLES.get(p.kind, '...') for p in cls.templateParams)}>'")
         if cls is None and required:
             raise UnknownVertexTypeError(
                 f"unknown vertex type '{name}'; call graph.addCodelets first "

@@ -21,7 +21,10 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
+import numpy as np
+
 from .errors import CodeletCompileError
+from .templates import Bound, Policy, TemplateParam, TypeParam, argument_text
 from .types import ALL_TYPES, Type, asType
 
 
@@ -84,6 +87,7 @@ class _Wrapper:
         return f"poplar.{self._name}"
 
 
+Const = _Wrapper("Const")  # a template constant: ``R: Const[int]`` (see poplar_py.templates)
 Input = _Wrapper("Input")
 Output = _Wrapper("Output")
 InOut = _Wrapper("InOut")
@@ -91,20 +95,6 @@ Vector = _Wrapper("Vector")
 VectorList = _Wrapper("VectorList")
 
 _EDGES = {"Input": Direction.INPUT, "Output": Direction.OUTPUT, "InOut": Direction.INOUT}
-
-
-class TypeParam:
-    """A placeholder element type of a templated codelet (``T = TypeParam("T")``).
-
-    ``Fill.instantiate(FLOAT)`` (or the vertex name ``"popops::Fill<float>"``) gives
-    the class with ``T`` bound, which is what gets compiled.
-    """
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def _element_type(t: Any) -> Type | TypeParam | None:
@@ -148,30 +138,46 @@ def resolve_field(name: str, ann: Any) -> FieldSpec | None:
     return None
 
 
-def _collect_fields(cls: type) -> dict[str, FieldSpec]:
+_CLASS_ATTRIBUTES = ("fields", "isMultiVertex", "sourceFile", "NUM_WORKERS", "vertexName", "typeParams",
+                     "templateParams", "constants")
+
+
+def _collect(cls: type) -> tuple[dict[str, FieldSpec], list[TemplateParam]]:
+    """The fields and the template parameters (in order of first appearance) of ``cls``."""
     module = sys.modules.get(cls.__module__)
     namespace = dict(vars(module)) if module is not None else {}
     fields: dict[str, FieldSpec] = {}
+    params: dict[str, TemplateParam] = {}
     for base in reversed(cls.__mro__[1:]):
         fields.update(getattr(base, "fields", {}) or {})
+        params.update({p.name: p for p in getattr(base, "_declared", ())})
     for name, ann in inspect.get_annotations(cls).items():
-        if name.startswith("_") or name in ("fields", "isMultiVertex", "sourceFile", "NUM_WORKERS",
-                                            "vertexName", "typeParams"):
+        if name.startswith("_") or name in _CLASS_ATTRIBUTES:
             continue
         if isinstance(ann, str):
             ann = _eval_annotation(cls, name, ann, namespace)
+        if isinstance(ann, _Annotation) and ann.wrapper == "Const":
+            kind = ann.inner
+            if not (kind in (int, bool) or (isinstance(kind, type) and issubclass(kind, Policy))):
+                raise CodeletCompileError(
+                    f"{_where(cls)}: template constant '{cls.__name__}.{name}' must be Const[int], "
+                    f"Const[bool] or Const[<a Policy family>], not Const[{kind!r}]")
+            params.setdefault(name, TemplateParam(name, kind))
+            continue
         spec = resolve_field(name, ann)
         if spec is None:
             raise CodeletCompileError(
                 f"{_where(cls)}: field '{cls.__name__}.{name}' has an unsupported annotation "
                 f"{ann!r}; use T, Vector[T], Input[T], Input[Vector[T]], Input[VectorList[T]] "
                 "or Vector[Input[Vector[T]]] (likewise Output and InOut)")
+        if isinstance(spec.type, TypeParam):
+            params.setdefault(spec.type.name, TemplateParam(spec.type.name, None))
         fields[name] = spec
-    return fields
+    return fields, list(params.values())
 
 
 def _eval_annotation(cls: type, name: str, text: str, namespace: dict[str, Any]) -> Any:
-    scope = {"Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector,
+    scope = {"Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector, "Const": Const,
              "VectorList": VectorList, "float": float, "int": int, "bool": bool}
     scope.update({t.__repr__().split(".")[1]: t for t in ALL_TYPES})
     scope.update(namespace)
@@ -191,6 +197,16 @@ def _where(cls: type) -> str:
         return cls.__module__
 
 
+def LocalArray(type_: Type | TypeParam | type, size: int) -> np.ndarray:
+    """A fixed-size local array of ``size`` elements of ``type_``, zero-filled: in a codelet,
+    ``acc = LocalArray(OutT, R * C)``. The size is a literal or a constant expression (template
+    constants, global constants); compiled code keeps the array in registers once loops over it
+    unroll, and checks its indices like a vector field's."""
+    dtype = np.dtype(float) if type_ is float else np.dtype(int) if type_ is int else \
+        np.dtype(bool) if type_ is bool else asType(type_).dtype
+    return np.zeros(int(size), dtype)
+
+
 class Vertex:
     """Base class of codelets whose ``compute(self)`` runs on one worker thread.
 
@@ -202,16 +218,21 @@ class Vertex:
     isMultiVertex: ClassVar[bool] = False
     sourceFile: ClassVar[str] = ""
     vertexName: ClassVar[str] = ""  # the name addVertex uses; the class name by default
-    typeParams: ClassVar[tuple[str, ...]] = ()  # unbound TypeParam names: a template
+    templateParams: ClassVar[tuple[TemplateParam, ...]] = ()  # unbound: the class is a template
+    typeParams: ClassVar[tuple[str, ...]] = ()  # the names of templateParams
+    constants: ClassVar[dict[str, Bound]] = {}  # bound template constants (``self.R``) and types
+    _declared: ClassVar[tuple[TemplateParam, ...]] = ()  # every template parameter, bound or not
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.fields = _collect_fields(cls)
-        bound = cls.__dict__.get("_bindings", {})
+        fields, declared = _collect(cls)
+        bound: dict[str, Bound] = cls.__dict__.get("_bindings", {})
         cls.fields = {n: replace(s, type=bound[s.type.name]) if isinstance(s.type, TypeParam)
-                      and s.type.name in bound else s for n, s in cls.fields.items()}
-        cls.typeParams = tuple(dict.fromkeys(s.type.name for s in cls.fields.values()
-                                             if isinstance(s.type, TypeParam)))
+                      and s.type.name in bound else s for n, s in fields.items()}
+        cls._declared = tuple(declared)
+        cls.templateParams = tuple(p for p in declared if p.name not in bound)
+        cls.typeParams = tuple(p.name for p in cls.templateParams)
+        cls.constants = dict(bound)
         if "vertexName" not in cls.__dict__:
             cls.vertexName = cls.__name__
         try:
@@ -220,27 +241,35 @@ class Vertex:
             cls.sourceFile = ""
 
     @classmethod
-    def instantiate(cls, *types: Type | object) -> type[Vertex]:
-        """The class with its type parameters bound, in order of first use in the fields.
+    def instantiate(cls, *args: object) -> type[Vertex]:
+        """The class with its template parameters bound, in order of first appearance in the
+        class's annotations (types, ``int`` and ``bool`` constants, policies).
 
-        Named ``"<vertexName><float,int>"`` as Poplar's templated vertices; cached.
+        Named ``"<vertexName><float,6,true>"`` as Poplar's templated vertices; cached.
         """
-        if len(types) != len(cls.typeParams):
+        params = cls.templateParams
+        if len(args) != len(params):
             raise CodeletCompileError(
-                f"{cls.vertexName} takes {len(cls.typeParams)} type argument(s) "
-                f"({', '.join(cls.typeParams) or 'none'}), got {len(types)}")
-        args = tuple(asType(t) for t in types)
+                f"{cls.vertexName} takes {len(params)} template argument(s) "
+                f"({', '.join(p.describe() for p in params) or 'none'}), got {len(args)}")
+        values = tuple(p.bind(a, cls.vertexName) for p, a in zip(params, args))
         cache = cls.__dict__.get("_instances")
         if cache is None:
             cache = {}
             cls._instances = cache
-        if args not in cache:
-            name = f"{cls.vertexName}<{','.join(str(t) for t in args)}>"
-            safe = cls.__name__ + "_" + "_".join(str(t).replace(" ", "_") for t in args)
-            cache[args] = type(cls)(safe, (cls,), {
-                "_bindings": dict(zip(cls.typeParams, args)), "vertexName": name,
-                "__module__": cls.__module__, "__qualname__": safe})
-        return cache[args]
+        key = tuple((type(v), v) for v in values)  # True and 1 are different arguments
+        if key not in cache:
+            name = f"{cls.vertexName}<{','.join(argument_text(v) for v in values)}>"
+            safe = cls.__name__ + "_" + "_".join(argument_text(v).replace(" ", "_").replace(":", "_")
+                                                 for v in values)
+            bindings = {**cls.constants, **dict(zip(cls.typeParams, values))}
+            cache[key] = type(cls)(safe, (cls,), {
+                "_bindings": bindings, "vertexName": name, "__module__": cls.__module__,
+                "__qualname__": safe})
+            for p, v in zip(params, values):
+                if p.kind is not None:
+                    setattr(cache[key], p.name, v)  # self.R in the interpreter, as in Python
+        return cache[key]
 
     def compute(self, *args: Any) -> bool | None:  # pragma: no cover - overridden
         raise NotImplementedError

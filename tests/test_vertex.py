@@ -62,7 +62,7 @@ def test_template_instantiation_and_names():
     assert f.fields["value"].type == poplar.FLOAT
     assert Fill.instantiate("float") is f
     assert Fill.instantiate(poplar.UNSIGNED_INT).vertexName == "test::Fill<unsigned int>"
-    with pytest.raises(poplar.CodeletCompileError, match="takes 1 type argument"):
+    with pytest.raises(poplar.CodeletCompileError, match="takes 1 template argument"):
         Fill.instantiate(poplar.FLOAT, poplar.INT)
 
 
@@ -95,7 +95,7 @@ def test_template_name_errors():
         graph.addVertex(cs, "test::Fill")
     with pytest.raises(poplar.UnknownVertexTypeError, match="not a poplar element type"):
         graph.addVertex(cs, "test::Fill<quaternion>")
-    with pytest.raises(poplar.CodeletCompileError, match="takes 1 type argument"):
+    with pytest.raises(poplar.CodeletCompileError, match="takes 1 template argument"):
         graph.addVertex(cs, "test::Fill<float,int>")
     with pytest.raises(poplar.UnknownVertexTypeError, match="unknown vertex type 'Nope<float>'"):
         graph.addVertex(cs, "Nope<float>")

@@ -44,10 +44,21 @@ from .codelet_exprs import (
 )
 from .codelet_loopver import emit_guard, loop_points, plan_loop, plan_region
 from .codelet_ops import MathLib, ScalarOps
-from .codelet_types import ERR_ASSERTION, ERR_RETURNED_FALSE, PY_INT, CType, ScalarType, VectorType, scalar_of
+from .codelet_types import (
+    ERR_ASSERTION,
+    ERR_RETURNED_FALSE,
+    PY_INT,
+    CType,
+    PolicyType,
+    ScalarType,
+    VectorType,
+    scalar_of,
+)
 from .codelet_typing import TypedCodelet, is_range
 
 VERTEX_OVERHEAD = 10
+UNROLL_TRIPS = 64  # range loops with known bounds and at most this many iterations unroll,
+UNROLL_NODES = 4096  # unless the unrolled body would hold more AST nodes than this
 
 
 def state_layout(fields: dict[str, FieldSpec]) -> tuple[np.dtype, ir.LiteralStructType, dict[str, list[int]]]:
@@ -273,6 +284,8 @@ class KernelBuilder(ExprLowering):
 
     def _store(self, target: ast.expr, value: Value, vt: CType) -> None:
         if isinstance(target, ast.Name):
+            if isinstance(vt, PolicyType):
+                return
             slot = self.frame.slots[target.id]
             lt = self.frame.types.locals[target.id]
             if isinstance(slot, tuple):
@@ -332,6 +345,10 @@ class KernelBuilder(ExprLowering):
             self._loop(node, None)
             return
         assert isinstance(node.iter, ast.Call)
+        trips = self._unrolled_trips(node)
+        if trips is not None:
+            self._unrolled(node, trips)
+            return
         args = [self.ops.convert(self.expr(a), self.type(a), PY_INT) for a in node.iter.args]
         start, stop, step = (
             (I64(0), args[0], I64(1))
@@ -350,6 +367,38 @@ class KernelBuilder(ExprLowering):
         guard = emit_guard(self.b, plan, points, self._guard_leaf, self._guard_size)
         self._versioned(self.b.or_(self.b.not_(runs), guard), plan.ids,
                         lambda: self._loop(node, (start, stop, step)))
+
+    def _unrolled_trips(self, node: ast.For) -> range | None:
+        """The values of a ``range`` loop to unroll: its bounds are known when compiling and its
+        unrolled body stays small (then local arrays indexed by the loop variable become registers)."""
+        assert isinstance(node.iter, ast.Call)
+        bounds = []
+        for a in node.iter.args:
+            t = self.type(a)
+            if not (isinstance(t, ScalarType) and t.is_int and t.value is not None):
+                return None
+            bounds.append(int(t.value))
+        trips = range(*bounds)
+        size = sum(1 for s in node.body for _ in ast.walk(s))
+        if len(trips) > UNROLL_TRIPS or len(trips) * size > UNROLL_NODES:
+            return None
+        return trips
+
+    def _unrolled(self, node: ast.For, trips: range) -> None:
+        """The loop body once per value, with the same cycles as the loop: a test per iteration
+        and one to leave. ``continue`` goes to the next copy, ``break`` past the last."""
+        assert isinstance(node.target, ast.Name)
+        done = self._block("unrolled.end")
+        for value in trips:
+            following = self._block("unrolled.next")
+            self.pending += 1
+            self._store(node.target, I64(value), PY_INT)
+            self.frame.loops.append((following, done))
+            self._body(node.body)
+            self.frame.loops.pop()
+            self._goto(following)
+        self.pending += 1
+        self._goto(done)
 
     def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None]) -> None:
         """Lower code twice: with the accesses ``ids`` unchecked where ``guard`` holds, else checked

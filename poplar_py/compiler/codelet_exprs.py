@@ -17,8 +17,8 @@ import llvmlite.ir as ir
 
 from ..vertex import Direction, FieldKind
 from .codelet_ops import MathLib, ScalarOps
-from .codelet_source import MATH_CONSTANTS, ParsedCodelet
-from .codelet_types import ERR_OUT_OF_BOUNDS, PY_FLOAT, PY_INT, CType, ScalarType, VectorType
+from .codelet_source import ParsedCodelet
+from .codelet_types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
 from .codelet_typing import FunctionTypes
 
 COSTS = {
@@ -42,6 +42,7 @@ PTR = ir.PointerType()
 ERR_STRUCT = ir.LiteralStructType([I64] * 6)  # vertex, code, field, index, size, line
 ENTRY_STRUCT = ir.LiteralStructType([PTR, I64])  # one row of a vector list
 Vec = tuple[ir.Value, ir.Value]  # (data pointer, number of elements)
+NO_VALUE = ir.Constant(I1, 0)  # what a policy evaluates to: it is only ever called
 Value = ir.Value | Vec
 
 
@@ -95,7 +96,7 @@ class ExprLowering:
                 slots[name] = (self._alloca(PTR, name), self._alloca(I64, name + ".size"))
             elif isinstance(t, ScalarType):
                 slots[name] = self._alloca(ScalarOps.reg_type(t), name)
-        return Frame(types, slots)
+        return Frame(types, slots)  # a policy needs no slot: its functions are known when compiling
 
     @property
     def frame(self) -> Frame:
@@ -166,17 +167,24 @@ class ExprLowering:
         return self.ops.constant(node.value, self.type(node))
 
     def _eName(self, node: ast.Name) -> Value:
+        t = self.type(node)
+        if isinstance(t, PolicyType):
+            return NO_VALUE
         slot = self.frame.slots.get(node.id)
         if slot is None:  # a global numeric constant
-            return self.ops.constant(self.frame.types.fn.globals_used[node.id].value, self.type(node))
+            assert isinstance(t, ScalarType)
+            return self.ops.constant(t.value, t)
         if isinstance(slot, tuple):
             return self.b.load(slot[0], typ=PTR), self.b.load(slot[1], typ=I64)
         return self.b.load(slot)
 
     def _eAttribute(self, node: ast.Attribute) -> Value:
         t = self.type(node)
-        if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-            return self.ops.constant(MATH_CONSTANTS[node.attr], PY_FLOAT)
+        if isinstance(t, PolicyType):
+            return NO_VALUE
+        if not (isinstance(node.value, ast.Name) and node.value.id == "self") or node.attr not in self.fields:
+            assert isinstance(t, ScalarType)  # math.pi, self.R, op.identity: constants
+            return self.ops.constant(t.value, t)
         spec = self.parsed.fields[node.attr]
         value = self.fields[node.attr]
         if spec.kind is not FieldKind.SCALAR or spec.direction is Direction.STATE:
@@ -354,9 +362,15 @@ class ExprLowering:
             v = self.expr(node.args[0])
             assert isinstance(v, tuple)
             return v[1]
+        if name == "LocalArray":
+            assert isinstance(rt, VectorType) and rt.size is not None
+            array = ir.ArrayType(storage_type(rt.elem), rt.size)
+            ptr = self.alloca_builder.alloca(array, name="array")
+            self.b.store(ir.Constant(array, None), ptr)  # zeroed where it is made, as in Python
+            return ptr, I64(rt.size)
         args = [self.expr(a) for a in node.args]
         types = [self.type(a) for a in node.args]
-        if name in ("float", "int", "bool"):
+        if name in ("float", "int", "bool", "cast"):
             self.pending += 1
             assert isinstance(types[0], ScalarType) and isinstance(rt, ScalarType)
             return self.ops.convert(args[0], types[0], rt)
@@ -371,7 +385,9 @@ class ExprLowering:
     def _callee_name(self, f: ast.expr) -> str:
         assert isinstance(f, ast.Name)
         r = self.frame.types.fn.globals_used.get(f.id)
-        return r.value if r is not None else f.id
+        if r is None:
+            return f.id
+        return "cast" if r.kind == "type" else r.value
 
     def _minmax_abs(self, name: str, args: list[Value], types: list[CType], rt: ScalarType) -> ir.Value:
         conv = [self.ops.convert(a, t, rt) for a, t in zip(args, types)]  # type: ignore[arg-type]
@@ -390,6 +406,8 @@ class ExprLowering:
         args = [(self.expr(a), self.type(a)) for a in node.args]
         frame = self._new_frame(callee)
         for pname, (v, vt) in zip(callee.fn.params, args):
+            if isinstance(vt, PolicyType):
+                continue
             slot = frame.slots[pname]
             if isinstance(slot, tuple):
                 assert isinstance(v, tuple)

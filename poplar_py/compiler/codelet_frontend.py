@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import CodeletCompileError
-from ..vertex import Vertex
+from ..templates import Policy, TypeParam
+from ..types import Type
+from ..vertex import LocalArray, Vertex
 from .codelet_source import (
     BUILTINS,
     MATH_CONSTANTS,
@@ -29,6 +31,7 @@ from .codelet_source import (
     ParsedCodelet,
     Resolved,
     compile_error,
+    helper_key,
     parse_function,
 )
 
@@ -264,18 +267,34 @@ class _Checker(ast.NodeVisitor):
         if node.id in self.fn.local_names:
             return
         r = self._resolve(node)
-        if r.kind in ("math_module", "helper", "builtin"):
+        if r.kind in ("math_module", "helper", "builtin", "type"):
             raise self.error(node, f"'{node.id}' can only be called, not used as a value")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if self._is_self(node.value):
             self._field_attr(node)
             return
-        if isinstance(node.value, ast.Name) and self._resolve(node.value).kind == "math_module":
+        if isinstance(node.value, ast.Name) and node.value.id not in self.fn.local_names \
+                and self._resolve(node.value).kind == "math_module":
             if node.attr not in MATH_CONSTANTS:
                 raise self.error(node, f"math.{node.attr} is not supported as a value")
             return
-        raise self.error(node, "attribute access other than self.<field> and math.<name> is not supported")
+        if self._policy_value(node.value):  # a policy's constant: checked by the typing pass
+            return
+        raise self.error(node, "attribute access other than self.<field>, math.<name> and "
+                               "<policy>.<name> is not supported")
+
+    def _policy_value(self, node: ast.expr) -> bool:
+        """Whether ``node`` may hold an operation policy: ``self.<parameter>``, a local or a
+        global policy class (the typing pass checks what it really holds)."""
+        if isinstance(node, ast.Attribute) and self._is_self(node.value):
+            value = self.parsed.constants.get(node.attr)
+            return isinstance(value, type) and issubclass(value, Policy)
+        if isinstance(node, ast.Name) and not self._is_self(node):
+            if node.id in self.fn.local_names:
+                return True
+            return self._resolve(node).kind == "policy"
+        return False
 
     def visit_Call(self, node: ast.Call) -> None:
         if node.keywords:
@@ -285,13 +304,29 @@ class _Checker(ast.NodeVisitor):
             if not self.parsed.is_multi or node.args:
                 raise self.error(node, "self.numWorkers() is only available in a MultiVertex")
             return
+        if isinstance(f, ast.Attribute) and self._policy_value(f.value):
+            for a in node.args:  # a policy's function: found and checked by the typing pass
+                self.visit(a)
+            return
         name = self._callee(node)
         if name is None:
             raise self.error(
                 node,
-                "only math functions, min/max/abs/len/casts and helper functions of this file can be called",
+                "only math functions, min/max/abs/len/casts, LocalArray, helper functions of this "
+                "file and policy functions can be called",
             )
         kind, target = name
+        if kind == "type":
+            if len(node.args) != 1:
+                raise self.error(node, f"the cast {ast.unparse(f)}() takes exactly one argument")
+            self.visit(node.args[0])
+            return
+        if kind == "builtin" and target == "LocalArray":
+            if len(node.args) != 2:
+                raise self.error(node, "LocalArray(type, size) takes two arguments")
+            self._type_name(node.args[0])
+            self.visit(node.args[1])
+            return
         if kind == "math":
             arities = (1, 2) if target == "log" else (MATH_FUNCTIONS[target],)  # math.log(x, base)
             if len(node.args) not in arities:
@@ -319,17 +354,32 @@ class _Checker(ast.NodeVisitor):
             return "math", f.attr
         if isinstance(f, ast.Name) and f.id not in self.fn.local_names:
             r = self._resolve(f)
-            if r.kind in ("math", "helper", "builtin"):
+            if r.kind in ("math", "helper", "builtin", "type"):
                 return r.kind, r.value
         return None
+
+    def _type_name(self, node: ast.expr) -> None:
+        """LocalArray's element type: a poplar type, a type parameter, float, int or bool."""
+        if isinstance(node, ast.Name) and node.id not in self.fn.local_names:
+            r = self._resolve(node)
+            if r.kind == "type" or (r.kind == "builtin" and r.value in ("float", "int", "bool")):
+                return
+        raise self.error(node, "the element type of a LocalArray must be a poplar type, a type "
+                               "parameter, float, int or bool")
 
     # name resolution --------------------------------------------------------------------------
     def _is_self(self, node: ast.expr) -> bool:
         return self.is_method and isinstance(node, ast.Name) and node.id == "self"
 
     def _field_attr(self, node: ast.Attribute) -> None:
-        if node.attr not in self.parsed.fields:
-            raise self.error(node, f"'{node.attr}' is not a field of {self.parsed.cls.__name__}")
+        params = self._parameters()
+        if node.attr not in self.parsed.fields and node.attr not in params:
+            also = f" nor a template constant ({', '.join(sorted(params))})" if params else ""
+            raise self.error(node, f"'{node.attr}' is not a field of {self.parsed.cls.__name__}{also}")
+
+    def _parameters(self) -> set[str]:
+        """The class's template constants and policies (``self.R``, ``self.Op``)."""
+        return {k for k, v in self.parsed.constants.items() if not isinstance(v, Type)}
 
     def _resolve(self, node: ast.Name) -> Resolved:
         name = node.id
@@ -348,12 +398,26 @@ class _Checker(ast.NodeVisitor):
     def _classify(self, node: ast.Name, value: Any) -> Resolved:
         if value is math:
             return Resolved("math_module")
+        if value is LocalArray:
+            return Resolved("builtin", "LocalArray")
+        if isinstance(value, Type):
+            return Resolved("type", value)
+        if isinstance(value, TypeParam):
+            bound = self.parsed.constants.get(value.name)
+            if not isinstance(bound, Type):
+                raise self.error(node, f"type parameter '{value.name}' is not a template parameter of "
+                                       f"{self.parsed.cls.__name__}")
+            return Resolved("type", bound)
+        if isinstance(value, type) and issubclass(value, Policy):
+            return Resolved("policy", value)
         if callable(value) and getattr(math, getattr(value, "__name__", ""), None) is value:
             if value.__name__ not in MATH_FUNCTIONS:
                 raise self.error(node, f"math.{value.__name__}() is not supported")
             return Resolved("math", value.__name__)
         if isinstance(value, types.FunctionType):
-            return Resolved("helper", self._helper(node, value))
+            if inspect.getsourcefile(value) != self.fn.file:
+                raise self.error(node, f"function '{node.id}' is not defined in the codelet's file")
+            return Resolved("helper", check_helper(self.parsed, value))
         if isinstance(value, (bool, int, float)) or (
             isinstance(value, np.generic) and value.dtype.kind in "biuf"
         ):
@@ -366,14 +430,13 @@ class _Checker(ast.NodeVisitor):
             "(only numeric constants, math and helper functions)",
         )
 
-    def _helper(self, node: ast.Name, func: types.FunctionType) -> str:
-        name = func.__name__
-        if name in self.parsed.helpers:
-            return name
-        if inspect.getsourcefile(func) != self.parsed.file:
-            raise self.error(node, f"function '{node.id}' is not defined in the codelet's file")
-        where = f"helper '{name}' (used by {self.parsed.cls.__name__})"
+
+def check_helper(parsed: ParsedCodelet, func: types.FunctionType) -> str:
+    """Parse and check a helper function (or a policy's function) of ``parsed`` once; its key."""
+    key = helper_key(func)
+    if key not in parsed.helpers:
+        where = f"helper '{func.__qualname__}' (used by {parsed.cls.__name__})"
         fn = parse_function(func, where)
-        self.parsed.helpers[name] = fn  # registered before checking: recursion is found by the typer
-        _Checker(self.parsed, fn, is_method=False).run()
-        return name
+        parsed.helpers[key] = fn  # registered before checking: recursion is found by the typer
+        _Checker(parsed, fn, is_method=False).run()
+    return key

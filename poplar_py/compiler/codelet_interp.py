@@ -29,14 +29,23 @@ import ctypes
 import ctypes.util
 import math
 import operator
+import os
 import sys
 import types
 from typing import Any
 
 import numpy as np
 
+from ..types import Type
 from ..vertex import Direction, FieldKind
-from .codelet_source import MATH_CONSTANTS, MATH_FUNCTIONS, FunctionSource, ParsedCodelet
+from .codelet_source import (
+    MATH_CONSTANTS,
+    MATH_FUNCTIONS,
+    FunctionSource,
+    ParsedCodelet,
+    Resolved,
+    helper_key,
+)
 from .codelet_typed_locals import typed_function
 from .codelet_types import (
     ERR_ASSERTION,
@@ -214,33 +223,86 @@ class _Self:
         return 6
 
 
+class _Cast:
+    """A type named in codelet code (a poplar type or a bound type parameter): ``T(x)`` converts by
+    the codelet rules; ``LocalArray(T, n)`` reads its dtype."""
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.dtype = dtype
+
+    def __call__(self, value: Any) -> np.generic:
+        return cast_value(value, self.dtype)
+
+
 class Interpreter:
     """Runs one codelet class's compute() in Python over a table of vertex states."""
 
     def __init__(self, parsed: ParsedCodelet) -> None:
         self.parsed = parsed
-        fns = [parsed.compute, *parsed.helpers.values()]
-        g = dict(parsed.compute.func.__globals__)
-        g["int"] = _saturating_int  # shadows the builtin for the codelet's code only
-        for fn in fns:
+        self._module_globals: dict[int, dict[str, Any]] = {}
+        self._policies: dict[type, types.SimpleNamespace] = {}
+        self._arrays = {(os.path.realpath(f), line): len(parsed.fields) + k
+                        for k, (f, line, _) in enumerate(parsed.arrays)}
+        # Each function runs with a copy of its module's globals in which the names it uses mean
+        # what they mean in compiled code; the copies are filled once every function exists.
+        self.helpers = {key: self._rebind(fn, self._globals(fn), method=False)
+                        for key, fn in parsed.helpers.items()}
+        self.compute = self._rebind(parsed.compute, self._globals(parsed.compute), method=True)
+        for fn in [parsed.compute, *parsed.helpers.values()]:
+            g = self._globals(fn)
             for name, r in fn.globals_used.items():
-                if r.kind == "math_module":
-                    g[name] = _MATH
-                elif r.kind == "math":
-                    g[name] = getattr(_MATH, r.value)
-        run: list[types.FunctionType] = []  # the functions that run: their code objects are the codelet's
-        for fn in parsed.helpers.values():
-            g[fn.func.__name__] = self._rebind(fn, g, method=False)
-            run.append(g[fn.func.__name__])
-        for fn in fns[1:]:  # helpers may be known under other names too
-            for name, r in fn.globals_used.items():
-                if r.kind == "helper":
-                    g[name] = g[r.value]
-        for name, r in parsed.compute.globals_used.items():
-            if r.kind == "helper":
-                g[name] = g[r.value]
-        self.compute = self._rebind(parsed.compute, g, method=True)
-        self.codes = {f.__code__ for f in [*run, self.compute]}
+                meaning = self._meaning(r)
+                if meaning is not None:
+                    g[name] = meaning
+        self.constants = {name: self._policy(v) if isinstance(v, type) else v
+                          for name, v in parsed.constants.items() if not isinstance(v, Type)}
+        self.codes = {f.__code__ for f in [*self.helpers.values(), self.compute]}
+
+    def _globals(self, fn: FunctionSource) -> dict[str, Any]:
+        module = fn.func.__globals__
+        g = self._module_globals.get(id(module))
+        if g is None:
+            g = self._module_globals[id(module)] = dict(module)
+            g["int"] = _saturating_int  # shadows the builtin for the codelet's code only
+        return g
+
+    def _meaning(self, r: Resolved) -> Any:
+        """What a global name means for the interpreter when not what Python gives it, else None."""
+        if r.kind == "math_module":
+            return _MATH
+        if r.kind == "math":
+            return getattr(_MATH, r.value)
+        if r.kind == "helper":
+            return self.helpers[r.value]
+        if r.kind == "type":
+            return _Cast(r.value.dtype)
+        if r.kind == "policy":
+            return self._policy(r.value)
+        if r.kind == "builtin" and r.value == "LocalArray":
+            return self._local_array
+        return None
+
+    def _policy(self, cls: type) -> types.SimpleNamespace:
+        """A policy as the interpreter calls it: its functions rebound like helpers, its constants."""
+        ns = self._policies.get(cls)
+        if ns is None:
+            members = {}
+            for name in dir(cls):
+                value = getattr(cls, name)
+                if isinstance(value, types.FunctionType):
+                    members[name] = self.helpers.get(helper_key(value), value)
+                elif isinstance(value, (bool, int, float)) and not name.startswith("__"):
+                    members[name] = value
+            ns = self._policies[cls] = types.SimpleNamespace(**members)
+        return ns
+
+    def _local_array(self, type_: Any, size: int) -> _Vector:
+        """``LocalArray(T, n)``: a zeroed, bounds-checked array (numbered as the compiler numbers it)."""
+        caller = sys._getframe(1)
+        index = self._arrays[(os.path.realpath(caller.f_code.co_filename), caller.f_lineno)]
+        dtype = type_.dtype if isinstance(type_, _Cast) else np.dtype(np.int64) \
+            if type_ is _saturating_int else np.dtype(type_)
+        return _Vector(np.zeros(int(size), dtype), index)
 
     @staticmethod
     def _rebind(fn: FunctionSource, g: dict[str, Any], method: bool) -> types.FunctionType:
@@ -268,7 +330,7 @@ class Interpreter:
         return None
 
     def _proxy(self, record: np.void, mem: _Memory) -> _Self:
-        get: dict[str, Any] = {}
+        get: dict[str, Any] = dict(self.constants)
         set_: dict[str, np.ndarray] = {}
         for index, (name, spec) in enumerate(self.parsed.fields.items()):
             dt = spec.type.dtype

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import CodeletCompileError
 from ..vertex import FieldSpec
 
-BUILTINS = frozenset({"len", "range", "min", "max", "abs", "float", "int", "bool"})
+BUILTINS = frozenset({"len", "range", "min", "max", "abs", "float", "int", "bool", "LocalArray"})
 MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan, "tau": math.tau}
 #: math functions -> number of arguments (math.log also takes an optional base).
 MATH_FUNCTIONS = {
@@ -62,8 +62,8 @@ MATH_FUNCTIONS = {
 class Resolved:
     """What a global name in a codelet refers to."""
 
-    kind: str  # "math_module", "math", "helper", "const", "builtin"
-    value: Any = None  # math function name, helper name, constant value or builtin name
+    kind: str  # "math_module", "math", "helper", "const", "builtin", "type", "policy"
+    value: Any = None  # math function name, helper key, constant value, builtin name, Type or policy class
 
 
 @dataclass
@@ -79,6 +79,15 @@ class FunctionSource:
     func: types.FunctionType  # the Python function itself (interpreter mode runs it)
     globals_used: dict[str, Resolved] = field(default_factory=dict)
 
+    @property
+    def key(self) -> str:
+        """How helpers are told apart: module and qualified name (``reduce.ReduceAdd.update``)."""
+        return helper_key(self.func)
+
+
+def helper_key(func: types.FunctionType) -> str:
+    return f"{func.__module__}.{func.__qualname__}"
+
 
 @dataclass
 class ParsedCodelet:
@@ -89,13 +98,42 @@ class ParsedCodelet:
     fields: dict[str, FieldSpec]
     is_multi: bool
     compute: FunctionSource
-    helpers: dict[str, FunctionSource]
+    helpers: dict[str, FunctionSource]  # by FunctionSource.key
     asserts: dict[int, str] = field(default_factory=dict)  # line -> the assert as error messages show it
+    #: local arrays, numbered after the fields in error records: (file, line) of the LocalArray call
+    #: and the name of the local it was assigned to
+    arrays: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def array_index(self, file: str, line: int) -> int:
+        """The error-record number of the local array made at ``file:line``."""
+        for k, (f, n, _) in enumerate(self.arrays):
+            if (f, n) == (file, line):
+                return len(self.fields) + k
+        self.arrays.append((file, line, "array"))
+        return len(self.fields) + len(self.arrays) - 1
+
+    def name_array(self, index: int, name: str) -> None:
+        file, line, old = self.arrays[index - len(self.fields)]
+        if old == "array":
+            self.arrays[index - len(self.fields)] = (file, line, name)
+
+    def describe_field(self, index: int) -> str:
+        """A field, or a local array, by its number in error records."""
+        if index < len(self.fields):
+            return f"field '{list(self.fields)[index]}'"
+        _, line, name = self.arrays[index - len(self.fields)]
+        return f"local array '{name}' (made at line {line})"
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        """The class's bound template parameters (``self.R``, types, policies)."""
+        return dict(getattr(self.cls, "constants", {}))
 
     def fingerprint(self) -> str:
         """Everything the generated code depends on, as text: the ASTs without columns, plus line numbers
         (they end up in error records), fields and what global names resolved to."""
-        parts = [self.cls.__name__, repr(self.is_multi)]
+        constants = sorted((k, repr(v)) for k, v in self.constants.items())
+        parts = [self.cls.__name__, repr(self.is_multi), repr(constants)]
         parts += [f"{f.name}:{f.direction.name}:{f.kind.name}:{f.type.name}" for f in self.fields.values()]
         for fn in [self.compute, *self.helpers.values()]:
             parts.append(ast.dump(fn.node))
@@ -115,7 +153,8 @@ def compile_error(fn: FunctionSource, node: ast.AST, what: str) -> CodeletCompil
 
 def parse_function(func: types.FunctionType, where: str) -> FunctionSource:
     """Parse one function's source, with line numbers made absolute in its file and the docstring
-    dropped; checks only its signature (no defaults, keywords, varargs or decorators)."""
+    dropped; checks only its signature (no defaults, keywords, varargs or decorators but
+    ``@staticmethod``)."""
     try:
         lines, start = inspect.getsourcelines(func)
         file = inspect.getsourcefile(func) or func.__code__.co_filename
@@ -125,12 +164,13 @@ def parse_function(func: types.FunctionType, where: str) -> FunctionSource:
     ast.increment_lineno(tree, start - 1)
     node = tree.body[0]
     assert isinstance(node, ast.FunctionDef)
-    fn = FunctionSource(func.__name__, node, file, where, [a.arg for a in node.args.args], set(), func)
+    fn = FunctionSource(func.__qualname__, node, file, where, [a.arg for a in node.args.args], set(), func)
     a = node.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         raise compile_error(fn, node, "default, keyword and variable arguments are not supported")
-    if node.decorator_list:
-        raise compile_error(fn, node.decorator_list[0], "decorators are not supported")
+    for d in node.decorator_list:  # a policy's functions are static methods
+        if not (isinstance(d, ast.Name) and d.id == "staticmethod"):
+            raise compile_error(fn, d, "decorators other than @staticmethod are not supported")
     body = node.body
     if (
         body

@@ -56,7 +56,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -84,11 +84,16 @@ VECTOR_LIST_ENTRY_DTYPE = np.dtype([("ptr", "<u8"), ("size", "<i8")], align=True
 
 @dataclass(frozen=True)
 class ScalarType:
-    """A number in a register: kind 'f' float, 'i' signed, 'u' unsigned, 'b' bool; weak = Python int/float."""
+    """A number in a register: kind 'f' float, 'i' signed, 'u' unsigned, 'b' bool; weak = Python int/float.
+
+    ``value`` is the number itself when it is known when the codelet is compiled (literals,
+    template constants and what is computed from them); types compare equal whatever it is.
+    """
 
     kind: str
     bits: int
     weak: bool = False
+    value: Any = field(default=None, compare=False)
 
     @property
     def dtype(self) -> np.dtype:
@@ -114,14 +119,27 @@ class VectorType:
 
     elem: ScalarType
     writable: bool
-    field: int  # index of the field in cls.fields, reported in out-of-bounds errors
+    field: int  # index of the field in cls.fields (or, after them, of a local array) in error records
     is_list: bool = False
+    size: int | None = None  # a local array's length, known when compiling
 
     def row(self) -> VectorType:
         return VectorType(self.elem, self.writable, self.field)
 
     def __str__(self) -> str:
+        if self.size is not None:
+            return f"local array of {self.size} {self.elem}"
         return f"{'list of vectors' if self.is_list else 'vector'} of {self.elem}"
+
+
+@dataclass(frozen=True)
+class PolicyType:
+    """An operation policy (a :class:`~poplar_py.templates.Policy` class) held by a name."""
+
+    cls: type
+
+    def __str__(self) -> str:
+        return f"policy {self.cls.__name__}"
 
 
 class NoneValue:
@@ -132,11 +150,21 @@ class NoneValue:
 
 
 NONE = NoneValue()
-CType = ScalarType | VectorType | NoneValue
+CType = ScalarType | VectorType | PolicyType | NoneValue
 BOOL = ScalarType("b", 1)
 PY_INT = ScalarType("i", 64, weak=True)
 PY_FLOAT = ScalarType("f", 64, weak=True)
 F32, F64 = ScalarType("f", 32), ScalarType("f", 64)
+
+
+def known(t: ScalarType, value: Any) -> ScalarType:
+    """``t`` with its value known at compile time."""
+    return replace(t, value=value)
+
+
+def forget(t: CType) -> CType:
+    """``t`` without a known value."""
+    return replace(t, value=None) if isinstance(t, ScalarType) and t.value is not None else t
 
 
 def scalar_of(t: Type | np.dtype) -> ScalarType:
@@ -154,6 +182,33 @@ def type_of_value(v: Any) -> ScalarType:
     if type(v) is float:
         return PY_FLOAT
     return scalar_of(np.asarray(v).dtype)
+
+
+def constant_type(v: Any) -> ScalarType:
+    """The type of a constant, with its value."""
+    return known(type_of_value(v), v)
+
+
+def fold(op: type, a: ScalarType, b: ScalarType) -> Any:
+    """The value of ``a <op> b`` when both are known Python ints (or bools for ``& | ^``), else
+    None: the 64-bit wrapping arithmetic of weak ints, with ``x // 0 == x % 0 == 0``."""
+    if a.value is None or b.value is None or not (a.weak and b.weak and a.kind == b.kind == "i"):
+        return None
+    x, y = int(a.value), int(b.value)
+    if op in (ast.FloorDiv, ast.Mod) and y == 0:
+        return 0
+    if op is ast.Pow and not 0 <= y <= 64:
+        return None
+    if op in (ast.LShift, ast.RShift) and not 0 <= y < 64:
+        return None
+    if op is ast.Div:
+        return None
+    return wrap64(BINOPS[op](x, y))
+
+
+def wrap64(n: int) -> int:
+    n &= (1 << 64) - 1
+    return n - (1 << 64) if n >> 63 else n
 
 
 def _sample(t: ScalarType) -> Any:
@@ -208,8 +263,11 @@ def binop_type(op: type, a: ScalarType, b: ScalarType) -> ScalarType:
 
 
 def join(a: CType, b: CType) -> CType:
-    """The single type of a variable that holds values of types a and b. Raises TypeError."""
+    """The single type of a variable that holds values of types a and b (known only when both
+    are the same known value). Raises TypeError."""
     if a == b:
+        if isinstance(a, ScalarType) and isinstance(b, ScalarType) and a.value != b.value:
+            return forget(a)
         return a
     if isinstance(a, ScalarType) and isinstance(b, ScalarType) and (a.kind == "b") == (b.kind == "b"):
         return type_of_value(_sample(a) + _sample(b))

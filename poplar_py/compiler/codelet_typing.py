@@ -11,27 +11,37 @@ from __future__ import annotations
 import ast
 import contextlib
 import itertools
+import types
 from dataclasses import dataclass, field
 
-from ..types import asType
+from ..types import Type, asType
 from ..vertex import Direction, FieldKind
+from .codelet_frontend import check_helper
 from .codelet_source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
 from .codelet_types import (
     BOOL,
+    F64,
     NONE,
     OP_SYMBOLS,
     PY_FLOAT,
     PY_INT,
     CType,
+    PolicyType,
     ScalarType,
     VectorType,
     binop_type,
     compare_type,
+    constant_type,
+    fold,
+    forget,
     join,
+    known,
     math_result,
     scalar_of,
-    type_of_value,
 )
+
+#: the largest local array, in elements (it lives on the stack of the kernel)
+MAX_LOCAL_ARRAY = 1 << 16
 
 
 @dataclass
@@ -72,22 +82,24 @@ class _PendingError(Exception):
 class _Program:
     def __init__(self, parsed: ParsedCodelet) -> None:
         self.parsed = parsed
-        self.done: dict[tuple[str, tuple[CType, ...]], FunctionTypes] = {}
+        self.done: dict[tuple, FunctionTypes] = {}
         self.active: set[str] = set()
         self.fields = list(parsed.fields.values())
 
     def function(self, fn: FunctionSource, params: tuple[CType, ...], call: ast.Call | None) -> FunctionTypes:
-        key = (fn.name, params)
+        """``fn`` typed for these argument types: one specialisation per types and known values
+        (a helper called with ``R == 6`` and with ``R == 4`` is typed, and compiled, twice)."""
+        key = (fn.key, params, tuple(getattr(p, "value", None) for p in params))
         if key in self.done:
             return self.done[key]
-        if fn.name in self.active:
+        if fn.key in self.active:
             assert call is not None
             raise compile_error(fn, call, f"recursive call of '{fn.name}' is not supported")
-        self.active.add(fn.name)
+        self.active.add(fn.key)
         try:
             result = _FunctionTyper(self, fn, params).infer()
         finally:
-            self.active.discard(fn.name)
+            self.active.discard(fn.key)
         self.done[key] = result
         return result
 
@@ -103,6 +115,7 @@ class _FunctionTyper:
         self.bare_return: ast.Return | None = None
         self.assigned: set[str] = set(fn.params)  # final pass: locals assigned textually before here
         self.loop_depth = 0
+        self.constant_names = _constant_names(fn)  # locals that keep a known value
 
     def error(self, node: ast.AST, what: str) -> Exception:
         return compile_error(self.fn, node, what)
@@ -140,6 +153,8 @@ class _FunctionTyper:
 
     def _assign(self, name: str, t: CType, node: ast.AST) -> None:
         self.assigned.add(name)
+        if name not in self.constant_names:
+            t = forget(t)
         if name in self.declared:
             if not isinstance(t, ScalarType):
                 raise self.error(node, f"cannot assign a {t} to '{name}', declared {self.declared[name]}")
@@ -193,6 +208,8 @@ class _FunctionTyper:
     def _store(self, target: ast.expr, t: CType) -> None:
         if isinstance(target, ast.Name):
             self._assign(target.id, t, target)
+            if isinstance(t, VectorType) and t.size is not None:
+                self.program.parsed.name_array(t.field, target.id)
             return
         if not isinstance(t, ScalarType):
             raise self.error(target, f"cannot store a {t} into a field element")
@@ -255,7 +272,7 @@ class _FunctionTyper:
             if t is not NONE and t != BOOL:
                 raise self.error(node, "compute() must return True, False, None or a bool")
             return
-        if isinstance(t, VectorType):
+        if isinstance(t, (VectorType, PolicyType)):
             raise self.error(node, "helpers can only return numbers")
         if t is NONE:
             self.bare_return = node
@@ -288,7 +305,7 @@ class _FunctionTyper:
         v = node.value
         if isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63:
             raise self.error(node, "integer literal out of the 64-bit range")
-        return type_of_value(v)
+        return constant_type(v)
 
     def _eName(self, node: ast.Name) -> CType:
         if node.id in self.fn.local_names:
@@ -298,13 +315,31 @@ class _FunctionTyper:
             if t is None:
                 raise _PendingError
             return t
-        return type_of_value(self.fn.globals_used[node.id].value)
+        r = self.fn.globals_used[node.id]
+        return PolicyType(r.value) if r.kind == "policy" else constant_type(r.value)
 
     def _eAttribute(self, node: ast.Attribute) -> CType:
-        if node.attr in MATH_CONSTANTS and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-            return PY_FLOAT
-        spec = self.program.parsed.fields[node.attr]
-        index = list(self.program.parsed.fields).index(node.attr)
+        value = node.value
+        if isinstance(value, ast.Name) and value.id == "self" and self.is_compute:
+            return self._self_attribute(node)
+        if isinstance(value, ast.Name) and value.id not in self.fn.local_names \
+                and self.fn.globals_used[value.id].kind == "math_module":
+            return constant_type(MATH_CONSTANTS[node.attr])
+        owner = self.expr(value)
+        if not isinstance(owner, PolicyType):
+            raise self.error(node, f"a {owner} has no attribute '{node.attr}'")
+        constant = getattr(owner.cls, node.attr, None)
+        if isinstance(constant, (bool, int, float)):
+            return constant_type(constant)
+        raise self.error(node, f"policy {owner.cls.__name__} has no numeric constant '{node.attr}'")
+
+    def _self_attribute(self, node: ast.Attribute) -> CType:
+        parsed = self.program.parsed
+        if node.attr not in parsed.fields:  # a template constant or policy (the frontend checked)
+            value = parsed.constants[node.attr]
+            return constant_type(value) if isinstance(value, (bool, int)) else PolicyType(value)
+        spec = parsed.fields[node.attr]
+        index = list(parsed.fields).index(node.attr)
         elem = scalar_of(spec.type)
         if spec.kind is FieldKind.SCALAR:
             return elem
@@ -335,16 +370,20 @@ class _FunctionTyper:
             and not (isinstance(rhs, ast.Constant) and isinstance(rhs.value, int) and 0 <= rhs.value <= 64)
         ):
             raise self.error(node, "integer ** needs a constant exponent in 0..64 (use floats otherwise)")
-        return result
+        value = fold(type(op), a, b) if result == PY_INT else None
+        return result if value is None else known(result, value)
 
     def _eUnaryOp(self, node: ast.UnaryOp) -> CType:
         t = self.scalar(node.operand)
         if isinstance(node.op, ast.Not):
-            return BOOL
+            return BOOL if t.value is None else known(BOOL, not t.value)
         if t == BOOL:
             raise self.error(node, "arithmetic on bool values is not supported; convert with int()")
         if isinstance(node.op, ast.Invert) and not t.is_int:
             raise self.error(node, f"'~' needs an integer, not {t}")
+        if t == PY_INT and t.value is not None and not isinstance(node.op, ast.UAdd):
+            op = ast.Mult if isinstance(node.op, ast.USub) else ast.BitXor  # -x and ~x
+            return known(PY_INT, fold(op, t, known(PY_INT, -1)))
         return t
 
     def _eBoolOp(self, node: ast.BoolOp) -> CType:
@@ -367,42 +406,110 @@ class _FunctionTyper:
     def _eCompare(self, node: ast.Compare) -> CType:
         operands = [self.scalar(node.left)] + [self.scalar(c) for c in node.comparators]
         self.out.compares[id(node)] = [compare_type(a, b) for a, b in itertools.pairwise(operands)]
+        if all(t.value is not None and t.kind != "f" for t in operands):  # integers: exact
+            values = [int(t.value) for t in operands]
+            ops = {ast.Eq: int.__eq__, ast.NotEq: int.__ne__, ast.Lt: int.__lt__, ast.LtE: int.__le__,
+                   ast.Gt: int.__gt__, ast.GtE: int.__ge__}
+            truth = all(ops[type(op)](a, b) for op, a, b in zip(node.ops, values, values[1:]))
+            return known(BOOL, truth)
         return BOOL
 
     def _eCall(self, node: ast.Call) -> CType:
         f = node.func
-        if isinstance(f, ast.Attribute) and f.attr == "numWorkers":
-            return PY_INT
+        if isinstance(f, ast.Attribute) and f.attr == "numWorkers" and isinstance(f.value, ast.Name) \
+                and f.value.id == "self" and self.is_compute:
+            return known(PY_INT, 6)
         if isinstance(f, ast.Attribute):
-            return self._math(node, f.attr)
+            owner = f.value
+            if isinstance(owner, ast.Name) and owner.id not in self.fn.local_names \
+                    and self.fn.globals_used[owner.id].kind == "math_module":
+                return self._math(node, f.attr)
+            return self._policy_call(node, f)
         assert isinstance(f, ast.Name)
         r = self.fn.globals_used.get(f.id)
         kind, name = (r.kind, r.value) if r is not None else ("builtin", f.id)
         if kind == "math":
             return self._math(node, name)
         if kind == "helper":
-            args = tuple(self.expr(a) for a in node.args)
-            callee_fn = self.program.parsed.helpers[name]
-            if len(args) != len(callee_fn.params):
-                raise self.error(node, f"'{name}' takes {len(callee_fn.params)} argument(s)")
-            callee = self.program.function(callee_fn, args, node)
-            self.out.calls[id(node)] = callee
-            return callee.returns
+            return self._helper_call(node, self.program.parsed.helpers[name])
+        if kind == "type":
+            self.scalar(node.args[0])
+            return scalar_of(name)
+        if name == "LocalArray":
+            return self._local_array(node)
         if name == "len":
-            if not isinstance(self.expr(node.args[0]), VectorType):
+            v = self.expr(node.args[0])
+            if not isinstance(v, VectorType):
                 raise self.error(node, "len() needs a vector")
-            return PY_INT
+            return PY_INT if v.size is None else known(PY_INT, v.size)
         types = [self.scalar(a) for a in node.args]
         if name in ("min", "max"):
-            return self._join_all(node, types)
+            joined = self._join_all(node, types)
+            if joined == PY_INT and all(t.value is not None for t in types):
+                return known(PY_INT, (min if name == "min" else max)(t.value for t in types))
+            return joined
         if name == "abs":
             if types[0] == BOOL:
                 raise self.error(node, "abs() of a bool is not supported")
-            return types[0]
-        return {"float": PY_FLOAT, "int": PY_INT, "bool": BOOL}[name]
+            return forget(types[0])  # type: ignore[return-value]
+        result = {"float": PY_FLOAT, "int": PY_INT, "bool": BOOL}[name]
+        if name != "float" and types[0].value is not None and types[0].kind != "f":
+            return known(result, int(types[0].value) if name == "int" else bool(types[0].value))
+        return result
+
+    def _helper_call(self, node: ast.Call, callee_fn: FunctionSource) -> CType:
+        args = tuple(self.expr(a) for a in node.args)
+        if len(args) != len(callee_fn.params):
+            raise self.error(node, f"'{callee_fn.name}' takes {len(callee_fn.params)} argument(s)")
+        callee = self.program.function(callee_fn, args, node)
+        self.out.calls[id(node)] = callee
+        return callee.returns
+
+    def _policy_call(self, node: ast.Call, f: ast.Attribute) -> CType:
+        """``op.update(acc, x)``: the policy's function, checked and typed as a helper."""
+        owner = self.expr(f.value)
+        if not isinstance(owner, PolicyType):
+            raise self.error(node, f"a {owner} has no functions (only operation policies do)")
+        func = getattr(owner.cls, f.attr, None)
+        if not isinstance(func, types.FunctionType):
+            raise self.error(node, f"policy {owner.cls.__name__} has no function '{f.attr}'")
+        key = check_helper(self.program.parsed, func)
+        return self._helper_call(node, self.program.parsed.helpers[key])
+
+    def _local_array(self, node: ast.Call) -> CType:
+        """``LocalArray(T, n)``: a writable local vector whose length is a known integer."""
+        type_arg, size_arg = node.args
+        assert isinstance(type_arg, ast.Name)
+        r = self.fn.globals_used.get(type_arg.id)
+        if r is not None and isinstance(r.value, Type):
+            elem = scalar_of(r.value)
+        else:  # float, int or bool: numpy's float64, int64 and bool
+            elem = {"float": F64, "int": scalar_of(asType("long long")), "bool": BOOL}[type_arg.id]
+        size = self.scalar(size_arg)
+        if size.value is None or not size.is_int:
+            raise self.error(size_arg, "the size of a LocalArray must be an integer known when the codelet "
+                                       "is compiled: a literal, a template constant (self.R) or an "
+                                       "expression of them")
+        n = int(size.value)
+        if not 0 <= n <= MAX_LOCAL_ARRAY:
+            raise self.error(size_arg, f"a LocalArray holds 0 to {MAX_LOCAL_ARRAY} elements, not {n}")
+        index = self.program.parsed.array_index(self.fn.file, node.lineno)
+        return VectorType(elem, True, index, size=n)
 
     def _math(self, node: ast.Call, name: str) -> ScalarType:
         return math_result(name, [self.scalar(a) for a in node.args])
+
+
+def _constant_names(fn: FunctionSource) -> set[str]:
+    """Locals whose value, when known, is kept: parameters never assigned in the body, and locals
+    assigned once, by a plain assignment at the top level of the body."""
+    stores: dict[str, int] = {}
+    for n in ast.walk(fn.node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+    top = {s.targets[0].id for s in fn.node.body
+           if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)}
+    return {p for p in fn.params if p not in stores} | {n for n in top if stores.get(n) == 1}
 
 
 def is_range(node: ast.For) -> bool:

@@ -187,9 +187,9 @@ def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
         what = parsed.asserts.get(line, "assert")
         return f"{vertex_desc}: assertion failed in {cls.__name__}.compute: {what} ({where})"
     if code == ERR_OUT_OF_BOUNDS:
-        field = list(cls.fields)[int(err_record["field"])]
+        field = parsed.describe_field(int(err_record["field"]))
         return (
-            f"{vertex_desc}: index {int(err_record['index'])} is out of bounds for field '{field}' "
+            f"{vertex_desc}: index {int(err_record['index'])} is out of bounds for {field} "
             f"of size {int(err_record['size'])} in {cls.__name__}.compute ({where})"
         )
     return f"{vertex_desc}: {cls.__name__}.compute failed with error code {code} ({where})"
