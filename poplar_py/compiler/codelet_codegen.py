@@ -23,6 +23,7 @@ adds a constant per iteration: an induction variable that does not stop vectoris
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 
 import llvmlite.ir as ir
@@ -42,7 +43,7 @@ from .codelet_exprs import (
     Vec,
     storage_type,
 )
-from .codelet_loopver import emit_guard, loop_points, plan_loop, plan_region
+from .codelet_loopver import LoopPlan, emit_guard, loop_points, plan_loop, plan_region
 from .codelet_ops import MathLib, ScalarOps
 from .codelet_types import (
     ERR_ASSERTION,
@@ -55,10 +56,9 @@ from .codelet_types import (
     scalar_of,
 )
 from .codelet_typing import TypedCodelet, is_range
+from .codelet_unroll import CycleMark, Unroller
 
 VERTEX_OVERHEAD = 10
-UNROLL_TRIPS = 64  # range loops with known bounds and at most this many iterations unroll,
-UNROLL_NODES = 4096  # unless the unrolled body would hold more AST nodes than this
 
 
 def state_layout(fields: dict[str, FieldSpec]) -> tuple[np.dtype, ir.LiteralStructType, dict[str, list[int]]]:
@@ -110,6 +110,8 @@ class KernelBuilder(ExprLowering):
         self.pending = 0
         self.unchecked: frozenset[int] = frozenset()  # accesses a versioned loop proved in bounds
         self.versioning = True  # False while lowering the checked copy of versioned code
+        self.unroller = Unroller()
+        self.oob = None
 
     # module structure ---------------------------------------------------------------------------
     def build(self) -> str:
@@ -204,6 +206,7 @@ class KernelBuilder(ExprLowering):
 
     # statements ---------------------------------------------------------------------------------
     def _body(self, stmts: list[ast.stmt]) -> None:
+        stmts = self.unroller.expand(stmts, self.frame.types)
         k = 0
         while k < len(stmts):
             end = k
@@ -225,7 +228,7 @@ class KernelBuilder(ExprLowering):
             if plan is not None and not self.b.block.is_terminated:
                 # straight-line code: one guard for its accesses (codelet_loopver), as for loops
                 run = stmts[k:end]
-                guard = emit_guard(self.b, plan, [I64(0)], self._guard_leaf, self._guard_size)
+                guard = self._guard(plan, [I64(0)])
                 self._versioned(guard, plan.ids, lambda run=run: self._statements(run))
                 k = end
                 continue
@@ -240,13 +243,18 @@ class KernelBuilder(ExprLowering):
 
     def _simple(self, s: ast.stmt) -> bool:
         """An assignment or expression statement without helper calls (region versioning)."""
+        if isinstance(s, CycleMark):
+            return True
         if not isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             return False
-        calls = self.frame.types.calls
-        return not any(isinstance(n, ast.Call) and id(n) in calls for n in ast.walk(s))
+        calls, copied = self.frame.types.calls, self.unroller.calls
+        return not any(isinstance(n, ast.Call) and (id(n) in calls or id(n) in copied) for n in ast.walk(s))
 
     def _Pass(self, node: ast.Pass) -> None:
         pass
+
+    def _CycleMark(self, node: CycleMark) -> None:
+        self.pending += node.cycles
 
     def _Expr(self, node: ast.Expr) -> None:
         self.expr(node.value)
@@ -345,10 +353,7 @@ class KernelBuilder(ExprLowering):
             self._loop(node, None)
             return
         assert isinstance(node.iter, ast.Call)
-        trips = self._unrolled_trips(node)
-        if trips is not None:
-            self._unrolled(node, trips)
-            return
+        node = self._flattened(node)
         args = [self.ops.convert(self.expr(a), self.type(a), PY_INT) for a in node.iter.args]
         start, stop, step = (
             (I64(0), args[0], I64(1))
@@ -364,41 +369,21 @@ class KernelBuilder(ExprLowering):
         # loop versioning (codelet_loopver): an unchecked copy when the guard proves every covered
         # access in bounds, else the checked loop (the same error record as without versioning)
         runs, points = loop_points(self.b, plan.step, start, stop)
-        guard = emit_guard(self.b, plan, points, self._guard_leaf, self._guard_size)
+        guard = self._guard(plan, points)
         self._versioned(self.b.or_(self.b.not_(runs), guard), plan.ids,
                         lambda: self._loop(node, (start, stop, step)))
 
-    def _unrolled_trips(self, node: ast.For) -> range | None:
-        """The values of a ``range`` loop to unroll: its bounds are known when compiling and its
-        unrolled body stays small (then local arrays indexed by the loop variable become registers)."""
-        assert isinstance(node.iter, ast.Call)
-        bounds = []
-        for a in node.iter.args:
-            t = self.type(a)
-            if not (isinstance(t, ScalarType) and t.is_int and t.value is not None):
-                return None
-            bounds.append(int(t.value))
-        trips = range(*bounds)
-        size = sum(1 for s in node.body for _ in ast.walk(s))
-        if len(trips) > UNROLL_TRIPS or len(trips) * size > UNROLL_NODES:
-            return None
-        return trips
+    def _guard(self, plan: LoopPlan, points: list[ir.Value]) -> ir.Value:
+        return emit_guard(self.b, plan, points, self._guard_leaf, self._guard_size, self._guard_row)
 
-    def _unrolled(self, node: ast.For, trips: range) -> None:
-        """The loop body once per value, with the same cycles as the loop: a test per iteration
-        and one to leave. ``continue`` goes to the next copy, ``break`` past the last."""
-        assert isinstance(node.target, ast.Name)
-        done = self._block("unrolled.end")
-        for value in trips:
-            following = self._block("unrolled.next")
-            self.pending += 1
-            self._store(node.target, I64(value), PY_INT)
-            self.frame.loops.append((following, done))
-            self._body(node.body)
-            self.frame.loops.pop()
-            self._goto(following)
-        self.pending += 1
-        self._goto(done)
+    def _flattened(self, node: ast.For) -> ast.For:
+        """The loop with the loops of its body that unroll expanded (what loop versioning plans)."""
+        body = self.unroller.expand(node.body, self.frame.types)
+        if body == node.body:
+            return node
+        flat = copy.copy(node)
+        flat.body = body
+        return flat
 
     def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None]) -> None:
         """Lower code twice: with the accesses ``ids`` unchecked where ``guard`` holds, else checked

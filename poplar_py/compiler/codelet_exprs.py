@@ -11,6 +11,7 @@ model in :mod:`codelet_codegen`, which derives :class:`KernelBuilder` from this 
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -20,6 +21,7 @@ from .codelet_ops import MathLib, ScalarOps
 from .codelet_source import ParsedCodelet
 from .codelet_types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
 from .codelet_typing import FunctionTypes
+from .codelet_unroll import Unroller
 
 COSTS = {
     "div": 10,
@@ -36,6 +38,8 @@ COSTS = {
     "fmod": 10,
 }
 MATH_COST = 20  # every other math function
+#: integer operations done when compiling when both operands are constants (unrolled indices)
+_FOLDED = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul}
 STATUS_OK = 0  # otherwise compute returns an ERR_* code (codelet_types) after filling the record
 I64, I32, I8, I1 = ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.IntType(1)
 PTR = ir.PointerType()
@@ -44,6 +48,12 @@ ENTRY_STRUCT = ir.LiteralStructType([PTR, I64])  # one row of a vector list
 Vec = tuple[ir.Value, ir.Value]  # (data pointer, number of elements)
 NO_VALUE = ir.Constant(I1, 0)  # what a policy evaluates to: it is only ever called
 Value = ir.Value | Vec
+
+
+def _in_bounds(index: ir.Value, size: ir.Value) -> bool:
+    """Whether an index is known to be in bounds when compiling (constants: local arrays)."""
+    return (isinstance(index, ir.Constant) and isinstance(size, ir.Constant)
+            and 0 <= index.constant < size.constant)
 
 
 def storage_type(t: ScalarType) -> ir.Type:
@@ -78,6 +88,8 @@ class ExprLowering:
     counter: ir.Value  # the cycle counter slot
     pending: int  # cycles counted in the current block, not yet added to the counter
     unchecked: frozenset[int]  # id() of the accesses not to check (the fast path of a versioned loop)
+    oob: tuple[ir.Block, list[ir.Value]] | None  # the shared out-of-bounds exit and its value slots
+    unroller: Unroller  # the copies of loops that unroll, and their types
     frames: list[Frame]
 
     def _body(self, stmts: list[ast.stmt]) -> None:
@@ -103,7 +115,7 @@ class ExprLowering:
         return self.frames[-1]
 
     def type(self, node: ast.AST) -> CType:
-        return self.frame.types.exprs[id(node)]
+        return self.unroller.type(node, self.frame.types)
 
     # control flow with cycle accounting ---------------------------------------------------------
     def _flush(self) -> None:
@@ -153,6 +165,17 @@ class ExprLowering:
         v = self._eName(container) if isinstance(container, ast.Name) else self.expr(container)
         assert isinstance(v, tuple)
         return v[1]
+
+    def _guard_row(self, table: ast.expr, index: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """Whether an i128 index of a vector list is in bounds, and then its row's length (i128,
+        0 otherwise: the table is only read in bounds)."""
+        data, n = self._eName(table) if isinstance(table, ast.Name) else self.expr(table)  # type: ignore[misc]
+        i128 = ir.IntType(128)
+        ok = self.b.icmp_unsigned("<", index, self.b.sext(n, i128))
+        slot = self._alloca(I64, "row.size")
+        with self.b.if_then(ok):
+            self.b.store(self._row(data, self.b.trunc(index, I64))[1], slot)
+        return ok, self.b.sext(self.b.load(slot), i128)
 
     # expressions --------------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Value:
@@ -219,13 +242,29 @@ class ExprLowering:
         assert isinstance(vt, VectorType) and isinstance(it, ScalarType)
         data, size = self.expr(node.value)
         index = self.ops.convert(self.expr(node.slice), it, PY_INT)
-        if self.checked and id(node) not in self.unchecked:
+        if self.checked and id(node) not in self.unchecked and not _in_bounds(index, size):
             ok, bad = self._block("idx.ok"), self._block("idx.bad")
             self._cbr(self.b.icmp_unsigned("<", index, size), ok, bad, likely=True)
             self.b.position_at_end(bad)
-            self._fail(ERR_OUT_OF_BOUNDS, vt.field, index, size, node.lineno)
+            self._out_of_bounds(vt.field, index, size, node.lineno)
             self.b.position_at_end(ok)
         return data, index
+
+    def _out_of_bounds(self, field_index: int, index: ir.Value, size: ir.Value, line: int) -> None:
+        """Fail with ERR_OUT_OF_BOUNDS through one shared block (every check only sets its values)."""
+        if self.oob is None:
+            slots = [self._alloca(I64, name) for name in ("oob.field", "oob.index", "oob.size", "oob.line")]
+            block = self._block("out_of_bounds")
+            b = ir.IRBuilder(block)
+            for k, slot in enumerate(slots, start=2):
+                b.store(b.load(slot), b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
+            b.store(b.load(self.counter), self.cyc_out)
+            b.ret(I64(ERR_OUT_OF_BOUNDS))
+            self.oob = (block, slots)
+        block, slots = self.oob
+        for slot, v in zip(slots, (I64(field_index), index, size, I64(line))):
+            self.b.store(v, slot)
+        self._br(block)
 
     def _element_ptr(self, node: ast.Subscript) -> tuple[ir.Value, ScalarType]:
         vt = self.type(node.value)
@@ -258,7 +297,10 @@ class ExprLowering:
         if kind == "Pow" and rt.is_int:
             assert isinstance(b, ir.Constant)
             return self.ops.int_pow(self.ops.convert(a, at, rt), int(b.constant), rt)
-        return self.ops.binop(kind, self.ops.convert(a, at, rt), self.ops.convert(b, bt, rt), rt, self.math)
+        x, y = self.ops.convert(a, at, rt), self.ops.convert(b, bt, rt)
+        if rt.is_int and kind in _FOLDED and isinstance(x, ir.Constant) and isinstance(y, ir.Constant):
+            return self.ops.constant(_FOLDED[kind](x.constant, y.constant), rt)  # wraps to the type
+        return self.ops.binop(kind, x, y, rt, self.math)
 
     def _eUnaryOp(self, node: ast.UnaryOp) -> ir.Value:
         t = self.type(node.operand)
@@ -274,7 +316,7 @@ class ExprLowering:
         return self.b.fneg(v, flags=self.flags) if t.is_float else self.b.neg(v)
 
     def _eCompare(self, node: ast.Compare) -> ir.Value:
-        types = self.frame.types.compares[id(node)]
+        types = self.unroller.compares.get(id(node)) or self.frame.types.compares[id(node)]
         operands = [node.left, *node.comparators]
         chained = len(node.ops) > 1
         result = self._alloca(I1, "cmp") if chained else None
@@ -354,7 +396,7 @@ class ExprLowering:
         rt = self.type(node)
         if isinstance(f, ast.Attribute) and f.attr == "numWorkers":
             return I64(6)
-        callee = self.frame.types.calls.get(id(node))
+        callee = self.unroller.calls.get(id(node)) or self.frame.types.calls.get(id(node))
         if callee is not None:
             return self._inline(node, callee)
         name = f.attr if isinstance(f, ast.Attribute) else self._callee_name(f)

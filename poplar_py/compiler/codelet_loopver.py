@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
@@ -42,6 +42,8 @@ class LoopPlan:
     step: int
     accesses: tuple[ast.Subscript, ...]
     subs: dict[str, ast.expr]  # locals that stand for an affine expression of the loop variable
+    #: accesses to a row of a vector list: id(access) -> (the list, the row's index)
+    rows: dict[int, tuple[ast.expr, ast.expr]] = field(default_factory=dict)
 
     @property
     def ids(self) -> frozenset[int]:
@@ -105,6 +107,17 @@ class _Analysis:
                 and _is_i64(local_types.get(s.targets[0].id))
             ):
                 self.subs[s.targets[0].id] = (pos, s.value)
+        # locals assigned rows of a vector list (row = out[i]), only at the top level of the body
+        self.aliases: dict[str, list[tuple[int, ast.Subscript]]] = {}
+        for pos, s in enumerate(body):
+            if (
+                isinstance(s, ast.Assign)
+                and isinstance(s.targets[0], ast.Name)
+                and isinstance(s.value, ast.Subscript)
+                and self.invariant_vector(s.value.value)
+            ):
+                self.aliases.setdefault(s.targets[0].id, []).append((pos, s.value))
+        self.aliases = {k: v for k, v in self.aliases.items() if self.assigned.get(k) == len(v)}
 
     def typed_i64(self, e: ast.expr) -> bool:
         try:
@@ -121,6 +134,22 @@ class _Analysis:
             and e.value.id == "self"
             and isinstance(self.fields.get(e.attr), tuple)  # a vector field: (data, length)
         )
+
+    def row(self, e: ast.expr, pos: int) -> tuple[ast.expr, ast.expr] | None:
+        """(list, index) when ``e``, used at statement ``pos``, is a row of an invariant vector
+        list whose index does not depend on the loop variable: ``out[i]``, or a local assigned
+        it earlier in the body."""
+        if isinstance(e, ast.Name):
+            before = [a for a in self.aliases.get(e.id, ()) if a[0] < pos]
+            if not before:
+                return None
+            pos, e = before[-1]
+        if not (isinstance(e, ast.Subscript) and self.invariant_vector(e.value)):
+            return None
+        t = self.type_of(e.value)
+        if not (isinstance(t, VectorType) and t.is_list) or self.degree(e.slice, pos) != 0:
+            return None
+        return e.value, e.slice
 
     def degree(self, e: ast.expr, pos: int) -> int | None:
         """0 (invariant) or 1 (affine in the loop variable) for an index usable at statement ``pos``."""
@@ -155,18 +184,31 @@ class _Analysis:
         return None
 
 
-def _accesses(an: _Analysis, body: list[ast.stmt], skip: frozenset[int]) -> list[ast.Subscript]:
+def _constant_index(an: _Analysis, n: ast.Subscript) -> bool:
+    """A constant index of a local array, in bounds: never checked, nothing to guard."""
+    t, i = an.type_of(n.value), an.type_of(n.slice)
+    return (isinstance(t, VectorType) and t.size is not None and isinstance(i, ScalarType)
+            and isinstance(i.value, int) and 0 <= i.value < t.size)
+
+
+def _accesses(an: _Analysis, body: list[ast.stmt], skip: frozenset[int]
+              ) -> tuple[list[ast.Subscript], dict[int, tuple[ast.expr, ast.expr]]]:
+    """The accesses the guard can cover, and which of them index a row of a vector list."""
     found: list[ast.Subscript] = []
+    rows: dict[int, tuple[ast.expr, ast.expr]] = {}
     for pos, s in enumerate(body):
         for n in ast.walk(s):
-            if (
-                isinstance(n, ast.Subscript)
-                and id(n) not in skip
-                and an.invariant_vector(n.value)
-                and an.degree(n.slice, pos) is not None
-            ):
+            if not isinstance(n, ast.Subscript) or id(n) in skip or _constant_index(an, n) \
+                    or an.degree(n.slice, pos) is None:
+                continue
+            if an.invariant_vector(n.value):
                 found.append(n)
-    return found
+                continue
+            row = an.row(n.value, pos)
+            if row is not None:
+                found.append(n)
+                rows[id(n)] = row
+    return found, rows
 
 
 def plan_loop(node: ast.For, type_of: Callable[[ast.AST], CType], local_types: dict[str, CType],
@@ -180,10 +222,10 @@ def plan_loop(node: ast.For, type_of: Callable[[ast.AST], CType], local_types: d
     an = _Analysis(node.target.id, node.body, type_of, local_types, fields)
     if an.var in an.assigned:
         return None
-    accesses = _accesses(an, node.body, frozenset())
+    accesses, rows = _accesses(an, node.body, frozenset())
     if not accesses:
         return None
-    return LoopPlan(an.var, step, tuple(accesses), {k: v[1] for k, v in an.subs.items()})
+    return LoopPlan(an.var, step, tuple(accesses), {k: v[1] for k, v in an.subs.items()}, rows)
 
 
 def plan_region(stmts: list[ast.stmt], type_of: Callable[[ast.AST], CType], local_types: dict[str, CType],
@@ -191,10 +233,29 @@ def plan_region(stmts: list[ast.stmt], type_of: Callable[[ast.AST], CType], loca
     """The plan for a run of simple statements (the caller makes sure they hold no control flow
     and no helper call) with at least two coverable accesses not in ``skip``, else None."""
     an = _Analysis("", stmts, type_of, local_types, fields)
-    accesses = _accesses(an, stmts, skip)
+    accesses, rows = _accesses(an, stmts, skip)
     if len(accesses) < 2:
         return None
-    return LoopPlan("", 0, tuple(accesses), {k: v[1] for k, v in an.subs.items()})
+    return LoopPlan("", 0, tuple(accesses), {k: v[1] for k, v in an.subs.items()}, rows)
+
+
+def _extremes(plan: LoopPlan) -> list[ast.Subscript]:
+    """The accesses the guard must check: of those into one container at one index plus different
+    constants (``b[base + 0]`` ... ``b[base + 15]``, unrolled), the lowest and the highest."""
+    groups: dict[tuple[str, str], list[tuple[int, ast.Subscript]]] = {}
+    for access in plan.accesses:
+        index, offset = access.slice, 0
+        if isinstance(index, ast.BinOp) and isinstance(index.op, (ast.Add, ast.Sub)) \
+                and isinstance(index.right, ast.Constant) and type(index.right.value) is int:
+            index, offset = index.left, index.right.value * (1 if isinstance(index.op, ast.Add) else -1)
+        row = plan.rows.get(id(access))
+        container = ast.dump(access.value) if row is None else ast.dump(ast.Tuple(list(row)))
+        groups.setdefault((container, ast.dump(index)), []).append((offset, access))
+    out = []
+    for members in groups.values():
+        members.sort(key=lambda m: m[0])
+        out.extend({id(m[1]): m[1] for m in (members[0], members[-1])}.values())
+    return out
 
 
 def loop_points(
@@ -217,10 +278,12 @@ def emit_guard(
     points: list[ir.Value],
     leaf: Callable[[ast.expr], ir.Value],
     size_of: Callable[[ast.expr], ir.Value],
+    row_size: Callable[[ast.expr, ir.Value], tuple[ir.Value, ir.Value]],
 ) -> ir.Value:
     """i1: every planned index is in bounds with the loop variable at each of ``points`` (i128).
     ``leaf`` gives the i64 value of an invariant name or len() (no cycles counted), ``size_of``
-    the length of an accessed vector."""
+    the length of an accessed vector, ``row_size(list, index)`` whether an i128 index of a vector
+    list is in bounds and then the length of that row (i128)."""
 
     def value(e: ast.expr, i: ir.Value) -> ir.Value:
         if isinstance(e, ast.Name) and plan.var and e.id == plan.var:
@@ -239,8 +302,13 @@ def emit_guard(
         return b.sext(leaf(e), I128)
 
     ok = ir.Constant(ir.IntType(1), 1)
-    for access in plan.accesses:
-        size = b.sext(size_of(access.value), I128)
+    for access in _extremes(plan):
+        row = plan.rows.get(id(access))
+        if row is None:
+            size = b.sext(size_of(access.value), I128)
+        else:  # the row's index does not depend on the loop variable
+            row_ok, size = row_size(row[0], value(row[1], points[0]))
+            ok = b.and_(ok, row_ok)
         for i in points:
             ok = b.and_(ok, b.icmp_unsigned("<", value(access.slice, i), size))
     return ok

@@ -24,6 +24,7 @@ from poplar_py.types import asType
 from ..poputil import PoplibsError, templateVertex
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
+    REGISTER_TILE,
     MatMulPlan,
     TargetFigures,
     blockTileCycles,
@@ -255,7 +256,8 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
         partials = graph.addVariable(plan.partialsType, [g, plan.splitK, m, n], f"{name}/partials")
     cs = graph.addComputeSet(f"{name}/matmul")
     macs = macsPerCycle(in_type)
-    vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type)
+    vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
+                            *REGISTER_TILE)
     workers = graph.getTarget().getNumWorkerContexts()
     group = -1
     for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
@@ -267,7 +269,6 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
             graph.setTileMapping(block, tile)
         v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
                                          "b": b_g.slice([k0, n0], [k1, n1]).flatten(), "out": block})
-        graph.setInitialValue(v["zero"], 0)
         graph.setTileMapping(v, tile)
         graph.setPerfEstimate(v, int(blockTileCycles(m1 - m0, k1 - k0, n1 - n0, macs, workers)))
     prog_.add(prog.Execute(cs))

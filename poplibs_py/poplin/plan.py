@@ -35,8 +35,10 @@ IntOrArray = int | np.ndarray  # the cost functions run on one split or on the p
 #: fraction of a tile the planner lets one matmul's blocks use (PopLibs' default option)
 AVAILABLE_MEMORY_PROPORTION = 0.6
 #: plans within this fraction of the cheapest modelled cost count as ties, settled in favour of
-#: blocks that are whole register tiles of the host kernel (MatMulBlock's 6x16 tiles)
+#: blocks that are whole register tiles of the host kernel (REGISTER_TILE)
 HOST_TILE_SLACK = 0.05
+#: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
+REGISTER_TILE = (6, 16)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -205,7 +207,7 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     if not (valid & fits).any():
         score = np.where(valid, memory, np.iinfo(np.int64).max)
     # Near-ties (within HOST_TILE_SLACK of the cheapest) go to blocks the host kernel runs in
-    # whole register tiles (columns a multiple of 16, rows of 6: no edge code, aligned rows of
+    # whole register tiles (rows a multiple of 6, columns of 16: no edge code, aligned rows of
     # B), then to fewer K-splits (less reduction); then the deterministic order: cost, fewer tiles,
     # fewer K-splits.
     plain = np.unravel_index(np.lexsort((SK.ravel(), used.ravel(), score.ravel()))[0], score.shape)
@@ -215,7 +217,8 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     volume = SN * m * k + SM * k * n
     near = ((score <= best_score + best_score * HOST_TILE_SLACK) & valid & fits  # not for the memory fallback
             & (volume <= volume[plain] + volume[plain] // 10))
-    misfit = np.where(near, (BN % 16 != 0).astype(np.int64) + (BM % 6 != 0), 3)
+    rows, cols = REGISTER_TILE
+    misfit = np.where(near, (BN % cols != 0).astype(np.int64) + (BM % rows != 0), 3)
     order = np.lexsort((SK.ravel(), used.ravel(), score.ravel(), np.where(near, SK, 0).ravel(),
                         misfit.ravel()))
     best = np.unravel_index(order[0], score.shape)

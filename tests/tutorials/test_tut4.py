@@ -20,4 +20,4 @@ def test_tut4_profiling(tmp_path):
     for step in ("m4/matmul", "m5/matmul"):
         match = re.search(rf"^\s+{step}\s+OnTileExecute\s+1\s+.*\s([\d,]+)$", out, re.MULTILINE)
         assert match and int(match.group(1).replace(",", "")) > 0, step
-    assert "poplin::MatMulBlock<float,float>" in out
+    assert "poplin::MatMulBlock<float,float,6,16>" in out
