@@ -6,21 +6,26 @@ multiple of ``width`` and its element ``j`` belongs to output element ``j % widt
 vertex can reduce rows (``width == 1``: every element of every entry goes to one output) and
 columns (``width > 1``: entries are slices of rows lying across many outputs).
 
-Templates take three types, ``<T, AccT, OutT>``: the partials, the accumulator (the type of
-the ``identity`` state, the operation's neutral value) and the output. Half inputs use a
-float accumulator for ADD, SQUARE_ADD, MUL and LOG_ADD, as PopLibs does.
+``Reduce<Op, T, AccT, OutT>`` writes ``out = reduction`` with the operation policy ``Op``
+(``popops::ReduceAdd``, ``ReduceSquareAdd``, ``ReduceMul``, ``ReduceMax``, ``ReduceMin``,
+``ReduceLogicalAnd``, ``ReduceLogicalOr``, ``ReduceLogAdd``), partials ``T``, accumulator ``AccT``
+(the type of the ``identity`` state, the operation's neutral value) and output ``OutT``. Half
+inputs use a float accumulator for ADD, SQUARE_ADD, MUL and LOG_ADD, as PopLibs does.
+``ScaledReduce<Op, T, AccT, OutT, update>`` (ADD, SQUARE_ADD, LOG_ADD) reads the 0-D ``k`` and
+writes ``out = k * reduction`` or, with ``update``, ``out += k * reduction``; for LOG_ADD values
+are logarithms, so scaling adds ``k`` and updating log-adds into ``out``.
+``ReduceAddInPlace<T, AccT>`` is ``Reduce<ReduceAdd, T, AccT, AccT>`` accumulating a region of
+several columns in place, a contiguous row at a time (vectorised; the same sums, bit for bit).
 
-``Reduce<Op>`` writes ``out = reduction``. ``ReduceAddInPlace<T, AccT>`` is
-``ReduceAdd<T, AccT, AccT>`` accumulating a region of several columns in place, a contiguous
-row at a time (vectorised; the same sums, bit for bit). ``ScaledReduce<Op>`` (ADD, SQUARE_ADD,
-LOG_ADD) reads
-the 0-D ``k`` and writes ``out = k * reduction`` or, with ``update``, ``out += k * reduction``;
-for LOG_ADD values are logarithms, so scaling adds ``k`` and updating log-adds into ``out``.
+Each output element combines its elements in order, one region column after another; regions
+of several columns run eight columns at a time (eight accumulators in registers). Only ADD of a
+whole row (``width == 1``) keeps four partial sums (``lanes``): strict IEEE code without one
+serial chain of adds, PopLibs' order-free reduction.
 """
 
 import math
 
-from poplar_py import InOut, Input, Output, Vector, VectorList, Vertex
+from poplar_py import Const, InOut, Input, LocalArray, Output, Policy, Vector, VectorList, Vertex
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
@@ -28,93 +33,157 @@ AccT = TypeParam("AccT")
 OutT = TypeParam("OutT")
 
 
-# ---- one output element: combine its elements of partials[first:last] into acc ----------------
-# ``i`` is the element's index in its region of ``width`` elements.
+class ReduceOp(Policy):
+    """A reduction: ``update(acc, x)`` combines one element into the accumulator; a scaled result
+    is ``scale(acc, k)``, added to an output by ``combine(old, value)``."""
 
-def add_element(partials, first, last, i, width, acc):
-    zero = acc  # acc starts as the identity, 0
+    lanes = 1  # partial results a row may use (reassociation)
+
+    @staticmethod
+    def scale(acc, k):
+        return acc * k
+
+    @staticmethod
+    def combine(old, value):
+        return old + value
+
+
+class ReduceAdd(ReduceOp):
+    policyName = "popops::ReduceAdd"
+    lanes = 4
+
+    @staticmethod
+    def update(acc, x):
+        return acc + x
+
+
+class ReduceSquareAdd(ReduceOp):
+    policyName = "popops::ReduceSquareAdd"
+
+    @staticmethod
+    def update(acc, x):
+        y = AccT(x)  # half squares in float
+        return acc + y * y
+
+
+class ReduceMul(ReduceOp):
+    policyName = "popops::ReduceMul"
+
+    @staticmethod
+    def update(acc, x):
+        return acc * x
+
+
+class ReduceMax(ReduceOp):
+    policyName = "popops::ReduceMax"
+
+    @staticmethod
+    def update(acc, x):
+        return x if x > acc else acc
+
+
+class ReduceMin(ReduceOp):
+    policyName = "popops::ReduceMin"
+
+    @staticmethod
+    def update(acc, x):
+        return x if x < acc else acc
+
+
+class ReduceLogicalAnd(ReduceOp):
+    policyName = "popops::ReduceLogicalAnd"
+
+    @staticmethod
+    def update(acc, x):
+        return acc and x
+
+
+class ReduceLogicalOr(ReduceOp):
+    policyName = "popops::ReduceLogicalOr"
+
+    @staticmethod
+    def update(acc, x):
+        return acc or x
+
+
+class ReduceLogAdd(ReduceOp):
+    """Values are logarithms: ``log(exp(acc) + exp(x))``; scaling adds the log of the scale."""
+
+    policyName = "popops::ReduceLogAdd"
+
+    @staticmethod
+    def update(acc, x):
+        return log_add(acc, x)
+
+    @staticmethod
+    def scale(acc, k):
+        return acc + k
+
+    @staticmethod
+    def combine(old, value):
+        return log_add(old, value)
+
+
+def log_add(a, b):
+    """log(exp(a) + exp(b)), exact when either is -inf (log of zero probability)."""
+    hi = max(a, b)
+    lo = min(a, b)
+    if lo == -math.inf:
+        return hi
+    return hi + math.log1p(math.exp(lo - hi))
+
+
+def element(op, partials, first, last, i, width, identity):
+    """Output element ``i`` of a region of ``width``: its elements of ``partials[first:last]``."""
+    acc = identity
     for p in range(first, last):
         part = partials[p]
-        if width == 1:
-            acc += sum_vector(part, zero)
+        if width == 1 and op.lanes == 4:
+            acc = op.update(acc, lanes(op, part, identity))
         else:
             for j in range(i, len(part), width):
-                acc += part[j]
+                acc = op.update(acc, part[j])
     return acc
 
 
-def sum_vector(v, zero):
-    """Sum with four independent accumulators: strict IEEE code without a serial add chain."""
-    s0 = zero
-    s1 = zero
-    s2 = zero
-    s3 = zero
+def lanes(op, v, identity):
+    """A whole vector in four independent accumulators."""
+    s = LocalArray(AccT, 4)
+    for c in range(4):
+        s[c] = identity
     n = len(v)
     j = 0
     while j + 4 <= n:
-        s0 += v[j]
-        s1 += v[j + 1]
-        s2 += v[j + 2]
-        s3 += v[j + 3]
+        for c in range(4):
+            s[c] = op.update(s[c], v[j + c])
         j += 4
     while j < n:
-        s0 += v[j]
+        s[0] = op.update(s[0], v[j])
         j += 1
-    return (s0 + s1) + (s2 + s3)
+    return op.update(op.update(s[0], s[1]), op.update(s[2], s[3]))
 
 
-def add_columns(partials, first, last, i, width, zero, region, k, scaled, update):
-    """Eight outputs ``region[i:i + 8]`` at once: eight independent accumulators, each adding its
-    output's elements in the same order as ``add_element`` (so the same result); a region's
-    pieces are read eight columns at a time instead of one."""
-    a0 = zero
-    a1 = zero
-    a2 = zero
-    a3 = zero
-    a4 = zero
-    a5 = zero
-    a6 = zero
-    a7 = zero
+def columns(op, partials, first, last, i, width, identity, region, k, scaled, update):
+    """Outputs ``region[i:i + 8]`` at once: eight accumulators, each combining its output's
+    elements in ``element``'s order; a region's pieces are read eight columns at a time."""
+    acc = LocalArray(AccT, 8)
+    for c in range(8):
+        acc[c] = identity
     for p in range(first, last):
         part = partials[p]
         for j in range(i, len(part), width):
-            a0 += part[j]
-            a1 += part[j + 1]
-            a2 += part[j + 2]
-            a3 += part[j + 3]
-            a4 += part[j + 4]
-            a5 += part[j + 5]
-            a6 += part[j + 6]
-            a7 += part[j + 7]
-    store(region, i, a0, k, scaled, update)
-    store(region, i + 1, a1, k, scaled, update)
-    store(region, i + 2, a2, k, scaled, update)
-    store(region, i + 3, a3, k, scaled, update)
-    store(region, i + 4, a4, k, scaled, update)
-    store(region, i + 5, a5, k, scaled, update)
-    store(region, i + 6, a6, k, scaled, update)
-    store(region, i + 7, a7, k, scaled, update)
+            for c in range(8):
+                acc[c] = op.update(acc[c], part[j + c])
+    for c in range(8):
+        store(op, region, i + c, acc[c], k, scaled, update)
 
 
-def store(region, i, acc, k, scaled, update):
+def store(op, region, i, acc, k, scaled, update):
     if scaled:
-        v = acc * k
-        region[i] = region[i] + v if update else v
+        v = op.scale(acc, k)
+        region[i] = op.combine(region[i], v) if update else v
     else:
         region[i] = acc
-
-
-def add_region(partials, first, last, region, zero, k, scaled, update):
-    """Reduce one region with ADD (scaled by ``k`` when ``scaled``)."""
-    width = len(region)
-    i = 0
-    if width > 1:
-        while i + 8 <= width:
-            add_columns(partials, first, last, i, width, zero, region, k, scaled, update)
-            i += 8
-    while i < width:
-        store(region, i, add_element(partials, first, last, i, width, zero), k, scaled, update)
-        i += 1
 
 
 def add_rows_into(partials, first, last, region, zero):
@@ -186,90 +255,48 @@ def add_rows_into(partials, first, last, region, zero):
             region[c] = zero
 
 
-def square_add_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            x = acc
-            x = part[j]  # x has the accumulator's type (the join of both): half squares in float
-            acc += x * x
-    return acc
+def reduce_regions(op, partials, numPartials, out, identity, k, scaled, update):
+    first = 0
+    for r in range(len(out)):
+        last = first + numPartials[r]
+        region = out[r]
+        width = len(region)
+        i = 0
+        if width > 1:
+            while i + 8 <= width:
+                columns(op, partials, first, last, i, width, identity, region, k, scaled, update)
+                i += 8
+        while i < width:
+            store(op, region, i, element(op, partials, first, last, i, width, identity), k, scaled, update)
+            i += 1
+        first = last
 
 
-def mul_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            acc *= part[j]
-    return acc
-
-
-def max_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            if part[j] > acc:
-                acc = part[j]
-    return acc
-
-
-def min_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            if part[j] < acc:
-                acc = part[j]
-    return acc
-
-
-def and_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            acc = acc and part[j]
-    return acc
-
-
-def or_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            acc = acc or part[j]
-    return acc
-
-
-def log_add(a, b):
-    """log(exp(a) + exp(b)), exact when either is -inf (log of zero probability)."""
-    hi = max(a, b)
-    lo = min(a, b)
-    if lo == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(lo - hi))
-
-
-def log_add_element(partials, first, last, i, width, acc):
-    for p in range(first, last):
-        part = partials[p]
-        for j in range(i, len(part), width):
-            acc = log_add(acc, part[j])
-    return acc
-
-
-# ---- unscaled reductions ------------------------------------------------------------------------
-
-class ReduceAdd(Vertex):
-    vertexName = "popops::ReduceAdd"
+class Reduce(Vertex):
+    vertexName = "popops::Reduce"
+    Op: Const[ReduceOp]
     partials: Input[VectorList[T]]
     identity: AccT
     out: Output[VectorList[OutT]]
     numPartials: Vector[int]
 
     def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            add_region(self.partials, first, last, self.out[r], self.identity, 1.0, False, False)
-            first = last
+        reduce_regions(self.Op, self.partials, self.numPartials, self.out, self.identity, 1.0, False, False)
+
+
+class ScaledReduce(Vertex):
+    vertexName = "popops::ScaledReduce"
+    Op: Const[ReduceOp]
+    partials: Input[VectorList[T]]
+    identity: AccT
+    out: InOut[VectorList[OutT]]
+    numPartials: Vector[int]
+    k: Input[float]
+    update: Const[bool]
+
+    def compute(self):
+        reduce_regions(self.Op, self.partials, self.numPartials, self.out, self.identity, self.k, True,
+                       self.update)
 
 
 class ReduceAddInPlace(Vertex):
@@ -288,186 +315,7 @@ class ReduceAddInPlace(Vertex):
             last = first + self.numPartials[r]
             region = self.out[r]
             if len(region) == 1:
-                region[0] = add_element(self.partials, first, last, 0, 1, self.identity)
+                region[0] = element(ReduceAdd, self.partials, first, last, 0, 1, self.identity)
             else:
                 add_rows_into(self.partials, first, last, region, self.identity)
-            first = last
-
-
-class ReduceSquareAdd(Vertex):
-    vertexName = "popops::ReduceSquareAdd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = square_add_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceMul(Vertex):
-    vertexName = "popops::ReduceMul"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = mul_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceMax(Vertex):
-    vertexName = "popops::ReduceMax"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = max_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceMin(Vertex):
-    vertexName = "popops::ReduceMin"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = min_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceLogicalAnd(Vertex):
-    vertexName = "popops::ReduceLogicalAnd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = and_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceLogicalOr(Vertex):
-    vertexName = "popops::ReduceLogicalOr"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = or_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-class ReduceLogAdd(Vertex):
-    vertexName = "popops::ReduceLogAdd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: Output[VectorList[OutT]]
-    numPartials: Vector[int]
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                region[i] = log_add_element(self.partials, first, last, i, len(region), self.identity)
-            first = last
-
-
-# ---- scaled (and updating) final reductions -----------------------------------------------------
-
-class ScaledReduceAdd(Vertex):
-    vertexName = "popops::ScaledReduceAdd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: InOut[VectorList[OutT]]
-    numPartials: Vector[int]
-    k: Input[float]
-    update: bool
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            add_region(self.partials, first, last, region, self.identity, self.k, True, self.update)
-            first = last
-
-
-class ScaledReduceSquareAdd(Vertex):
-    vertexName = "popops::ScaledReduceSquareAdd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: InOut[VectorList[OutT]]
-    numPartials: Vector[int]
-    k: Input[float]
-    update: bool
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                v = square_add_element(self.partials, first, last, i, len(region), self.identity) * self.k
-                region[i] = region[i] + v if self.update else v
-            first = last
-
-
-class ScaledReduceLogAdd(Vertex):
-    vertexName = "popops::ScaledReduceLogAdd"
-    partials: Input[VectorList[T]]
-    identity: AccT
-    out: InOut[VectorList[OutT]]
-    numPartials: Vector[int]
-    k: Input[float]
-    update: bool
-
-    def compute(self):
-        first = 0
-        for r in range(len(self.out)):
-            last = first + self.numPartials[r]
-            region = self.out[r]
-            for i in range(len(region)):
-                v = log_add_element(self.partials, first, last, i, len(region), self.identity) + self.k
-                region[i] = log_add(region[i], v) if self.update else v
             first = last

@@ -215,12 +215,12 @@ class KernelBuilder(ExprLowering):
             plan = None
             if end - k > 1 and self.checked and self.versioning:
                 plan = plan_region(
-                    stmts[k:end], self.type, self.frame.types.locals, self.fields, self.unchecked
+                    stmts[k:end], self._typed, self.frame.types.locals, self.fields, self.unchecked
                 )
                 # a leading assignment of an index local (j = self.j) keeps its uses out of the
                 # region: start the region after it if that covers more accesses
                 later = plan_region(
-                    stmts[k + 1:end], self.type, self.frame.types.locals, self.fields, self.unchecked
+                    stmts[k + 1:end], self._typed, self.frame.types.locals, self.fields, self.unchecked
                 )
                 if later is not None and (plan is None or len(later.accesses) > len(plan.accesses)):
                     self._statements(stmts[k:k + 1])
@@ -321,6 +321,12 @@ class KernelBuilder(ExprLowering):
         self.b.store(self.b.zext(v, I8) if et.kind == "b" else v, ptr)
 
     def _If(self, node: ast.If) -> None:
+        test = self.type(node.test)
+        if isinstance(test, ScalarType) and test.value is not None:  # only the branch compiled
+            self.pending += 1
+            self.condition(node.test)
+            self._body(node.body if test.value else node.orelse)
+            return
         then, other, done = self._block("if.then"), self._block("if.else"), self._block("if.end")
         self.pending += 1
         self._cbr(self.condition(node.test), then, other if node.orelse else done)
@@ -362,7 +368,7 @@ class KernelBuilder(ExprLowering):
         )
         plan = None
         if self.checked and self.versioning:
-            plan = plan_loop(node, self.type, self.frame.types.locals, self.fields)
+            plan = plan_loop(node, self._typed, self.frame.types.locals, self.fields)
         if plan is None:
             self._loop(node, (start, stop, step))
             return

@@ -117,6 +117,14 @@ class ExprLowering:
     def type(self, node: ast.AST) -> CType:
         return self.unroller.type(node, self.frame.types)
 
+    def _typed(self, node: ast.AST) -> CType | None:
+        """The type of an expression, None in a branch that is not compiled (loop versioning
+        looks at whole statements)."""
+        try:
+            return self.type(node)
+        except KeyError:
+            return None
+
     # control flow with cycle accounting ---------------------------------------------------------
     def _flush(self) -> None:
         if self.pending:
@@ -367,6 +375,15 @@ class ExprLowering:
 
     def _eIfExp(self, node: ast.IfExp) -> Value:
         rt = self.type(node)
+        test = self.type(node.test)
+        if isinstance(test, ScalarType) and test.value is not None:  # only that value compiled
+            self.pending += 1
+            self.condition(node.test)
+            branch = node.body if test.value else node.orelse
+            v, vt = self.expr(branch), self.type(branch)
+            if isinstance(rt, ScalarType) and isinstance(vt, ScalarType):
+                return self.ops.convert(v, vt, rt)
+            return v
         then, other, done = self._block("ifexp.then"), self._block("ifexp.else"), self._block("ifexp.end")
         self.pending += 1
         self._cbr(self.condition(node.test), then, other)

@@ -92,7 +92,7 @@ def _is_i64(t: CType | None) -> bool:
 
 
 class _Analysis:
-    def __init__(self, var: str, body: list[ast.stmt], type_of: Callable[[ast.AST], CType],
+    def __init__(self, var: str, body: list[ast.stmt], type_of: Callable[[ast.AST], CType | None],
                  local_types: dict[str, CType], fields: dict[str, object]) -> None:
         self.var = var  # "" for a straight-line region
         self.type_of, self.local_types, self.fields = type_of, local_types, fields
@@ -211,7 +211,7 @@ def _accesses(an: _Analysis, body: list[ast.stmt], skip: frozenset[int]
     return found, rows
 
 
-def plan_loop(node: ast.For, type_of: Callable[[ast.AST], CType], local_types: dict[str, CType],
+def plan_loop(node: ast.For, type_of: Callable[[ast.AST], CType | None], local_types: dict[str, CType],
               fields: dict[str, object]) -> LoopPlan | None:
     """The plan for an innermost range loop with a constant step, or None if nothing is covered."""
     step = step_constant(node)
@@ -228,8 +228,9 @@ def plan_loop(node: ast.For, type_of: Callable[[ast.AST], CType], local_types: d
     return LoopPlan(an.var, step, tuple(accesses), {k: v[1] for k, v in an.subs.items()}, rows)
 
 
-def plan_region(stmts: list[ast.stmt], type_of: Callable[[ast.AST], CType], local_types: dict[str, CType],
-                fields: dict[str, object], skip: frozenset[int]) -> LoopPlan | None:
+def plan_region(stmts: list[ast.stmt], type_of: Callable[[ast.AST], CType | None],
+                local_types: dict[str, CType], fields: dict[str, object], skip: frozenset[int]
+                ) -> LoopPlan | None:
     """The plan for a run of simple statements (the caller makes sure they hold no control flow
     and no helper call) with at least two coverable accesses not in ``skip``, else None."""
     an = _Analysis("", stmts, type_of, local_types, fields)

@@ -252,12 +252,16 @@ class _FunctionTyper:
         self.loop_depth -= 1
 
     def _While(self, node: ast.While | ast.If) -> None:
+        test = None
         with contextlib.suppress(_PendingError):  # the bodies are typed even when the test is pending
-            self._condition(node.test)
+            test = self._condition(node.test)
         loop = isinstance(node, ast.While)
         self.loop_depth += loop
-        self._body(node.body)
-        self._body(node.orelse)
+        if loop or test is None or test.value is None:
+            self._body(node.body)
+            self._body(node.orelse)
+        else:  # a test known when compiling (a template constant): only its branch is compiled
+            self._body(node.body if test.value else node.orelse)
         self.loop_depth -= loop
 
     _If = _While
@@ -282,10 +286,11 @@ class _FunctionTyper:
         except TypeError as exc:
             raise self.error(node, f"return value: {exc}") from None
 
-    def _condition(self, node: ast.expr) -> None:
+    def _condition(self, node: ast.expr) -> ScalarType:
         t = self.expr(node)
         if not isinstance(t, ScalarType):
             raise self.error(node, f"a {t} cannot be used as a condition")
+        return t
 
     # expressions ------------------------------------------------------------------------------
     def expr(self, node: ast.expr, allow_none: bool = False) -> CType:
@@ -391,7 +396,9 @@ class _FunctionTyper:
         return self._join_all(node, types)
 
     def _eIfExp(self, node: ast.IfExp) -> CType:
-        self._condition(node.test)
+        test = self._condition(node.test)
+        if test.value is not None:  # known when compiling: only that value is compiled
+            return self.expr(node.body if test.value else node.orelse)
         return self._join_all(node, [self.expr(node.body), self.expr(node.orelse)])
 
     def _join_all(self, node: ast.AST, types: list[CType]) -> CType:

@@ -265,9 +265,10 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
     workers = graph.getTarget().getNumWorkerContexts()
     worker = split_for_workers(regions, workers)
     scaled = params.useScale
-    op = params.op.value
-    names = {True: templateVertex(f"popops::{'Scaled' if scaled else ''}Reduce{op}", in_type, acc, out_type),
-             False: templateVertex(f"popops::Reduce{op}", in_type, acc, acc)}
+    op = f"popops::Reduce{params.op.value}"
+    final = (templateVertex("popops::ScaledReduce", op, in_type, acc, out_type, params.update) if scaled
+             else templateVertex("popops::Reduce", op, in_type, acc, out_type))
+    names = {True: final, False: templateVertex("popops::Reduce", op, in_type, acc, acc)}
     if params.op is Operation.ADD:  # outputs of the accumulator's type are accumulated in place
         names[False] = templateVertex("popops::ReduceAddInPlace", in_type, acc)
         if out_type == acc and not scaled:
@@ -300,7 +301,6 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
             graph.setInitialValue(v["identity"], identity)
             if final and scaled:
                 graph.connect(v["k"], params.scale)
-                graph.setInitialValue(v["update"], params.update)
             graph.setTileMapping(v, int(regions.tile[lo]))
 
 
