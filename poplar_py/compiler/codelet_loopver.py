@@ -198,9 +198,9 @@ def _accesses(an: _Analysis, body: list[ast.stmt], skip: frozenset[int]
     rows: dict[int, tuple[ast.expr, ast.expr]] = {}
     for pos, s in enumerate(body):
         for n in ast.walk(s):
-            if not isinstance(n, ast.Subscript) or id(n) in skip or _constant_index(an, n) \
-                    or an.degree(n.slice, pos) is None:
-                continue
+            if not isinstance(n, ast.Subscript) or id(n) in skip or an.type_of(n) is None \
+                    or _constant_index(an, n) or an.degree(n.slice, pos) is None:
+                continue  # (untyped: in a branch that is not compiled)
             if an.invariant_vector(n.value):
                 found.append(n)
                 continue

@@ -125,3 +125,20 @@ class Rolled(Vertex):
                     continue
                 s += self.x[i]
         self.out = s
+
+
+class ArgBest(Vertex):
+    """The position of the largest (``isMax``) or smallest element: a branch on a template
+    constant inside a loop; the other side is not compiled (``-x`` of a bool would not type)."""
+
+    vertexName = "test::ArgBest"
+    x: Input[Vector[T]]
+    out: Output[int]
+    isMax: Const[bool]
+
+    def compute(self):
+        best = 0
+        for k in range(1, len(self.x)):
+            if (self.x[k] > self.x[best]) if self.isMax else (-self.x[k] > -self.x[best]):
+                best = k
+        self.out = best

@@ -114,6 +114,21 @@ def test_local_array_indices_are_checked(mode):
             {"out": (poplar.INT, np.zeros(4))}, mode)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_only_the_branch_a_constant_selects_is_compiled(mode):
+    flags = np.array([False, True, True, False, True])
+    vertices = [("test::ArgBest<bool,true>", lambda t: {"x": t["flags"], "out": t["first"]}, {})]
+    got, _ = run(vertices, {"flags": (poplar.BOOL, flags)}, {"first": (poplar.INT, np.zeros(()))}, mode)
+    assert got["first"] == 1
+    with pytest.raises(poplar.CodeletCompileError, match="arithmetic on bool"):
+        check_codelet(tc.ArgBest.instantiate(poplar.BOOL, False))
+    data = np.array([3.0, -1.0, 7.0, -1.0], np.float32)
+    for flag, want in (("true", 2), ("false", 1)):
+        vertices = [(f"test::ArgBest<float,{flag}>", lambda t: {"x": t["x"], "out": t["at"]}, {})]
+        got, _ = run(vertices, {"x": (poplar.FLOAT, data)}, {"at": (poplar.INT, np.zeros(()))}, mode)
+        assert got["at"] == want
+
+
 def test_unrolled_loops_count_the_cycles_of_the_loop():
     data = np.arange(8.0)
     cycles = []
