@@ -9,8 +9,9 @@ The pipeline is a visible list of passes, each taking and returning a small data
     optimise   compile_ir(ir, opt_level)     -> object bytes    (or a disk-cache hit, skipping codegen)
     link       load_object(obj, ...)         -> address         (ORC LLJIT)
 
-``check_codelet`` runs the first two (no LLVM); ``compile_codelet`` runs them all, memoised in the
-process and on disk (see :mod:`jit`).
+``check_codelet`` runs the first two (no LLVM), ``codelet_info`` adds the state record and the
+modelled code size (:mod:`codelet_size`) that planning and the interpreter need; ``compile_codelet``
+runs them all, memoised in the process and on disk (see :mod:`jit`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from . import jit
 from .codelet_codegen import KernelBuilder, state_layout
 from .codelet_frontend import parse_codelet
 from .codelet_interp import Interpreter
+from .codelet_size import code_bytes
 from .codelet_source import ParsedCodelet
 from .codelet_types import (
     ERR_ASSERTION,
@@ -42,9 +44,11 @@ __all__ = [
     "ERR_OUT_OF_BOUNDS",
     "ERR_RETURNED_FALSE",
     "VECTOR_LIST_ENTRY_DTYPE",
+    "CodeletInfo",
     "CompiledCodelet",
     "KernelOptions",
     "check_codelet",
+    "codelet_info",
     "compile_codelet",
     "error_message",
 ]
@@ -101,6 +105,36 @@ def check_codelet(cls: type) -> None:
     _typed(cls)
 
 
+class CodeletInfo:
+    """What planning and the interpreter need of a codelet, without LLVM: its state record, the
+    size of its code on a tile, and its interpreter."""
+
+    def __init__(self, typed: TypedCodelet) -> None:
+        self.cls: type = typed.parsed.cls
+        self.typed = typed
+        self.state_dtype: np.dtype = state_layout(typed.parsed.fields)[0]
+        self.code_bytes = code_bytes(typed)
+        self._interpreter: Interpreter | None = None
+
+    def run_interpreted(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None
+                        ) -> np.void | None:
+        """Run the Python compute() itself on views of ``memory``; None or a filled ERR_DTYPE record."""
+        if self._interpreter is None:
+            self._interpreter = Interpreter(self.typed.parsed)
+        return self._interpreter.run(states, memory, cycles)
+
+
+_infos: dict[type, CodeletInfo] = {}
+
+
+def codelet_info(cls: type) -> CodeletInfo:
+    """The codelet's :class:`CodeletInfo` (checking it first; memoised)."""
+    info = _infos.get(cls)
+    if info is None:
+        info = _infos[cls] = CodeletInfo(_typed(cls))
+    return info
+
+
 def kernel_key(typed: TypedCodelet, options: KernelOptions) -> KernelKey:
     """The cache key: source (normalised AST with lines), fields, options, compiler, LLVM and CPU."""
     text = "\n".join([COMPILER_VERSION, typed.parsed.fingerprint(), repr(options), jit.host_fingerprint()])
@@ -153,7 +187,6 @@ class CompiledCodelet:
         self.cache_hit = False  # True when the object came from the disk cache
         self._ir = ir_text
         self._fn = _RUN_TYPE(address)
-        self._interpreter: Interpreter | None = None
 
     @property
     def ir(self) -> str:
@@ -166,14 +199,6 @@ class CompiledCodelet:
         """Run compute() for n state records at states_addr in one native call; 0 if all succeeded,
         else the error code after filling the ERR_DTYPE record at err_addr for the first failure."""
         return self._fn(states_addr, n, cycles_addr or None, err_addr)
-
-    def run_interpreted(
-        self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None
-    ) -> np.void | None:
-        """Run the Python compute() itself on views of ``memory``; None or a filled ERR_DTYPE record."""
-        if self._interpreter is None:
-            self._interpreter = Interpreter(self.typed.parsed)
-        return self._interpreter.run(states, memory, cycles)
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:

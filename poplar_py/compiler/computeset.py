@@ -22,7 +22,7 @@ from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions import Runs, exclusive_cumsum, expand_ranges, unique_sorted
 from ..vertex import Direction, FieldKind
-from .codelets import CompiledCodelet, KernelOptions, compile_codelet
+from .codelets import CodeletInfo, codelet_info
 from .layout import Located, MemoryLayout
 from .races import check_races
 from .segments import FieldTables, SegmentRuns, Segments, build_segments
@@ -41,7 +41,7 @@ class ComputeSetPlan:
     segments: Segments
     staged: Staged  # the home pieces of the segments used through exchange buffers
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
-    compiled: dict[type, CompiledCodelet]
+    codelets: dict[type, CodeletInfo]  # state records and code sizes (compiling needs no LLVM here)
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
 
 
@@ -339,8 +339,6 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
 def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: MemoryLayout,
                       options: EngineOptions) -> ComputeSetPlans:
     """Check and plan every compute set the programs execute; reserve its tile memory."""
-    kernel_options = KernelOptions(checked=options.flag("codelets.checkBounds"),
-                                   fast_math=options.flag("codelets.fastMath"))
     strict = options.flag("tileMapping.strict")
     plans = {}
     num_tiles = graph.target.getNumTiles()
@@ -363,15 +361,15 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         _, first = np.unique(cls_of, return_index=True)
         order = cls_of[np.sort(first)].tolist()
         groups = {graph.vertices.classes[c]: np.flatnonzero(cls_of == c) for c in order}
-        compiled = {cls: compile_codelet(cls, kernel_options) for cls in groups}
+        infos = {cls: codelet_info(cls) for cls in groups}
         for c, (cls, members) in zip(order, groups.items()):
             member_tiles = tiles[members]
-            state += np.bincount(member_tiles, minlength=num_tiles) * compiled[cls].state_dtype.itemsize
+            state += np.bincount(member_tiles, minlength=num_tiles) * infos[cls].state_dtype.itemsize
             fresh = unique_sorted(member_tiles)
             fresh = fresh[~code_seen[c, fresh]]
             code_seen[c, fresh] = True
-            code[fresh] += compiled[cls].object_size
-        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, compiled, state_offset)
+            code[fresh] += infos[cls].code_bytes
+        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, infos, state_offset)
     layout.account(state, "vertex state")
     layout.account(code, "vertex code")
     return ComputeSetPlans(plans, options)

@@ -19,7 +19,15 @@ from ..regions import exclusive_cumsum
 from ..target import Target
 from ..vertex import Direction, FieldKind, FieldSpec
 from . import threads
-from .codelets import ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, CompiledCodelet, error_message
+from .codelets import (
+    ERR_DTYPE,
+    VECTOR_LIST_ENTRY_DTYPE,
+    CodeletInfo,
+    CompiledCodelet,
+    KernelOptions,
+    compile_codelet,
+    error_message,
+)
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
 from .exchange import CopyPlan, TileTraffic, traffic
@@ -86,7 +94,8 @@ class _Group:
     """One vertex class of a compute set: its state table and kernel."""
 
     cls: type
-    compiled: CompiledCodelet
+    info: CodeletInfo
+    compiled: CompiledCodelet | None  # None in interpreter mode
     positions: np.ndarray  # positions of its vertices in the compute set
     table: np.ndarray
     cycles: np.ndarray
@@ -95,6 +104,7 @@ class _Group:
 
     def run_native(self) -> np.void | None:
         """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
+        assert self.compiled is not None
         failed = threads.run_all(self.compiled.run, [c[1:] for c in self.chunks])
         for i, rc in enumerate(failed):
             if rc:
@@ -164,11 +174,12 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
 
 
 def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray, seg_abs: np.ndarray,
-                 state_abs: np.ndarray, image: Image) -> _Group:
-    """The state table of one vertex class; list tables and state vectors go to ``image``."""
-    seg, compiled = plan.segments, plan.compiled[cls]
+                 state_abs: np.ndarray, image: Image, kernel: KernelOptions | None) -> _Group:
+    """The state table of one vertex class (and its kernel, compiled unless ``kernel`` is None:
+    interpreter mode); list tables and state vectors go to ``image``."""
+    seg, info = plan.segments, plan.codelets[cls]
     n = positions.size
-    table = np.zeros(n, dtype=compiled.state_dtype)
+    table = np.zeros(n, dtype=info.state_dtype)
     vids = plan.vertices[positions].tolist()
     cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
     nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
@@ -204,7 +215,8 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
             table[name + ".size"] = counts
             cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
     cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
-    return _Group(cls, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
+    compiled = compile_codelet(cls, kernel) if kernel is not None else None
+    return _Group(cls, info, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
 
 
 class ComputeSetRunner:
@@ -225,7 +237,9 @@ class ComputeSetRunner:
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
         image = Image(base)
-        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image)
+        kernel = None if self.interpret else KernelOptions(checked=options.flag("codelets.checkBounds"),
+                                                           fast_math=options.flag("codelets.fastMath"))
+        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel)
                        for cls, positions in plan.groups.items()]
         self.image = image.plan()  # written into tile memory by Engine.load
         self.estimates = _cycle_estimates(graph, plan, target)
@@ -243,7 +257,7 @@ class ComputeSetRunner:
         if self.exchange_in is not None:
             self.exchange_in.execute(base, base)
         for g in self.groups:
-            err = g.compiled.run_interpreted(g.table, arena, g.cycles) if self.interpret else g.run_native()
+            err = g.info.run_interpreted(g.table, arena, g.cycles) if self.interpret else g.run_native()
             if err is not None:
                 self._raise(g, err)
             self.measured[g.positions] = g.cycles

@@ -23,8 +23,9 @@ from poplar_py.compiler import jit
 from poplar_py.compiler.codelets import (
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
-    CompiledCodelet,
+    CodeletInfo,
     KernelOptions,
+    codelet_info,
     compile_codelet,
 )
 from poplar_py.vertex import Direction, FieldKind
@@ -95,7 +96,7 @@ class Run:
 
 
 def build(
-    compiled: CompiledCodelet, vertices: list[dict[str, Any]], arena: Arena
+    compiled: CodeletInfo, vertices: list[dict[str, Any]], arena: Arena
 ) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """The state table for ``vertices`` (field name -> value / array / list of arrays)."""
     cls = compiled.cls
@@ -133,16 +134,17 @@ def _nbytes(value: Any) -> int:
 def run(
     cls: type, vertices: list[dict[str, Any]], mode: str = "native", options: KernelOptions = STRICT
 ) -> Run:
-    """Compile ``cls`` and run it on ``vertices`` natively or in the interpreter."""
-    compiled = compile_codelet(cls, options)
+    """Run ``cls`` on ``vertices``: compiled natively, or in the interpreter (no LLVM)."""
+    info = codelet_info(cls)
     arena = Arena(sum(_nbytes(v) for values in vertices for v in values.values()))
-    states, views = build(compiled, vertices, arena)
+    states, views = build(info, vertices, arena)
     cycles = np.zeros(len(vertices), np.uint64)
     if mode == "native":
+        compiled = compile_codelet(cls, options)
         err = np.zeros(1, ERR_DTYPE)
         status = compiled.run(states.ctypes.data, len(vertices), cycles.ctypes.data, err.ctypes.data)
         return Run(err[0] if status else None, cycles, views)
-    return Run(compiled.run_interpreted(states, arena.memory, cycles), cycles, views)
+    return Run(info.run_interpreted(states, arena.memory, cycles), cycles, views)
 
 
 def run_one(cls: type, mode: str = "native", options: KernelOptions = STRICT, **values: Any) -> Run:

@@ -509,3 +509,60 @@ def test_host_write_into_a_tensor_that_repeats_elements_keeps_the_last_value():
     host = np.zeros(7, np.int32)
     host[[0, 1, 2, 1, 2, 1, 0]] = [1, 2, 3, 4, 5, 6, 7]  # numpy: the last write wins
     np.testing.assert_array_equal(engine.readTensor("r"), host[:3])
+
+
+# ---- planning and the interpreter need no LLVM; code memory from the codelet's own body ---------
+
+class Offset(Vertex):
+    """Only ever built in interpreter mode here."""
+
+    x: InOut[Vector[float]]
+    k: float
+
+    def compute(self):
+        for i in range(len(self.x)):
+            self.x[i] += self.k
+
+
+def _offset_graph(tiles):
+    device, graph = make(tiles=tiles)
+    graph.addCodelets(Offset)
+    x = graph.addVariable(poplar.FLOAT, [tiles, 4], "x")
+    cs = graph.addComputeSet("offset")
+    for t in range(tiles):
+        graph.setTileMapping(x[t], t)
+        for half in (0, 2):
+            v = graph.addVertex(cs, "Offset", {"x": x[t].slice(half, half + 2)})
+            graph.setInitialValue(v["k"], 1.5)
+            graph.setTileMapping(v, t)
+    return device, graph, x, cs
+
+
+def test_interpreter_mode_compiles_no_codelet(monkeypatch):
+    from poplar_py.compiler import codelets, vertex_tables
+
+    def no_llvm(*args, **kwargs):
+        raise AssertionError("a codelet was compiled")
+
+    for module in (codelets, vertex_tables):
+        monkeypatch.setattr(module, "compile_codelet", no_llvm)
+    monkeypatch.setattr(codelets, "generate_ir", no_llvm)
+    monkeypatch.setattr(codelets.CompiledCodelet, "__init__", no_llvm)
+    device, graph, x, cs = _offset_graph(2)
+    graph.createHostRead("x", x)
+    engine = poplar.Engine(graph, prog.Execute(cs), {"codelets.mode": "interpreter"})
+    engine.load(device)
+    engine.run()
+    np.testing.assert_array_equal(engine.readTensor("x"), np.full((2, 4), 1.5))
+
+
+def test_vertex_code_is_charged_once_per_tile_from_the_modelled_size():
+    from poplar_py.compiler.codelets import codelet_info
+
+    _, graph, _, cs = _offset_graph(3)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    tiles = engine.getProfile()["compilation"]["tiles"]
+    size = codelet_info(Offset).code_bytes
+    # entry, plus per element: the loop (test, step), two element accesses, an add, a field read
+    assert 64 < size < 256
+    assert [t["memory"]["byCategory"]["vertex code"] for t in tiles] == [size] * 3
