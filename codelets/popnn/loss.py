@@ -1,6 +1,6 @@
 """popnn codelets for classification: arg max/min of rows and counting correct predictions."""
 
-from poplar_py import UNSIGNED_INT, InOut, Input, Output, Vector, VectorList, Vertex
+from poplar_py import UNSIGNED_INT, Const, InOut, Input, Output, Vector, VectorList, Vertex
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
@@ -15,21 +15,17 @@ class ReduceArgRows(Vertex):
     rows: Input[VectorList[T]]
     index: Output[Vector[UNSIGNED_INT]]
     value: Output[Vector[T]]
-    isMax: bool
+    isMax: Const[bool]
 
     def compute(self):
         for r in range(len(self.rows)):
             row = self.rows[r]
             best = 0
             for k in range(1, len(row)):
-                if self.isMax:
-                    if row[k] > row[best]:
-                        best = k
-                elif row[k] < row[best]:
+                if (row[k] > row[best]) if self.isMax else (row[k] < row[best]):
                     best = k
             self.index[r] = best
             self.value[r] = row[best]
-        return True
 
 
 class CalcAccuracy(Vertex):
@@ -48,4 +44,3 @@ class CalcAccuracy(Vertex):
             if label >= 0 and self.maxIndex[i] == label:
                 count += 1
         self.numCorrect = count
-        return True

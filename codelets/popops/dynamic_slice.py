@@ -1,9 +1,10 @@
-"""popops slicing codelets: dynamic slice/update at a run-time offset, multi-slice/update.
+"""popops slicing codelets: multi-slice/update, dynamic slice/update at a run-time offset.
 
 The host code views the sliced tensor as ``[numBaseElements, columns]`` (the sliced
 dimension first) and gives each vertex a run of ``regionSize`` columns, flattened:
 ``baseT[i * regionSize + e]`` is element e of the run in row i. ``subT`` likewise holds
-one run per slice element or lookup.
+one run per slice element or lookup. Each update vertex has its slice's fields with the
+directions of ``baseT`` and ``subT`` turned round.
 """
 
 from poplar_py import UNSIGNED_INT, InOut, Input, Output, Vector, Vertex
@@ -18,51 +19,17 @@ def _copy(src, srcRow, dst, dstRow, regionSize):
         dst[dstRow * regionSize + e] = src[srcRow * regionSize + e]
 
 
-class DynamicSlice1D(Vertex):
-    """Rows ``[offset, offset + numSubElements)`` of ``baseT`` to ``subT``, wrapping past
-    the end to row 0; an offset >= numBaseElements starts at row 0."""
-
-    vertexName = "popops::DynamicSlice1D"
-    offset: Input[UNSIGNED_INT]
-    baseT: Input[Vector[T]]
-    subT: Output[Vector[T]]
-    numBaseElements: UNSIGNED_INT
-    numSubElements: UNSIGNED_INT
-
-    def compute(self):
-        numBase = self.numBaseElements
-        regionSize = len(self.baseT) // numBase
-        b = self.offset
-        if b >= numBase:
-            b = 0
-        for s in range(self.numSubElements):
-            _copy(self.baseT, b, self.subT, s, regionSize)
-            b += 1
-            if b == numBase:
-                b = 0
-
-
-class DynamicUpdateSlice1D(Vertex):
-    """The inverse of DynamicSlice1D: the rows of ``subT`` are written into ``baseT``."""
-
-    vertexName = "popops::DynamicUpdateSlice1D"
-    offset: Input[UNSIGNED_INT]
-    baseT: InOut[Vector[T]]
-    subT: Input[Vector[T]]
-    numBaseElements: UNSIGNED_INT
-    numSubElements: UNSIGNED_INT
-
-    def compute(self):
-        numBase = self.numBaseElements
-        regionSize = len(self.baseT) // numBase
-        b = self.offset
-        if b >= numBase:
-            b = 0
-        for s in range(self.numSubElements):
-            _copy(self.subT, s, self.baseT, b, regionSize)
-            b += 1
-            if b == numBase:
-                b = 0
+def _slice(base, sub, offset, numBase, numSub, update):
+    """Rows ``[offset, offset + numSub)`` of ``base``, wrapping past the end to row 0 (an offset
+    >= numBase starts at row 0), copied to the rows of ``sub``, or from them when ``update``."""
+    regionSize = len(base) // numBase
+    b = offset if offset < numBase else 0
+    for s in range(numSub):
+        if update:
+            _copy(sub, s, base, b, regionSize)
+        else:
+            _copy(base, b, sub, s, regionSize)
+        b = b + 1 if b + 1 < numBase else 0
 
 
 class MultiSlice(Vertex):
@@ -75,53 +42,67 @@ class MultiSlice(Vertex):
     numBaseElements: UNSIGNED_INT
 
     def compute(self):
-        numBase = self.numBaseElements
-        regionSize = len(self.baseT) // numBase
+        regionSize = len(self.baseT) // self.numBaseElements
         for i in range(len(self.offsets)):
             off = self.offsets[i]
-            if off < numBase:
+            if off < self.numBaseElements:
                 _copy(self.baseT, off, self.subT, i, regionSize)
             else:
                 for e in range(regionSize):
                     self.subT[i * regionSize + e] = 0
 
 
-class MultiUpdate(Vertex):
+class MultiUpdate(MultiSlice):
     """Row ``offsets[i]`` of ``baseT`` = row i of ``subT``, in order of i (the last of
     repeated offsets wins); out-of-range offsets are skipped."""
 
     vertexName = "popops::MultiUpdate"
-    offsets: Input[Vector[UNSIGNED_INT]]
     baseT: InOut[Vector[T]]
     subT: Input[Vector[T]]
-    numBaseElements: UNSIGNED_INT
 
     def compute(self):
-        numBase = self.numBaseElements
-        regionSize = len(self.baseT) // numBase
+        regionSize = len(self.baseT) // self.numBaseElements
         for i in range(len(self.offsets)):
-            off = self.offsets[i]
-            if off < numBase:
-                _copy(self.subT, i, self.baseT, off, regionSize)
+            if self.offsets[i] < self.numBaseElements:
+                _copy(self.subT, i, self.baseT, self.offsets[i], regionSize)
 
 
-class MultiUpdateAdd(Vertex):
+class MultiUpdateAdd(MultiUpdate):
     """Row ``offsets[i]`` of ``baseT`` += ``scale *`` row i of ``subT`` (repeated offsets
     accumulate); out-of-range offsets are skipped."""
 
     vertexName = "popops::MultiUpdateAdd"
-    offsets: Input[Vector[UNSIGNED_INT]]
-    baseT: InOut[Vector[T]]
-    subT: Input[Vector[T]]
     scale: Input[S]
-    numBaseElements: UNSIGNED_INT
 
     def compute(self):
-        numBase = self.numBaseElements
-        regionSize = len(self.baseT) // numBase
+        regionSize = len(self.baseT) // self.numBaseElements
         for i in range(len(self.offsets)):
             off = self.offsets[i]
-            if off < numBase:
+            if off < self.numBaseElements:
                 for e in range(regionSize):
-                    k = off * regionSize + e
-                    self.baseT[k] = self.baseT[k] + self.scale * self.subT[i * regionSize + e]
+                    self.baseT[off * regionSize + e] += self.scale * self.subT[i * regionSize + e]
+
+
+class DynamicSlice1D(Vertex):
+    """Rows ``[offset, offset + numSubElements)`` of ``baseT`` to ``subT`` (see ``_slice``)."""
+
+    vertexName = "popops::DynamicSlice1D"
+    offset: Input[UNSIGNED_INT]
+    baseT: Input[Vector[T]]
+    subT: Output[Vector[T]]
+    numBaseElements: UNSIGNED_INT
+    numSubElements: UNSIGNED_INT
+
+    def compute(self):
+        _slice(self.baseT, self.subT, self.offset, self.numBaseElements, self.numSubElements, False)
+
+
+class DynamicUpdateSlice1D(DynamicSlice1D):
+    """The inverse of DynamicSlice1D: the rows of ``subT`` are written into ``baseT``."""
+
+    vertexName = "popops::DynamicUpdateSlice1D"
+    baseT: InOut[Vector[T]]
+    subT: Input[Vector[T]]
+
+    def compute(self):
+        _slice(self.baseT, self.subT, self.offset, self.numBaseElements, self.numSubElements, True)

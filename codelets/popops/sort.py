@@ -22,35 +22,27 @@ def _before(a, b, descending):
     return _less(a, b)
 
 
-def _merge(src, dst, lo, mid, hi):
+def _merge(keys, vals, dkeys, dvals, lo, mid, hi, descending, withValues):
+    """Runs [lo, mid) and [mid, hi) of ``keys`` merged into ``dkeys``, ``vals`` into ``dvals``
+    alike when ``withValues``."""
     i = lo
     j = mid
     for k in range(lo, hi):
         # take from the right run only when strictly before the left: stable
-        if j < hi and (i >= mid or _less(src[j], src[i])):
-            dst[k] = src[j]
-            j += 1
-        else:
-            dst[k] = src[i]
-            i += 1
-
-
-def _merge_kv(keys, vals, dkeys, dvals, lo, mid, hi, descending):
-    i = lo
-    j = mid
-    for k in range(lo, hi):
+        src = i
         if j < hi and (i >= mid or _before(keys[j], keys[i], descending)):
-            dkeys[k] = keys[j]
-            dvals[k] = vals[j]
+            src = j
             j += 1
         else:
-            dkeys[k] = keys[i]
-            dvals[k] = vals[i]
             i += 1
+        dkeys[k] = keys[src]
+        if withValues:
+            dvals[k] = vals[src]
 
 
-def _sort_kv(keys, vals, tkeys, tvals, descending):
-    """Sort keys (and vals with them) in place, using tkeys/tvals as scratch."""
+def _sort(keys, vals, tkeys, tvals, descending, withValues):
+    """Sort keys (and vals with them when ``withValues``) in place: merge passes of doubling
+    width, back and forth between the rows and the scratch rows tkeys/tvals."""
     n = len(keys)
     width = 1
     inMain = True
@@ -59,15 +51,13 @@ def _sort_kv(keys, vals, tkeys, tvals, descending):
             mid = min(lo + width, n)
             hi = min(lo + 2 * width, n)
             if inMain:
-                _merge_kv(keys, vals, tkeys, tvals, lo, mid, hi, descending)
+                _merge(keys, vals, tkeys, tvals, lo, mid, hi, descending, withValues)
             else:
-                _merge_kv(tkeys, tvals, keys, vals, lo, mid, hi, descending)
+                _merge(tkeys, tvals, keys, vals, lo, mid, hi, descending, withValues)
         inMain = not inMain
         width *= 2
-    if not inMain:
-        for k in range(n):
-            keys[k] = tkeys[k]
-            vals[k] = tvals[k]
+    if not inMain:  # the last pass ended in the scratch rows: a merge with no right run copies back
+        _merge(tkeys, tvals, keys, vals, 0, n, n, descending, withValues)
 
 
 class Sort(Vertex):
@@ -78,22 +68,8 @@ class Sort(Vertex):
     scratch: InOut[Vector[K]]
 
     def compute(self):
-        n = len(self.data)
-        width = 1
-        inData = True
-        while width < n:
-            for lo in range(0, n, 2 * width):
-                mid = min(lo + width, n)
-                hi = min(lo + 2 * width, n)
-                if inData:
-                    _merge(self.data, self.scratch, lo, mid, hi)
-                else:
-                    _merge(self.scratch, self.data, lo, mid, hi)
-            inData = not inData
-            width *= 2
-        if not inData:
-            for k in range(n):
-                self.data[k] = self.scratch[k]
+        # no values: the keys stand in for them, unused
+        _sort(self.data, self.data, self.scratch, self.scratch, False, False)
 
 
 class SortKeyValue(Vertex):
@@ -106,7 +82,7 @@ class SortKeyValue(Vertex):
     scratchValues: InOut[Vector[V]]
 
     def compute(self):
-        _sort_kv(self.keys, self.values, self.scratchKeys, self.scratchValues, False)
+        _sort(self.keys, self.values, self.scratchKeys, self.scratchValues, False, True)
 
 
 class TopK(Vertex):
@@ -132,7 +108,7 @@ class TopK(Vertex):
         for i in range(n):
             self.keys[i] = self.inp[i]
             self.indices[i] = i
-        _sort_kv(self.keys, self.indices, self.scratchKeys, self.scratchIndices, self.largest)
+        _sort(self.keys, self.indices, self.scratchKeys, self.scratchIndices, self.largest, True)
         k = len(self.outValues)
         for i in range(k):
             src = i

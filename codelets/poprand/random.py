@@ -20,7 +20,7 @@ normal values.
 
 import math
 
-from poplar_py import INT, UNSIGNED_INT, UNSIGNED_LONGLONG, Input, Output, Vector, Vertex
+from poplar_py import INT, UNSIGNED_INT, UNSIGNED_LONGLONG, Input, LocalArray, Output, Vector, Vertex
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
@@ -42,22 +42,6 @@ def _mix(z):
     return z ^ (z >> 31)
 
 
-def _gamma():
-    """splitmix64's increment."""
-    return _u64(0x9E3779B9, 0x7F4A7C15)
-
-
-def _first(s):
-    """The first output of splitmix64 started at state ``s``: xoroshiro's s0."""
-    return _mix(s + _gamma())
-
-
-def _second(s):
-    """The second output of splitmix64 started at state ``s``: xoroshiro's s1 (added one
-    gamma at a time: uint64 plus a Python int wraps alike in both codelet modes)."""
-    return _mix(s + _gamma() + _gamma())
-
-
 def _start(stream, seed):
     """The splitmix64 state of a stream: the seed tensor's key mixed with the stream id.
 
@@ -65,19 +49,38 @@ def _start(stream, seed):
     return _mix(stream) ^ (int(seed[0]) | (int(seed[1]) << 32))
 
 
+def _seed(state, stream, seed):
+    """Set ``state`` to a stream's xoroshiro128+ state ``[s0, s1]``: splitmix64's first two
+    outputs from ``_start`` (gamma added twice, not 2 * gamma: uint64 sums wrap alike in both
+    codelet modes)."""
+    gamma = _u64(0x9E3779B9, 0x7F4A7C15)
+    s = _start(stream, seed)
+    state[0] = _mix(s + gamma)
+    state[1] = _mix(s + gamma + gamma)
+
+
 def _rotl(x, k):
     return (x << k) | (x >> (64 - k))
 
 
-def _next0(s0, s1):
-    """xoroshiro128+'s new s0 (the output is ``s0 + s1``, taken before the update)."""
+def _next(state):
+    """xoroshiro128+'s next output ``s0 + s1``; advances ``state``."""
+    s0 = state[0]
+    s1 = state[1]
     t = s0 ^ s1
-    return _rotl(s0, 24) ^ t ^ (t << 16)
+    state[0] = _rotl(s0, 24) ^ t ^ (t << 16)
+    state[1] = _rotl(t, 37)
+    return s0 + s1
 
 
-def _next1(s0, s1):
-    """xoroshiro128+'s new s1."""
-    return _rotl(s0 ^ s1, 37)
+def _unit(state):
+    """The next output's top 24 bits as a float in [0, 1)."""
+    return float(_next(state) >> 40) * TWO_POW_M24
+
+
+def _bits32(state):
+    """The next output's top 32 bits."""
+    return _next(state) >> 32
 
 
 class Uniform(Vertex):
@@ -91,13 +94,10 @@ class Uniform(Vertex):
     scale: float
 
     def compute(self):
-        s = _start(self.stream, self.seed)
-        s0 = _first(s)
-        s1 = _second(s)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        _seed(g, self.stream, self.seed)
         for k in range(len(self.out)):
-            r = s0 + s1
-            s0, s1 = _next0(s0, s1), _next1(s0, s1)
-            self.out[k] = self.offset + float(r >> 40) * TWO_POW_M24 * self.scale
+            self.out[k] = self.offset + _unit(g) * self.scale
 
 
 class UniformInt(Vertex):
@@ -113,13 +113,10 @@ class UniformInt(Vertex):
     range: UNSIGNED_LONGLONG
 
     def compute(self):
-        s = _start(self.stream, self.seed)
-        s0 = _first(s)
-        s1 = _second(s)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        _seed(g, self.stream, self.seed)
         for k in range(len(self.out)):
-            r = s0 + s1
-            s0, s1 = _next0(s0, s1), _next1(s0, s1)
-            self.out[k] = (self.base + (((r >> 32) * self.range) >> 32)) & 0xFFFFFFFF
+            self.out[k] = (self.base + ((_bits32(g) * self.range) >> 32)) & 0xFFFFFFFF
 
 
 class TruncatedNormal(Vertex):
@@ -142,9 +139,8 @@ class TruncatedNormal(Vertex):
     rounds: UNSIGNED_INT
 
     def compute(self):
-        s = _start(self.stream, self.seed)
-        s0 = _first(s)
-        s1 = _second(s)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        _seed(g, self.stream, self.seed)
         have = False
         spare = 0.0
         for k in range(len(self.out)):
@@ -155,12 +151,8 @@ class TruncatedNormal(Vertex):
                     z = spare
                     have = False
                 else:
-                    r1 = s0 + s1
-                    s0, s1 = _next0(s0, s1), _next1(s0, s1)
-                    r2 = s0 + s1
-                    s0, s1 = _next0(s0, s1), _next1(s0, s1)
-                    radius = math.sqrt(-2.0 * math.log((float(r1 >> 32) + 1.0) * TWO_POW_M32))
-                    angle = 2.0 * math.pi * float(r2 >> 32) * TWO_POW_M32
+                    radius = math.sqrt(-2.0 * math.log((float(_bits32(g)) + 1.0) * TWO_POW_M32))
+                    angle = 2.0 * math.pi * float(_bits32(g)) * TWO_POW_M32
                     z = radius * math.cos(angle)
                     spare = radius * math.sin(angle)
                     have = True
@@ -168,9 +160,7 @@ class TruncatedNormal(Vertex):
                     found = True
                     break
             if not found:
-                r = s0 + s1
-                s0, s1 = _next0(s0, s1), _next1(s0, s1)
-                z = (2.0 * float(r >> 40) * TWO_POW_M24 - 1.0) * self.alpha
+                z = (2.0 * _unit(g) - 1.0) * self.alpha
             self.out[k] = self.mean + self.stdDev * z
 
 
@@ -190,40 +180,24 @@ class Bernoulli(Vertex):
     threshold: UNSIGNED_LONGLONG
 
     def compute(self):
-        s = _start(self.stream, self.seed)
-        s0 = _first(s)
-        s1 = _second(s)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        _seed(g, self.stream, self.seed)
         for k in range(len(self.out)):
-            r = s0 + s1
-            s0, s1 = _next0(s0, s1), _next1(s0, s1)
-            if (r >> 32) < self.threshold:
-                self.out[k] = 1
-            else:
-                self.out[k] = 0
+            self.out[k] = 1 if _bits32(g) < self.threshold else 0
 
 
-class Dropout(Vertex):
-    """``out[k] = input[k] * scale`` where kept (top 32 bits below ``threshold``), else 0."""
+class Dropout(Bernoulli):
+    """``out[k] = input[k] * scale`` where Bernoulli's draw is 1 (kept), else 0."""
 
     vertexName = "poprand::Dropout"
     input: Input[Vector[T]]
-    out: Output[Vector[T]]
-    seed: Input[Vector[UNSIGNED_INT]]
-    stream: UNSIGNED_LONGLONG
-    threshold: UNSIGNED_LONGLONG
     scale: float
 
     def compute(self):
-        s = _start(self.stream, self.seed)
-        s0 = _first(s)
-        s1 = _second(s)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        _seed(g, self.stream, self.seed)
         for k in range(len(self.out)):
-            r = s0 + s1
-            s0, s1 = _next0(s0, s1), _next1(s0, s1)
-            if (r >> 32) < self.threshold:
-                self.out[k] = self.input[k] * self.scale
-            else:
-                self.out[k] = 0
+            self.out[k] = self.input[k] * self.scale if _bits32(g) < self.threshold else 0
 
 
 class SetSeed(Vertex):

@@ -1,17 +1,20 @@
 """LLVM code generation for a typed codelet (llvmlite.ir), with bounds checks and cycle counting.
 
 The module holds two functions: an internal ``alwaysinline`` ``compute(ptr state, i64 worker,
-ptr err, ptr cycles) -> i64 status`` and the exported ``<symbol>(ptr states, i64 n, ptr cycles,
-ptr err) -> i64`` that runs ``compute`` over ``n`` consecutive state records (each worker of a
-MultiVertex in turn). Locals live in entry-block allocas (mem2reg promotes them); element access
+ptr err, ptr cycles) -> i64 status`` and the exported ``<symbol>(ptr states, i64 n, ptr slots,
+ptr sums, ptr err) -> i64`` that runs ``compute`` over ``n`` consecutive state records (each worker
+of a MultiVertex in turn) and adds vertex i's cycles to ``sums[slots[i]]`` (none for a negative
+slot, or when ``slots`` is null): the engine's per-tile, per-worker totals, made where they are
+counted. Locals live in entry-block allocas (mem2reg promotes them); element access
 uses GEPs from pointers loaded out of the state record; helpers are inlined at the AST level.
 
 Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 
 * ``VERTEX_OVERHEAD`` (10) per vertex, per worker for a MultiVertex (which reports the max worker);
 * 1 per arithmetic, bitwise, comparison, conversion and boolean operation;
-* 1 per field read or write (scalar or element), 1 per ``if``/``while``/``assert`` test and loop
-  iteration;
+* 1 per field read or write (scalar or element) and per local-array element at an index not known
+  when compiling (one at a known index is a register), 1 per ``if``/``while``/``assert`` test and
+  loop iteration (a test known when compiling is free: only its branch is compiled);
 * ``COSTS`` (in codelet_exprs) for division/modulo (10), float ``**`` (20) and ``math`` functions
   (1-20; ``math.log(x, base)`` costs two logs and a division);
 * locals, constants, ``len`` and bounds checks are free (the count does not depend on options).
@@ -147,8 +150,8 @@ class KernelBuilder(ExprLowering):
         return fn
 
     def _run(self, compute: ir.Function) -> None:
-        fn = ir.Function(self.module, ir.FunctionType(I64, [PTR, I64, PTR, PTR]), name=self.symbol)
-        states, n, cycles, err = fn.args
+        fn = ir.Function(self.module, ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR]), name=self.symbol)
+        states, n, slots, sums, err = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         b.store(I64(0), i_slot)
@@ -176,8 +179,11 @@ class KernelBuilder(ExprLowering):
         workers = I64(6 if self.parsed.is_multi else 1)
         b.cbranch(b.icmp_signed("<", b.add(w, I64(1)), workers), worker, after)
         b.position_at_end(after)
-        with b.if_then(b.icmp_unsigned("!=", cycles, ir.Constant(PTR, None))):
-            b.store(b.load(cmax), b.gep(cycles, [i], inbounds=True, source_etype=I64))
+        with b.if_then(b.icmp_unsigned("!=", slots, ir.Constant(PTR, None))):
+            slot = b.load(b.gep(slots, [i], inbounds=True, source_etype=I64), typ=I64)
+            with b.if_then(b.icmp_signed(">=", slot, I64(0))):  # the vertex's cycles go to its slot
+                total = b.gep(sums, [slot], inbounds=True, source_etype=I64)
+                b.store(b.add(b.load(total, typ=I64), b.load(cmax)), total)
         b.store(b.add(i, I64(1)), i_slot)
         b.branch(head)
         b.position_at_end(done)
@@ -279,10 +285,11 @@ class KernelBuilder(ExprLowering):
         assert isinstance(rt, ScalarType)
         if isinstance(target, ast.Subscript):  # one index computation and bounds check for load and store
             ptr, et = self._element_ptr(target)
-            self.pending += 1
+            cost = self._access_cost(target)
+            self.pending += cost
             current = self._load(ptr, et)
             value = self.binop(node.op, current, et, self.expr(node.value), self.type(node.value), rt)
-            self._store_element(ptr, value, rt, et)
+            self._store_element(ptr, value, rt, et, cost)
             return
         current = self.expr(target)
         value = self.binop(
@@ -313,18 +320,17 @@ class KernelBuilder(ExprLowering):
             return
         assert isinstance(target, ast.Subscript)
         ptr, et = self._element_ptr(target)
-        self._store_element(ptr, value, vt, et)
+        self._store_element(ptr, value, vt, et, self._access_cost(target))
 
-    def _store_element(self, ptr: ir.Value, value: ir.Value, vt: ScalarType, et: ScalarType) -> None:
-        self.pending += 1
+    def _store_element(self, ptr: ir.Value, value: ir.Value, vt: ScalarType, et: ScalarType,
+                       cost: int = 1) -> None:
+        self.pending += cost
         v = self.ops.convert(value, vt, et)
         self.b.store(self.b.zext(v, I8) if et.kind == "b" else v, ptr)
 
     def _If(self, node: ast.If) -> None:
         test = self.type(node.test)
-        if isinstance(test, ScalarType) and test.value is not None:  # only the branch compiled
-            self.pending += 1
-            self.condition(node.test)
+        if isinstance(test, ScalarType) and test.value is not None:  # only the branch compiled: free
             self._body(node.body if test.value else node.orelse)
             return
         then, other, done = self._block("if.then"), self._block("if.else"), self._block("if.end")

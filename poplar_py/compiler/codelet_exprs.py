@@ -235,8 +235,16 @@ class ExprLowering:
             table, index = self._checked_index(node)
             return self._row(table, index)
         ptr, et = self._element_ptr(node)
-        self.pending += 1
+        self.pending += self._access_cost(node)
         return self._load(ptr, et)
+
+    def _access_cost(self, node: ast.Subscript) -> int:
+        """An element access costs a cycle, except a local array's at an index known when compiling:
+        a register."""
+        vt, it = self.type(node.value), self.type(node.slice)
+        known = isinstance(vt, VectorType) and vt.size is not None and isinstance(it, ScalarType) \
+            and it.value is not None
+        return 0 if known else 1
 
     def _row(self, table: ir.Value, index: ir.Value) -> Vec:
         entry = self.b.gep(table, [index], inbounds=True, source_etype=ENTRY_STRUCT)
@@ -376,9 +384,7 @@ class ExprLowering:
     def _eIfExp(self, node: ast.IfExp) -> Value:
         rt = self.type(node)
         test = self.type(node.test)
-        if isinstance(test, ScalarType) and test.value is not None:  # only that value compiled
-            self.pending += 1
-            self.condition(node.test)
+        if isinstance(test, ScalarType) and test.value is not None:  # only that value compiled: free
             branch = node.body if test.value else node.orelse
             v, vt = self.expr(branch), self.type(branch)
             if isinstance(rt, ScalarType) and isinstance(vt, ScalarType):

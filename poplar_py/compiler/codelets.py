@@ -54,10 +54,10 @@ __all__ = [
 ]
 
 #: bump whenever generated code changes: it is part of every cache key
-COMPILER_VERSION = "4"
+COMPILER_VERSION = "5"
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
-    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
 )
 
 
@@ -195,10 +195,12 @@ class CompiledCodelet:
             self._ir = generate_ir(self.typed, self.key, self.options).text
         return self._ir
 
-    def run(self, states_addr: int, n: int, cycles_addr: int, err_addr: int) -> int:
-        """Run compute() for n state records at states_addr in one native call; 0 if all succeeded,
-        else the error code after filling the ERR_DTYPE record at err_addr for the first failure."""
-        return self._fn(states_addr, n, cycles_addr or None, err_addr)
+    def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int) -> int:
+        """Run compute() for n state records at states_addr in one native call, adding vertex i's
+        cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
+        0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
+        the first failure."""
+        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr)
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:

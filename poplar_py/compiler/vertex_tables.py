@@ -91,20 +91,23 @@ class VertexIntrospector:
 
 @dataclass
 class _Group:
-    """One vertex class of a compute set: its state table and kernel."""
+    """One vertex class of a compute set: its state table, kernel and cycle totals."""
 
     cls: type
     info: CodeletInfo
     compiled: CompiledCodelet | None  # None in interpreter mode
     positions: np.ndarray  # positions of its vertices in the compute set
     table: np.ndarray
-    cycles: np.ndarray
+    slots: np.ndarray  # per vertex: the worker (or MultiVertex) slot its measured cycles go to, or -1
+    sums: np.ndarray  # per chunk: cycles the kernel measured, per slot
+    estimated: int  # cycles of the vertices with estimates, per run
     err: np.ndarray  # one error record per chunk
-    chunks: list[tuple[int, int, int, int, int]]  # first vertex, then run()'s (states, n, cycles, err)
+    chunks: list[tuple[int, ...]]  # first vertex, then run()'s (states, n, slots, sums, err)
 
     def run_native(self) -> np.void | None:
         """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
         assert self.compiled is not None
+        self.sums.fill(0)
         failed = threads.run_all(self.compiled.run, [c[1:] for c in self.chunks])
         for i, rc in enumerate(failed):
             if rc:
@@ -114,11 +117,15 @@ class _Group:
         return None
 
 
-def _chunks(table: np.ndarray, cycles: np.ndarray, err: np.ndarray) -> list[tuple[int, int, int, int, int]]:
-    """One contiguous chunk of the state table per thread: (first vertex, then run()'s
-    states, n, cycles and error-record addresses). Any split gives the same result."""
-    return [(a, table.ctypes.data + a * table.itemsize, b - a, cycles.ctypes.data + a * cycles.itemsize,
-             err.ctypes.data + i * err.itemsize) for i, (a, b) in enumerate(threads.split(table.size, 4))]
+def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndarray) -> list[tuple[int, ...]]:
+    """One contiguous chunk of the state table per thread (each with its own row of ``sums``):
+    (first vertex, then run()'s states, n, slots, sums and error-record addresses). Any split gives
+    the same result."""
+    measured = bool((slots >= 0).any())
+    return [(a, table.ctypes.data + a * table.itemsize, b - a,
+             slots.ctypes.data + a * slots.itemsize if measured else 0,
+             sums[i].ctypes.data if measured else 0, err.ctypes.data + i * err.itemsize)
+            for i, (a, b) in enumerate(threads.split(table.size, 4))]
 
 
 def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np.ndarray:
@@ -174,7 +181,8 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
 
 
 def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray, seg_abs: np.ndarray,
-                 state_abs: np.ndarray, image: Image, kernel: KernelOptions | None) -> _Group:
+                 state_abs: np.ndarray, image: Image, kernel: KernelOptions | None, slots: np.ndarray,
+                 estimates: np.ndarray) -> _Group:
     """The state table of one vertex class (and its kernel, compiled unless ``kernel`` is None:
     interpreter mode); list tables and state vectors go to ``image``."""
     seg, info = plan.segments, plan.codelets[cls]
@@ -214,9 +222,14 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
             table[name + ".ptr"] = cursor
             table[name + ".size"] = counts
             cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
-    cycles, err = np.zeros(n, dtype=np.uint64), np.zeros(threads.count(), dtype=ERR_DTYPE)
+    mine = estimates[positions]
+    measured = np.ascontiguousarray(np.where(mine < 0, slots[positions], -1))  # the others are estimated
+    estimate = int(mine[mine >= 0].sum())
+    err = np.zeros(threads.count(), dtype=ERR_DTYPE)
+    sums = np.zeros((threads.count(), int(slots.max(initial=0)) + 1), dtype=_I64)
     compiled = compile_codelet(cls, kernel) if kernel is not None else None
-    return _Group(cls, info, compiled, positions, table, cycles, err, _chunks(table, cycles, err))
+    return _Group(cls, info, compiled, positions, table, measured, sums, estimate, err,
+                  _chunks(table, measured, sums, err))
 
 
 class ComputeSetRunner:
@@ -237,41 +250,50 @@ class ComputeSetRunner:
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
         image = Image(base)
+        estimates = _cycle_estimates(graph, plan, target)
+        slots = self._slots(graph, plan)
+        self.estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
+                                     minlength=self.num_tiles * (self.workers + 1)).astype(_I64)
         kernel = None if self.interpret else KernelOptions(checked=options.flag("codelets.checkBounds"),
                                                            fast_math=options.flag("codelets.fastMath"))
-        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel)
+        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel,
+                                    slots, estimates)
                        for cls, positions in plan.groups.items()]
         self.image = image.plan()  # written into tile memory by Engine.load
-        self.estimates = _cycle_estimates(graph, plan, target)
-        self.is_multi = np.asarray([cls.isMultiVertex for cls in graph.vertices.classes],
-                                   dtype=bool)[graph.vertices.cls[plan.vertices]]
-        # Plain vertices go round-robin to their tile's worker contexts in creation order.
-        order = np.argsort(plan.tiles, kind="stable")
-        rank = np.empty(plan.tiles.size, dtype=_I64)
-        rank[order] = np.arange(plan.tiles.size) - np.searchsorted(plan.tiles[order], plan.tiles[order])
-        self.slot = plan.tiles * self.workers + rank % self.workers
-        self.measured = np.zeros(plan.tiles.size, dtype=_I64)
+
+    def _slots(self, graph: GraphIR, plan: ComputeSetPlan) -> np.ndarray:
+        """Where each vertex's cycles add up: plain vertices go round-robin to their tile's worker
+        contexts in creation order (slot ``tile * workers + context``), a MultiVertex to its tile's
+        slot after all of those (``tiles * workers + tile``)."""
+        tiles = plan.tiles
+        order = np.argsort(tiles, kind="stable")
+        rank = np.empty(tiles.size, dtype=_I64)
+        rank[order] = np.arange(tiles.size) - np.searchsorted(tiles[order], tiles[order])
+        multi = np.asarray([cls.isMultiVertex for cls in graph.vertices.classes],
+                           dtype=bool)[graph.vertices.cls[plan.vertices]]
+        plain = tiles * self.workers + rank % self.workers
+        return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
     def run(self, arena: np.ndarray, record: RunRecord, step_id: int) -> None:
         base = arena.ctypes.data
         if self.exchange_in is not None:
             self.exchange_in.execute(base, base)
+        total = self.estimated.copy()
         for g in self.groups:
-            err = g.info.run_interpreted(g.table, arena, g.cycles) if self.interpret else g.run_native()
+            err = g.info.run_interpreted(g.table, arena, None) if self.interpret else g.run_native()
             if err is not None:
                 self._raise(g, err)
-            self.measured[g.positions] = g.cycles
+            measured = g.sums.sum(axis=0) if not self.interpret else np.zeros(1, _I64)
+            total[:measured.size] += measured
+            entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
+            entry[0] += g.positions.size
+            entry[1] += g.estimated + int(measured.sum())
         if self.exchange_out is not None:
             self.exchange_out.execute(base, base)
-        cycles = np.where(self.estimates >= 0, self.estimates, self.measured)
-        compute, active = self._tile_cycles(cycles)
+        compute, active = self._tile_cycles(total)
         sums = record.compute_sums.setdefault(step_id, [0, 0])
         sums[0] = sums[0] + compute
         sums[1] = sums[1] + active
-        for g in self.groups:
-            entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
-            entry[0] += g.positions.size
-            entry[1] += int(cycles[g.positions].sum())
 
     def _raise(self, g: _Group, err: np.void) -> None:
         pos = int(g.positions[int(err["vertex"])])
@@ -280,13 +302,13 @@ class ComputeSetRunner:
                  f"'{self.name}'")
         raise VertexError(error_message(g.cls, err, where))
 
-    def _tile_cycles(self, cycles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        plain = ~self.is_multi
-        slots = np.bincount(self.slot[plain], weights=cycles[plain],
-                            minlength=self.num_tiles * self.workers).reshape(self.num_tiles, self.workers)
-        multi = np.bincount(self.tiles[self.is_multi], weights=cycles[self.is_multi],
-                            minlength=self.num_tiles)
-        return slots.max(axis=1) * self.workers + multi, slots.sum(axis=1) + multi
+    def _tile_cycles(self, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per tile, from the slot totals: the barrel's cycles (workers x the busiest context) and
+        the busy cycles, MultiVertex cycles added to both."""
+        split = self.num_tiles * self.workers
+        contexts = total[:split].reshape(self.num_tiles, self.workers).astype(np.float64)
+        multi = total[split:]
+        return contexts.max(axis=1) * self.workers + multi, contexts.sum(axis=1) + multi
 
     @property
     def syncs(self) -> int:

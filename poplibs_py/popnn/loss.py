@@ -61,12 +61,11 @@ def _reduce_arg(graph: Graph, t: Tensor, prog: prog_.Sequence, isMax: bool,
     map_rows(graph, values, tiles)
     map_rows(graph, indices, tiles)
     cs = graph.addComputeSet(name)
-    vertex = templateVertex("popnn::ReduceArgRows", t.elementType())
+    vertex = templateVertex("popnn::ReduceArgRows", t.elementType(), isMax)
     for tile, rows in worker_rows(graph, tiles):
         v = graph.addVertex(cs, vertex, {"rows": [t[r] for r in rows],
                                          "index": _concat([indices.slice(r, r + 1) for r in rows]),
                                          "value": _concat([values.slice(r, r + 1) for r in rows])})
-        graph.setInitialValue(v["isMax"], isMax)
         graph.setTileMapping(v, tile)
     prog.add(prog_.Execute(cs))
     return values, indices

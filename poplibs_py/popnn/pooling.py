@@ -172,24 +172,18 @@ def poolInputGradient(graph: Graph, params: PoolParams, *args: Tensor | bool | i
     in_grad = _new(graph, params, list(params.inputFieldShape), tiles, f"{name}/inGrad")
     in_grad_planes = _planes(in_grad)
     cs = graph.addComputeSet(name)
-    is_max = params.poolingType is PoolingType.MAX
-    if is_max:
+    sources = {"outGrad": grad_planes, "inGrad": in_grad_planes}
+    if params.poolingType is PoolingType.MAX:
         _check_tensor(params, inp, list(params.inputFieldShape), "input", name)
         _check_tensor(params, pooled, out_shape, "pooled", name)
-        vertex = templateVertex("popnn::MaxPoolingGrad", params.dType)
-    else:
-        vertex = templateVertex("popnn::SumPoolingGrad", params.dType)
-    sources = {"outGrad": grad_planes, "inGrad": in_grad_planes}
-    if is_max:
         sources.update(inp=_planes(inp), pooled=_planes(pooled))
+        vertex = templateVertex("popnn::MaxPoolingGrad", params.dType, bool(scaled))
+    else:  # an average's gradient is divided between the window's positions
+        vertex = templateVertex("popnn::SumPoolingGrad", params.dType, params.poolingType is PoolingType.AVG)
     for tile, rows in worker_rows(graph, tiles):
         fields = {f: [planes[r] for r in rows] for f, planes in sources.items()}
         v = graph.addVertex(cs, vertex, fields)
         graph.setInitialValue(v["geom"], _geom(params))
-        if is_max:
-            graph.setInitialValue(v["scaled"], bool(scaled))
-        else:
-            graph.setInitialValue(v["op"], params.poolingType.value)
         graph.setTileMapping(v, tile)
     prog.add(prog_.Execute(cs))
     return in_grad

@@ -142,8 +142,10 @@ def run(
     if mode == "native":
         compiled = compile_codelet(cls, options)
         err = np.zeros(1, ERR_DTYPE)
-        status = compiled.run(states.ctypes.data, len(vertices), cycles.ctypes.data, err.ctypes.data)
-        return Run(err[0] if status else None, cycles, views)
+        slots, sums = np.arange(len(vertices), dtype=np.int64), np.zeros(len(vertices), np.int64)
+        status = compiled.run(states.ctypes.data, len(vertices), slots.ctypes.data, sums.ctypes.data,
+                              err.ctypes.data)
+        return Run(err[0] if status else None, sums.astype(np.uint64), views)
     return Run(info.run_interpreted(states, arena.memory, cycles), cycles, views)
 
 

@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent("""
     st = np.zeros(1, c.state_dtype)
     st["x.ptr"], st["x.size"], st["out.ptr"], st["out.size"] = x.ctypes.data, 4, out.ctypes.data, 4
     err = np.zeros(1, ERR_DTYPE)
-    assert c.run(st.ctypes.data, 1, 0, err.ctypes.data) == 0
+    assert c.run(st.ctypes.data, 1, 0, 0, err.ctypes.data) == 0
     assert list(out) == [0, 2, 4, 6], out
     print("HIT" if c.cache_hit else "MISS")
     """)
