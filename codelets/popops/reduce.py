@@ -188,71 +188,58 @@ def store(op, region, i, acc, k, scaled, update):
 
 def add_rows_into(partials, first, last, region, zero):
     """``region = zero + every width-long row of partials[first:last]`` (an entry's rows in
-    order): each output adds its elements in the order ``add_element`` does, so the same result
-    when the region has the accumulator's type. The loops run along a row, over plain row
-    aliases with affine indices (unchecked and vectorised), up to four rows a pass; the first
-    pass starts from ``zero`` instead of reading the region."""
+    order): each output adds its elements in the order ``element`` does, so the same result
+    when the region has the accumulator's type. The loops run along a row (unchecked and
+    vectorised), up to four entries of one row each, or eight rows of one entry, a pass; the
+    first pass starts from ``zero`` instead of reading the region."""
     w = len(region)
     fresh = True
-    p = first
+    p: int = first  # 64-bit: row indices that loop versioning can reason about
     while p < last:
-        a = partials[p]
-        n = len(a)
+        n = len(partials[p])
         m = 1  # entries of one row each that this pass adds, from p
         while m < 4 and p + m < last and n == w and len(partials[p + m]) == w:
             m += 1
         if m == 4:
-            b = partials[p + 1]
-            d = partials[p + 2]
-            e = partials[p + 3]
-            if fresh:
-                for c in range(w):
-                    region[c] = (((zero + a[c]) + b[c]) + d[c]) + e[c]
-            else:
-                for c in range(w):
-                    region[c] = (((region[c] + a[c]) + b[c]) + d[c]) + e[c]
+            add_entries(partials, p, 4, region, zero, fresh)
         elif m == 3:
-            b = partials[p + 1]
-            d = partials[p + 2]
-            if fresh:
-                for c in range(w):
-                    region[c] = ((zero + a[c]) + b[c]) + d[c]
-            else:
-                for c in range(w):
-                    region[c] = ((region[c] + a[c]) + b[c]) + d[c]
+            add_entries(partials, p, 3, region, zero, fresh)
         elif m == 2:
-            b = partials[p + 1]
-            if fresh:
-                for c in range(w):
-                    region[c] = (zero + a[c]) + b[c]
-            else:
-                for c in range(w):
-                    region[c] = (region[c] + a[c]) + b[c]
+            add_entries(partials, p, 2, region, zero, fresh)
         else:
-            o = 0
             if fresh:
                 for c in range(w):
                     region[c] = zero
-            while o + 8 * w <= n:
-                for c in range(w):
-                    region[c] = (((((((region[c] + a[o + c]) + a[o + w + c]) + a[o + 2 * w + c])
-                                    + a[o + 3 * w + c]) + a[o + 4 * w + c]) + a[o + 5 * w + c])
-                                 + a[o + 6 * w + c]) + a[o + 7 * w + c]
-                o += 8 * w
-            while o + 4 * w <= n:
-                for c in range(w):
-                    region[c] = (((region[c] + a[o + c]) + a[o + w + c]) + a[o + 2 * w + c]
-                                 + a[o + 3 * w + c])
-                o += 4 * w
-            while o < n:
-                for c in range(w):
-                    region[c] = region[c] + a[o + c]
-                o += w
+            a = partials[p]
+            add_block(a, add_block(a, add_block(a, 0, region, 8), region, 4), region, 1)
         fresh = False
         p += m
     if fresh:
         for c in range(w):
             region[c] = zero
+
+
+def add_entries(partials, p, M, region, zero, fresh):
+    """``region`` (or ``zero`` when ``fresh``) plus the M one-row entries from ``partials[p]``."""
+    for c in range(len(region)):
+        v = zero if fresh else region[c]
+        for q in range(M):
+            v = v + partials[p + q][c]
+        region[c] = v
+
+
+def add_block(a, o, region, R):
+    """``region`` plus the rows of entry ``a`` from offset ``o``, R rows a pass while R rows
+    remain; returns the offset of the first row left."""
+    w = len(region)
+    while o + R * w <= len(a):
+        for c in range(w):
+            v = region[c]
+            for q in range(R):
+                v = v + a[o + q * w + c]
+            region[c] = v
+        o += R * w
+    return o
 
 
 def reduce_regions(op, partials, numPartials, out, identity, k, scaled, update):

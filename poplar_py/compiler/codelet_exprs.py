@@ -247,9 +247,15 @@ class ExprLowering:
         return 0 if known else 1
 
     def _row(self, table: ir.Value, index: ir.Value) -> Vec:
+        """Row ``index`` of a vector list. Entry tables never change while vertices run: the loads
+        are marked invariant, so loops read a row's pointer and length once."""
         entry = self.b.gep(table, [index], inbounds=True, source_etype=ENTRY_STRUCT)
-        ptr = self.b.load(self.b.gep(entry, [I32(0), I32(0)], source_etype=ENTRY_STRUCT), typ=PTR)
-        return ptr, self.b.load(self.b.gep(entry, [I32(0), I32(1)], source_etype=ENTRY_STRUCT), typ=I64)
+        loads = [self.b.load(self.b.gep(entry, [I32(0), I32(k)], source_etype=ENTRY_STRUCT), typ=t)
+                 for k, t in ((0, PTR), (1, I64))]
+        invariant = self.b.module.add_metadata([])
+        for load in loads:
+            load.set_metadata("invariant.load", invariant)
+        return loads[0], loads[1]
 
     def _checked_index(self, node: ast.Subscript) -> tuple[ir.Value, ir.Value]:
         """Evaluate container and index; in checked mode fail unless 0 <= index < len."""
