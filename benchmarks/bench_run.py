@@ -1,6 +1,6 @@
 """Run time of compute-heavy programs against numpy, by codelet mode and thread count.
 
-    python benchmarks/bench_run.py [--quick]
+    python benchmarks/bench_run.py [--quick] [tut7|vertices|matmul ...]
 
 Workloads:
 
@@ -162,8 +162,9 @@ def measure(workload: str, mode: str, threads: int, quick: bool) -> dict:
 
 def main() -> None:
     quick = "--quick" in sys.argv
+    chosen = [w for w in WORKLOADS if w in sys.argv[1:]] or list(WORKLOADS)
     print(f"{'workload':10} {'mode':16} {'run ms':>9} {'numpy ms':>9} {'ratio':>7} {'target':>7}")
-    for workload in WORKLOADS:
+    for workload in chosen:
         one = None
         for mode in MODES:
             r = measure(workload, mode, 1, quick)

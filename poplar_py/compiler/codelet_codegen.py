@@ -46,8 +46,10 @@ from .codelet_exprs import (
     Vec,
     storage_type,
 )
+from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .codelet_loopver import LoopPlan, emit_guard, loop_points, plan_loop, plan_region
 from .codelet_ops import MathLib, ScalarOps
+from .codelet_size import code_bytes
 from .codelet_types import (
     ERR_ASSERTION,
     ERR_RETURNED_FALSE,
@@ -62,6 +64,26 @@ from .codelet_typing import TypedCodelet, is_range
 from .codelet_unroll import CycleMark, Unroller
 
 VERTEX_OVERHEAD = 10
+#: lockstep lanes for codelets up to this modelled size: small bodies are the latency-bound ones,
+#: and the lanes multiply the code LLVM optimises
+LOCKSTEP_CODE_BYTES = 1024
+
+
+def _add_cycles(b: ir.IRBuilder, slots: ir.Value, sums: ir.Value, i: ir.Value, cycles: ir.Value) -> None:
+    """``sums[slots[i]] += cycles`` unless the slot is negative (or there are no slots)."""
+    with b.if_then(b.icmp_unsigned("!=", slots, ir.Constant(PTR, None))):
+        slot = b.load(b.gep(slots, [i], inbounds=True, source_etype=I64), typ=I64)
+        with b.if_then(b.icmp_signed(">=", slot, I64(0))):
+            total = b.gep(sums, [slot], inbounds=True, source_etype=I64)
+            b.store(b.add(b.load(total, typ=I64), cycles), total)
+
+
+def _equal_bits(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """Whether two record values have the same bits (floats too: NaN states agree with themselves)."""
+    if isinstance(x.type, (ir.FloatType, ir.DoubleType, ir.HalfType)):
+        width = ir.IntType({ir.FloatType: 32, ir.DoubleType: 64, ir.HalfType: 16}[type(x.type)])
+        x, y = b.bitcast(x, width), b.bitcast(y, width)
+    return b.icmp_unsigned("==", x, y)
 
 
 def state_layout(fields: dict[str, FieldSpec]) -> tuple[np.dtype, ir.LiteralStructType, dict[str, list[int]]]:
@@ -102,8 +124,10 @@ class KernelBuilder(ExprLowering):
         fast_math: bool,
         triple: str = "",
         data_layout: str = "",
+        lanes: bool = False,
     ) -> None:
         self.typed, self.parsed = typed, typed.parsed
+        self.lanes = lanes
         self.symbol = symbol
         _, self.struct, self.field_slots = state_layout(self.parsed.fields)
         self.checked = checked
@@ -118,19 +142,30 @@ class KernelBuilder(ExprLowering):
 
     # module structure ---------------------------------------------------------------------------
     def build(self) -> str:
-        compute = self._compute()
-        self._run(compute)
+        compute = self._compute(1)
+        # strict mode: vertices run in lockstep lanes when their control flow cannot diverge
+        wanted = self.lanes and not self.flags and code_bytes(self.typed) <= LOCKSTEP_CODE_BYTES
+        lanes = self._compute(LANES) if wanted and lockstep_ok(self.typed) else None
+        self._run(compute, lanes)
         return str(self.module)
 
-    def _compute(self) -> ir.Function:
+    def _compute(self, lanes: int) -> ir.Function:
+        """compute(state, worker, err, cycles) for one vertex, or for ``lanes`` consecutive
+        vertices in lockstep (codelet_lanes)."""
         fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR])
-        fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute")
+        suffix = "" if lanes == 1 else "_lanes"
+        fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        self.state, worker, self.err, self.cyc_out = fn.args
-        entry = fn.append_basic_block("entry")
-        self.alloca_builder = ir.IRBuilder(entry)
-        self.b = ir.IRBuilder(fn.append_basic_block("body"))
+        states, worker, self.err, self.cyc_out = fn.args
+        entry = ir.IRBuilder(fn.append_basic_block("entry"))
+        body = ir.IRBuilder(fn.append_basic_block("body"))
+        if lanes == 1:
+            self.state, self.alloca_builder, self.b = states, entry, body
+        else:
+            self.state = lane_states(entry, states, self.struct, lanes)
+            self.alloca_builder, self.b = LaneBuilder(entry, lanes), LaneBuilder(body, lanes)  # type: ignore[assignment]
+        self.oob, self.unchecked, self.versioning = None, frozenset(), True
         self.ops = ScalarOps(self.b, self.flags)
         self.math = MathLib(self.ops, fast=bool(self.flags))
         self.counter = self._alloca(I64, "cycles")
@@ -149,11 +184,12 @@ class KernelBuilder(ExprLowering):
         self.alloca_builder.branch(fn.blocks[1])
         return fn
 
-    def _run(self, compute: ir.Function) -> None:
+    def _run(self, compute: ir.Function, lanes: ir.Function | None) -> None:
         fn = ir.Function(self.module, ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR]), name=self.symbol)
         states, n, slots, sums, err = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
+        together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
         b.store(I64(0), i_slot)
         blocks = ("head", "body", "worker", "next", "done")
         head, body, worker, after, done = (fn.append_basic_block(x) for x in blocks)
@@ -162,6 +198,8 @@ class KernelBuilder(ExprLowering):
         i = b.load(i_slot)
         b.cbranch(b.icmp_signed("<", i, n), body, done)
         b.position_at_end(body)
+        if lanes is not None:
+            self._lockstep(b, lanes, states, i, n, slots, sums, err, (i_slot, together, cyc), head)
         state = b.gep(states, [i], inbounds=True, source_etype=self.struct)
         b.store(I64(0), cmax)
         b.store(I64(0), w_slot)
@@ -179,15 +217,55 @@ class KernelBuilder(ExprLowering):
         workers = I64(6 if self.parsed.is_multi else 1)
         b.cbranch(b.icmp_signed("<", b.add(w, I64(1)), workers), worker, after)
         b.position_at_end(after)
-        with b.if_then(b.icmp_unsigned("!=", slots, ir.Constant(PTR, None))):
-            slot = b.load(b.gep(slots, [i], inbounds=True, source_etype=I64), typ=I64)
-            with b.if_then(b.icmp_signed(">=", slot, I64(0))):  # the vertex's cycles go to its slot
-                total = b.gep(sums, [slot], inbounds=True, source_etype=I64)
-                b.store(b.add(b.load(total, typ=I64), b.load(cmax)), total)
+        _add_cycles(b, slots, sums, i, b.load(cmax))
         b.store(b.add(i, I64(1)), i_slot)
         b.branch(head)
         b.position_at_end(done)
         b.ret(I64(0))
+
+    def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
+                  slots: ir.Value, sums: ir.Value, err: ir.Value, scratch: tuple[ir.Value, ...],
+                  head: ir.Block) -> None:
+        """At vertex i: when ``LANES`` vertices remain and their shapes agree, run them in lockstep
+        (each gets the cycles it would count alone) and go on after them; else fall through.
+        ``scratch``: the slots of i, of the decision and of the cycles."""
+        i_slot, together, cycles = scratch
+        fits = b.icmp_signed("<=", b.add(i, I64(LANES)), n)
+        b.store(ir.Constant(I1, 0), together)
+        with b.if_then(fits):
+            same = ir.Constant(I1, 1)
+            for column in signature_columns(self.typed):
+                k = self.struct_index[column]
+
+                def column_of(lane: int, k: int = k) -> ir.Value:
+                    record = b.gep(states, [b.add(i, I64(lane))], inbounds=True, source_etype=self.struct)
+                    at = b.gep(record, [I32(0), I32(k)], inbounds=True, source_etype=self.struct)
+                    return b.load(at, typ=self.struct.elements[k])
+
+                base = column_of(0)
+                for lane in range(1, LANES):
+                    same = b.and_(same, _equal_bits(b, base, column_of(lane)))
+            b.store(same, together)
+        run, alone = b.function.append_basic_block("lanes"), b.function.append_basic_block("alone")
+        b.cbranch(b.load(together), run, alone)
+        b.position_at_end(run)
+        first = b.gep(states, [i], inbounds=True, source_etype=self.struct)
+        code = b.call(lanes, [first, I64(0), err, cycles])
+        with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):  # lanes fail alike: vertex i first
+            b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
+            b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
+            b.ret(code)
+        for lane in range(LANES):
+            _add_cycles(b, slots, sums, b.add(i, I64(lane)), b.load(cycles))
+        b.store(b.add(i, I64(LANES)), i_slot)
+        b.branch(head)
+        b.position_at_end(alone)
+
+    @property
+    def struct_index(self) -> dict[str, int]:
+        """Record column name -> struct element."""
+        names = state_layout(self.parsed.fields)[0].names
+        return {name: k for k, name in enumerate(names)}
 
     def _preload_fields(self) -> None:
         """State records do not change during compute: load every pointer, size and state value once."""

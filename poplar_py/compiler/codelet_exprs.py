@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 
 from ..vertex import Direction, FieldKind
+from .codelet_lanes import first_lane
 from .codelet_ops import MathLib, ScalarOps
 from .codelet_source import ParsedCodelet
 from .codelet_types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
@@ -278,9 +279,9 @@ class ExprLowering:
             slots = [self._alloca(I64, name) for name in ("oob.field", "oob.index", "oob.size", "oob.line")]
             block = self._block("out_of_bounds")
             b = ir.IRBuilder(block)
-            for k, slot in enumerate(slots, start=2):
-                b.store(b.load(slot), b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
-            b.store(b.load(self.counter), self.cyc_out)
+            for k, slot in enumerate(slots, start=2):  # (lanes fail alike: lane 0 reports)
+                b.store(b.load(first_lane(slot)), b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
+            b.store(b.load(first_lane(self.counter)), self.cyc_out)
             b.ret(I64(ERR_OUT_OF_BOUNDS))
             self.oob = (block, slots)
         block, slots = self.oob

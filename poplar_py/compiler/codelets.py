@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: bump whenever generated code changes: it is part of every cache key
-COMPILER_VERSION = "5"
+COMPILER_VERSION = "6"
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
@@ -68,6 +68,7 @@ class KernelOptions:
     checked: bool = True  # bounds-check every vector index: a violation fills the error record
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
+    lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,8 @@ def kernel_key(typed: TypedCodelet, options: KernelOptions) -> KernelKey:
 def generate_ir(typed: TypedCodelet, key: KernelKey, options: KernelOptions) -> KernelIR:
     """The codegen pass: typed codelet -> LLVM IR text."""
     triple, layout = jit.target_info()
-    builder = KernelBuilder(typed, key.symbol, options.checked, options.fast_math, triple, layout)
+    builder = KernelBuilder(typed, key.symbol, options.checked, options.fast_math, triple, layout,
+                            lanes=options.lanes)
     return KernelIR(key, builder.build())
 
 

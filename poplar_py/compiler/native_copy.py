@@ -104,7 +104,13 @@ def _copy_uniform(m: ir.Module, memmove: ir.Function, nbytes: int) -> None:
 
     def whole(b: ir.IRBuilder, i: ir.Value) -> None:
         src, dst, count = _row(b, pieces, i, 3)
-        b.call(memmove, [_byte(b, dst_base, dst), _byte(b, src_base, src), b.mul(count, size), _FALSE])
+        s, d = _byte(b, src_base, src), _byte(b, dst_base, dst)
+        with b.if_else(b.icmp_signed("==", count, ir.Constant(_I64, 1))) as (one, many):
+            with one:  # single elements (scattered data) are common: no call for them
+                elem = ir.IntType(8 * nbytes)
+                b.store(b.load(s, typ=elem), d)
+            with many:
+                b.call(memmove, [d, s, b.mul(count, size), _FALSE])
 
     def strided(b: ir.IRBuilder, i: ir.Value) -> None:
         src, dst, count = _row(b, pieces, i, 3)

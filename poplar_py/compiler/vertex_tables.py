@@ -8,7 +8,7 @@ copies, one native call per vertex class, the exchange-out copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..regions import exclusive_cumsum
 from ..target import Target
 from ..vertex import Direction, FieldKind, FieldSpec
 from . import threads
+from .codelet_lanes import LANES
 from .codelets import (
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
@@ -227,6 +228,8 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     estimate = int(mine[mine >= 0].sum())
     err = np.zeros(threads.count(), dtype=ERR_DTYPE)
     sums = np.zeros((threads.count(), int(slots.max(initial=0)) + 1), dtype=_I64)
+    if kernel is not None and not kernel.fast_math and n >= LANES:
+        kernel = replace(kernel, lanes=True)  # enough vertices to fill the lockstep lanes
     compiled = compile_codelet(cls, kernel) if kernel is not None else None
     return _Group(cls, info, compiled, positions, table, measured, sums, estimate, err,
                   _chunks(table, measured, sums, err))
