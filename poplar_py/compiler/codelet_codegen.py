@@ -67,6 +67,9 @@ VERTEX_OVERHEAD = 10
 #: lockstep lanes for codelets up to this modelled size: small bodies are the latency-bound ones,
 #: and the lanes multiply the code LLVM optimises
 LOCKSTEP_CODE_BYTES = 1024
+#: bytes of each vector of the next lockstep group prefetched (long vectors' later lines the
+#: hardware prefetchers find themselves)
+PREFETCH_BYTES = 2048
 
 
 def _add_cycles(b: ir.IRBuilder, slots: ir.Value, sums: ir.Value, i: ir.Value, cycles: ir.Value) -> None:
@@ -76,6 +79,25 @@ def _add_cycles(b: ir.IRBuilder, slots: ir.Value, sums: ir.Value, i: ir.Value, c
         with b.if_then(b.icmp_signed(">=", slot, I64(0))):
             total = b.gep(sums, [slot], inbounds=True, source_etype=I64)
             b.store(b.add(b.load(total, typ=I64), cycles), total)
+
+
+def _prefetch(b: ir.IRBuilder, ptr: ir.Value, nbytes: ir.Value) -> None:
+    """Prefetch (for reading, into all cache levels) the cache lines of ``nbytes`` from ``ptr``."""
+    m = b.module
+    pf = m.globals.get("llvm.prefetch.p0") or ir.Function(
+        m, ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32]), "llvm.prefetch.p0")
+    before = b.block
+    head, body, done = (b.function.append_basic_block(f"prefetch.{x}") for x in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    offset = b.phi(I64)
+    offset.add_incoming(I64(0), before)
+    b.cbranch(b.icmp_signed("<", offset, nbytes), body, done)
+    b.position_at_end(body)
+    b.call(pf, [b.gep(ptr, [offset], source_etype=I8), I32(0), I32(3), I32(1)])
+    offset.add_incoming(b.add(offset, I64(64)), body)
+    b.branch(head)
+    b.position_at_end(done)
 
 
 def _equal_bits(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -236,19 +258,14 @@ class KernelBuilder(ExprLowering):
             same = ir.Constant(I1, 1)
             for column in signature_columns(self.typed):
                 k = self.struct_index[column]
-
-                def column_of(lane: int, k: int = k) -> ir.Value:
-                    record = b.gep(states, [b.add(i, I64(lane))], inbounds=True, source_etype=self.struct)
-                    at = b.gep(record, [I32(0), I32(k)], inbounds=True, source_etype=self.struct)
-                    return b.load(at, typ=self.struct.elements[k])
-
-                base = column_of(0)
+                base = self._column(b, states, i, k)
                 for lane in range(1, LANES):
-                    same = b.and_(same, _equal_bits(b, base, column_of(lane)))
+                    same = b.and_(same, _equal_bits(b, base, self._column(b, states, b.add(i, I64(lane)), k)))
             b.store(same, together)
         run, alone = b.function.append_basic_block("lanes"), b.function.append_basic_block("alone")
         b.cbranch(b.load(together), run, alone)
         b.position_at_end(run)
+        self._prefetch_next(b, states, b.add(i, I64(LANES)), n)
         first = b.gep(states, [i], inbounds=True, source_etype=self.struct)
         code = b.call(lanes, [first, I64(0), err, cycles])
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):  # lanes fail alike: vertex i first
@@ -260,6 +277,26 @@ class KernelBuilder(ExprLowering):
         b.store(b.add(i, I64(LANES)), i_slot)
         b.branch(head)
         b.position_at_end(alone)
+
+    def _prefetch_next(self, b: ir.IRBuilder, states: ir.Value, j: ir.Value, n: ir.Value) -> None:
+        """Prefetch the first PREFETCH_BYTES of every vector of the group from vertex j: lanes read
+        LANES short streams at once, which the hardware prefetchers do not follow (measured: without
+        this, lockstep runs tutorial 7 slower than one vertex at a time)."""
+        with b.if_then(b.icmp_signed("<=", b.add(j, I64(LANES)), n)):
+            for name, spec in self.parsed.fields.items():
+                if spec.kind is FieldKind.VECTOR:
+                    ptr_k, size_k = self.field_slots[name]
+                    for lane in range(LANES):
+                        ptr, size = (self._column(b, states, b.add(j, I64(lane)), k) for k in (ptr_k, size_k))
+                        end = b.mul(size, I64(spec.type.dtype.itemsize))
+                        _prefetch(b, ptr, b.select(b.icmp_signed("<", end, I64(PREFETCH_BYTES)), end,
+                                                   I64(PREFETCH_BYTES)))
+
+    def _column(self, b: ir.IRBuilder, states: ir.Value, i: ir.Value, k: int) -> ir.Value:
+        """Struct element k of vertex i's record."""
+        record = b.gep(states, [i], inbounds=True, source_etype=self.struct)
+        at = b.gep(record, [I32(0), I32(k)], inbounds=True, source_etype=self.struct)
+        return b.load(at, typ=self.struct.elements[k])
 
     @property
     def struct_index(self) -> dict[str, int]:
