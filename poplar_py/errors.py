@@ -5,6 +5,10 @@ class PoplarError(RuntimeError):
     """Base class of every error poplar-py raises for bad input or a failed run."""
 
 
+class InvalidArgumentError(PoplarError, TypeError):
+    """An argument of the wrong type or value (the message names it)."""
+
+
 class TensorCreationError(PoplarError, ValueError):
     """Invalid arguments to a tensor view or to variable creation."""
 
