@@ -1,6 +1,7 @@
 """poplar-py: a Poplar-style graph programming framework running on a simulated IPU."""
 
 from . import program
+from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
                      CodeletCompileError,
@@ -16,6 +17,7 @@ from .errors import (
                      PoplarTypeError,
                      ProgramError,
                      StreamError,
+                     TensorArgumentError,
                      TensorCreationError,
                      UnknownFieldError,
                      UnknownVertexTypeError,
@@ -67,12 +69,14 @@ __version__ = "0.1.0"
 __all__ = [
     "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG", "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR",
     "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT", "CodeletCompileError", "ComputeSet", "Const",
-    "DataStream", "Device", "DeviceManager", "Engine", "FieldRef", "Function", "Graph",
+    "DataStream", "DebugContext", "DebugNameAndId", "Device", "DeviceManager", "Engine", "FieldRef",
+    "Function", "Graph",
     "GraphConnectionError", "GraphCycleError", "GraphMemoryAllocationError", "IPUModel", "InOut",
-    "Input", "Interval", "InvalidArgumentError", "InvalidMachineModelError", "InvalidOptionError", "InvalidTileMappingError",
-    "LocalArray",
+    "Input", "Interval", "InvalidArgumentError", "InvalidMachineModelError", "InvalidOptionError",
+    "InvalidTileMappingError", "LocalArray",
     "MissingCycleEstimateError", "MultiVertex", "Output", "Policy", "PoplarError", "PoplarTypeError",
-    "ProgramError", "StreamError", "Target", "TargetType", "Tensor", "TensorCloneMethod",
+    "ProgramError", "StreamError", "Target", "TargetType", "Tensor", "TensorArgumentError",
+    "TensorCloneMethod",
     "TensorCreationError", "Type", "TypeParam", "UnknownFieldError", "UnknownVertexTypeError",
     "UpsampleMethod",
     "VariableMappingMethod", "VariableRef", "Vector", "VectorList", "Vertex", "VertexError",

@@ -13,6 +13,11 @@ class TensorCreationError(PoplarError, ValueError):
     """Invalid arguments to a tensor view or to variable creation."""
 
 
+class TensorArgumentError(TensorCreationError, InvalidArgumentError):
+    """A shape, dimension or index of the wrong type (``2.5``, ``None``): both a
+    TensorCreationError and a TypeError."""
+
+
 class PoplarTypeError(PoplarError, TypeError):
     """Element types do not match (tensor vs field, copy endpoints, reinterpret)."""
 

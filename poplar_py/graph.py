@@ -17,12 +17,16 @@ from typing import Any
 import numpy as np
 
 from . import ir
+from .arguments import checked_int, checked_intervals, checked_shape, checked_tile, checked_values
 from .block import contiguous_strides
 from .codelet_loading import caller_location, codelet_classes
 from .compiler.codelets import check_codelet
+from .debug import debug_name
 from .errors import (
     CodeletCompileError,
     GraphConnectionError,
+    GraphMemoryAllocationError,
+    InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
     PoplarTypeError,
@@ -71,9 +75,12 @@ class Graph:
     def __init__(self, target: Target | Device, replication_factor: int = 1) -> None:
         self._target = target.getTarget() if isinstance(target, Device) else target
         if not isinstance(self._target, Target):
-            raise PoplarError(f"Graph needs a Target or a Device, got {target!r}")
+            raise InvalidArgumentError(f"Graph needs a Target or a Device, got {target!r:.60}")
+        if checked_int(replication_factor, "Graph: replication_factor", 1) != 1:
+            raise PoplarError(f"Graph: replication_factor={replication_factor}: replication is not "
+                              "supported yet (use replication_factor=1)")
         self._num_tiles = self._target.getNumTiles()
-        self._vars = VariableTable()
+        self._vars = VariableTable(self._num_tiles * self._target.getBytesPerTile())
         self._mapping = MappingTable(self._vars)
         self._vertices = VertexTable()
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
@@ -90,25 +97,32 @@ class Graph:
         return self._target
 
     def _new_variable(self, type_: Type, shape: Sequence[int], name: str, constant: bool) -> Tensor:
-        shape_t = tuple(int(d) for d in shape)
-        if any(d < 0 for d in shape_t):
-            raise TensorCreationError(f"variable '{name}': shape {list(shape)} has a negative dimension")
         name = name or f"{'constant' if constant else 'variable'}{self._vars.num_variables}"
+        shape_t = checked_shape(shape, f"{'constant' if constant else 'variable'} '{name}'")
+        nbytes = math.prod(shape_t) * type_.size
+        if nbytes > self._vars.capacity:
+            raise GraphMemoryAllocationError(
+                f"variable '{name}' of shape {list(shape_t)} needs {nbytes} bytes, more than all "
+                f"{self._num_tiles} tiles hold ({self._target.getBytesPerTile()} bytes each, "
+                f"{self._vars.capacity} in all)")
         var = self._vars.add(name, type_, shape_t, constant)
         if self._num_tiles == 1 and math.prod(shape_t):
             self._mapping.set(var, 0, math.prod(shape_t), 0)
         return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
-    def addVariable(self, type_: Type | object, shape: Sequence[int], *args: Any) -> Tensor:
-        """A new variable: ``addVariable(type, shape[, mappingMethod][, name])``."""
-        method = VariableMappingMethod.NONE
-        name = ""
+    def addVariable(self, type_: Type | object, shape: Sequence[int], *args: Any,
+                    mappingMethod: VariableMappingMethod | None = None, debugContext: Any = None,
+                    name: Any = None) -> Tensor:
+        """A new variable: ``addVariable(type, shape[, mappingMethod][, debugContext])``; the
+        debug name (a string or a DebugContext) may also be given as ``name=``."""
+        method = mappingMethod or VariableMappingMethod.NONE
+        label = debug_name(debugContext if debugContext is not None else name, "addVariable")
         for a in args:
             if isinstance(a, VariableMappingMethod):
                 method = a
-            elif isinstance(a, str):
-                name = a
-        t = self._new_variable(asType(type_), shape, name, constant=False)
+            else:
+                label = debug_name(a, "addVariable")
+        t = self._new_variable(asType(type_), shape, label, constant=False)
         if method is VariableMappingMethod.LINEAR:
             n = t.numElements()
             if n:
@@ -118,15 +132,17 @@ class Graph:
                                        np.arange(begin.size, dtype=np.int64))
         return t
 
-    def addConstant(self, type_: Type | object, shape: Sequence[int], values: Any, name: str = "") -> Tensor:
+    def addConstant(self, type_: Type | object, shape: Sequence[int], values: Any, name: Any = "",
+                    debugContext: Any = None) -> Tensor:
         """A constant tensor: values is a scalar (fills every element), a list or a numpy array."""
         type_ = asType(type_)
-        t = self._new_variable(type_, shape, name, constant=True)
+        label = debug_name(debugContext if debugContext is not None else name, "addConstant")
+        t = self._new_variable(type_, shape, label, constant=True)
         self._initial[self._vars.num_variables - 1] = self._values_for(t, values, "constant")
         return t
 
     def _values_for(self, t: Tensor, values: Any, what: str) -> np.ndarray:
-        arr = np.asarray(values)
+        arr = checked_values(values, f"{what} '{t.name}'")
         if arr.size == 1 and t.numElements() != 1:
             arr = np.full(t.numElements(), arr.reshape(-1)[0])
         if arr.size != t.numElements():
@@ -138,11 +154,16 @@ class Graph:
     def clone(self, *args: Any, **kwargs: Any) -> Tensor:
         """A new variable with the shape and tile mapping of ``t``: ``clone(t[, name])`` or
         ``clone(type, t[, name])``."""
+        if not args:
+            raise InvalidArgumentError("clone needs a tensor: clone(t[, name]) or clone(type, t[, name])")
         if isinstance(args[0], Tensor):
             type_, t, rest = args[0].elementType(), args[0], args[1:]
         else:
-            type_, t, rest = asType(args[0]), args[1], args[2:]
-        name = next((a for a in rest if isinstance(a, str)), kwargs.get("name", "")) or f"{t.name}.clone"
+            type_, t, rest = asType(args[0]), args[1] if len(args) > 1 else None, args[2:]
+        self._check_own(t, "clone")
+        labels = [a for a in rest if not isinstance(a, TensorCloneMethod)]
+        labels += [kwargs[k] for k in ("debugContext", "name") if k in kwargs]
+        name = (debug_name(labels[0], "clone") if labels else "") or f"{t.name}.clone"
         new = self._new_variable(type_, t.shape(), name, constant=False)
         pieces, tiles = self._mapping.tiles_of(t.runs())
         mapped = tiles >= 0
@@ -152,8 +173,13 @@ class Graph:
             self._mapping.set_runs(flat.take_ranges(start, start + pieces.count[mapped])[0], tiles[mapped])
         return new
 
-    def cloneN(self, t: Tensor, N: int, name: str = "") -> Tensor:
-        clones = [self.clone(t, f"{name or t.name}.clone{i}").expand([0]) for i in range(N)]
+    def cloneN(self, t: Tensor, N: int, name: Any = "") -> Tensor:
+        self._check_own(t, "cloneN")
+        if checked_int(N, "cloneN: N") * t.numElements() * t.elementType().size > self._vars.capacity:
+            raise GraphMemoryAllocationError(f"cloneN: {N} clones of tensor '{t.name}' need more than all "
+                                             f"{self._num_tiles} tiles hold ({self._vars.capacity} bytes)")
+        label = debug_name(name, "cloneN") or t.name
+        clones = [self.clone(t, f"{label}.clone{i}").expand([0]) for i in range(N)]
         return concat(clones, 0)
 
     def getVariable(self, var: VariableRef | int) -> Tensor:
@@ -190,16 +216,13 @@ class Graph:
 
     # ---- tile mapping ------------------------------------------------------------------------
     def _check_tile(self, tile: object, what: str) -> int:
-        if not isinstance(tile, (int, np.integer)) or not 0 <= tile < self._num_tiles:  # type: ignore[operator]
-            raise InvalidTileMappingError(
-                f"{what}: tile {tile} is out of range (the target has {self._num_tiles} tiles)")
-        return int(tile)  # type: ignore[call-overload]
+        return checked_tile(tile, self._num_tiles, what)
 
     def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
         """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
         list of intervals over the flattened tensor."""
         if type(mapping) is int and 0 <= mapping < self._num_tiles:  # the common cases, first
-            if type(target) is VertexRef:
+            if type(target) is VertexRef and target.graph is self:
                 self._vertices.put(target.id, TILE, mapping)
                 return
             run = target.as_run() if type(target) is Tensor else None
@@ -207,7 +230,8 @@ class Graph:
                 self._mapping.set(run[0], run[1], run[1] + run[2], mapping)
                 return
         if type(target) is VertexRef:
-            self._vertices.put(target.id, TILE, self._check_tile(mapping, self._vertices.describe(target.id)))
+            vid = self._own_vertex(target, "setTileMapping")
+            self._vertices.put(vid, TILE, self._check_tile(mapping, self._vertices.describe(vid)))
             return
         if not isinstance(target, Tensor):
             raise PoplarError(f"setTileMapping: expected a Tensor or a VertexRef, got {target!r}")
@@ -220,11 +244,11 @@ class Graph:
             return
         n = target.numElements()
         begins, ends, tiles = [], [], []
-        for tile, intervals in enumerate(mapping):
+        per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
+        for tile, intervals in enumerate(per_tile):
             if intervals and tile >= self._num_tiles:
                 self._check_tile(tile, f"tensor '{target.name}'")
-            for iv in intervals:
-                b, e = int(iv[0]), int(iv[1])
+            for b, e in intervals:
                 if not 0 <= b <= e <= n:
                     raise InvalidTileMappingError(
                         f"tensor '{target.name}': interval [{b}, {e}) is outside its {n} elements")
@@ -306,29 +330,41 @@ class Graph:
                 f"(registered: {', '.join(sorted(self._codelets)) or 'none'})")
         return cls
 
-    def addComputeSet(self, debugName: str = "") -> ComputeSet:
-        cs = ComputeSet(len(self._compute_sets), debugName or f"cs{len(self._compute_sets)}")
+    def addComputeSet(self, debugName: Any = "", debugContext: Any = None) -> ComputeSet:
+        label = debug_name(debugContext if debugContext is not None else debugName, "addComputeSet")
+        cs = ComputeSet(len(self._compute_sets), label or f"cs{len(self._compute_sets)}", self._vars.token)
         self._compute_sets.append(cs.name)
         return cs
 
     def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
         """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
-        cid = self._vertex_types.get(vertexType)
+        cid = self._vertex_types.get(vertexType) if type(vertexType) is str else None
         if cid is None:
+            if not isinstance(vertexType, str):
+                raise InvalidArgumentError(f"addVertex: the vertex type must be a name, got "
+                                           f"{vertexType!r:.60}")
             cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelet(vertexType))  # type: ignore[arg-type]
-        if type(cs) is not ComputeSet or cs.id >= len(self._compute_sets):
+        if type(cs) is not ComputeSet or cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
         table = self._vertices
+        if connections is not None and type(connections) is not dict:
+            raise InvalidArgumentError(f"addVertex: connections must be a dict of field name to tensor, "
+                                       f"got {type(connections).__name__}")
+        edge_bytes = len(table.edges)
         vid = table.add(cid, cs.id, caller_location())
         if connections:
             slots = table.fields[cid]
-            for name, value in connections.items():
-                slot = slots.get(name)
-                if slot is not None and slot.plain and type(value) is Tensor:  # the common case, inline
-                    run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
-                    if run is not None and table.connect_run(vid, slot.index, run):
-                        continue
-                self._connect(vid, slots, name, None, value)
+            try:
+                for name, value in connections.items():
+                    slot = slots.get(name)
+                    if slot is not None and slot.plain and type(value) is Tensor:  # the common case, inline
+                        run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
+                        if run is not None and table.connect_run(vid, slot.index, run):
+                            continue
+                    self._connect(vid, slots, name, None, value)
+            except PoplarError:
+                table.remove_last(vid, edge_bytes)
+                raise
         return VertexRef(self, vid)
 
     def getNumVertices(self) -> int:
@@ -352,9 +388,18 @@ class Graph:
         return (f"vertex type '{cls.vertexName}' has no field '{name}' "
                 f"(fields: {', '.join(cls.fields) or 'none'})")
 
+    def _own_vertex(self, v: object, what: str) -> int:
+        """The id of vertex ``v`` (a VertexRef, or a FieldRef's vertex) of this graph."""
+        ref = v.vertex if isinstance(v, FieldRef) else v
+        if not isinstance(ref, VertexRef):
+            raise InvalidArgumentError(f"{what}: expected a vertex or a vertex field, got {type(v).__name__}")
+        if ref.graph is not self:
+            raise GraphConnectionError(f"{what}: {ref!r} belongs to another graph")
+        return ref.id
+
     def connect(self, ref: FieldRef, value: Any) -> None:
         """Connect a field to a tensor, a list of tensors, or (Input fields) a constant value."""
-        vid = ref.vertex.id
+        vid = self._own_vertex(ref, "connect")
         self._connect(vid, self._vertices.slots(vid), ref.name, ref.index, value)
 
     def _connect(self, vid: int, slots: dict[str, FieldSlot], name: str, index: int | None,
@@ -384,6 +429,8 @@ class Graph:
                 self._add_edge(vid, slot.index, row, t)
             self._size_list(vid, slot, len(value))
             return
+        if value is None:
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot be connected to None")
         if not isinstance(value, Tensor):
             if slot.spec.direction is not Direction.INPUT:
                 raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
@@ -454,7 +501,8 @@ class Graph:
                                        "contains aliased elements")
 
     def setFieldSize(self, ref: FieldRef, size: int) -> None:
-        vid = ref.vertex.id
+        vid = self._own_vertex(ref, "setFieldSize")
+        size = checked_int(size, f"setFieldSize of {self._vertices.describe(vid)} field '{ref.name}'")
         slot = self._slot(vid, ref.name)
         if slot.spec.kind is FieldKind.SCALAR:
             raise GraphConnectionError(f"{self._vertices.describe(vid)} field '{ref.name}' is a scalar "
@@ -465,16 +513,16 @@ class Graph:
             self._vertices.sizes[(vid, slot.index)] = int(size)
 
     def getFieldSize(self, ref: FieldRef) -> int:
-        vid = ref.vertex.id
+        vid = self._own_vertex(ref, "getFieldSize")
         return self._vertices.sizes.get((vid, self._slot(vid, ref.name).index), 0)
 
     def _set_state(self, ref: FieldRef, values: Any) -> None:
-        vid = ref.vertex.id
+        vid = self._own_vertex(ref, "setInitialValue")
         slot = self._slot(vid, ref.name)
         where = f"{self._vertices.describe(vid)} field '{ref.name}'"
         if not slot.state:
             raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
-        arr = np.asarray(values)
+        arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
         with np.errstate(all="ignore"):
@@ -484,7 +532,9 @@ class Graph:
 
     def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
         """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""
-        self._vertices.put(v.id, PERF, int(cycles))
+        vid = self._own_vertex(v, "setPerfEstimate")
+        cycles = checked_int(cycles, f"setPerfEstimate of {self._vertices.describe(vid)}")
+        self._vertices.put(vid, PERF, cycles)
 
     setCycleEstimate = setPerfEstimate
 
@@ -513,20 +563,22 @@ class Graph:
 
     def addHostToDeviceFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
         self._new_handle(handle)
-        s = DataStream(handle, asType(type_), int(numElements), toDevice=True)
+        s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
+                       toDevice=True)
         self._streams[handle] = s
         return s
 
     def addDeviceToHostFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
         self._new_handle(handle)
-        s = DataStream(handle, asType(type_), int(numElements), toDevice=False)
+        s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
+                       toDevice=False)
         self._streams[handle] = s
         return s
 
     def addFunction(self, program: Program) -> Function:
         """Register control code once; run it with ``program.Call(function)``."""
         self._functions.append(program)
-        return Function(len(self._functions) - 1)
+        return Function(len(self._functions) - 1, self._vars.token)
 
     # ---- freezing ----------------------------------------------------------------------------
     def freeze(self) -> ir.GraphIR:

@@ -31,6 +31,7 @@ class ComputeSet:
 
     id: int
     name: str
+    owner: int = 0  # the graph's token (VariableTable.token): handles of another graph are refused
 
     def getId(self) -> int:
         return self.id
@@ -41,6 +42,7 @@ class Function:
     """Control code registered with ``graph.addFunction`` and run by ``program.Call``."""
 
     id: int
+    owner: int = 0  # the graph's token, as ComputeSet's
 
     def getId(self) -> int:
         return self.id

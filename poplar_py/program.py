@@ -11,6 +11,10 @@ from collections.abc import Iterable
 from collections.abc import Sequence as SequenceT
 from typing import Any
 
+import networkx as nx
+
+from .arguments import is_int
+from .debug import debug_name
 from .errors import ProgramError, StreamError
 from .handles import ComputeSet, DataStream, Function
 from .tensor import Tensor
@@ -30,6 +34,11 @@ def _check_program(p: Any, what: str) -> Program:
     return p
 
 
+def _label(name: Any, debugContext: Any, what: str) -> str:
+    """A program's name: ``name`` or ``debugContext`` (a string or a poplar.DebugContext)."""
+    return debug_name(debugContext if debugContext is not None else name, what)
+
+
 def _check_scalar(t: Any, what: str) -> Tensor:
     if not isinstance(t, Tensor) or t.numElements() != 1:
         shape = t.shape() if isinstance(t, Tensor) else type(t).__name__
@@ -40,9 +49,10 @@ def _check_scalar(t: Any, what: str) -> Tensor:
 class Sequence(Program):
     """Run programs one after another: ``Sequence([p1, p2])`` or ``Sequence(p1, p2)``."""
 
-    def __init__(self, *programs: Program | Iterable[Program], name: str = "") -> None:
+    def __init__(self, *programs: Program | Iterable[Program], name: Any = "",
+                 debugContext: Any = None) -> None:
         self.programs: list[Program] = []
-        self.name = name
+        self.name = _label(name, debugContext, "Sequence")
         items: SequenceT[Any] = programs[0] if len(programs) == 1 and isinstance(programs[0], (list, tuple)) \
             else programs
         for p in items:
@@ -59,19 +69,21 @@ class Sequence(Program):
 class Execute(Program):
     """Run every vertex of a compute set: one superstep (sync, exchange, compute)."""
 
-    def __init__(self, cs: ComputeSet, name: str = "") -> None:
+    def __init__(self, cs: ComputeSet, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(cs, ComputeSet):
             raise ProgramError(f"Execute needs a ComputeSet, got {type(cs).__name__}")
         self.cs = cs
-        self.name = name
+        self.name = _label(name, debugContext, "Execute")
 
 
 class Copy(Program):
     """Copy between tensors of equal element count and type (shapes may differ), from a
     host-to-device stream into a tensor, or from a tensor to a device-to-host stream."""
 
-    def __init__(self, src: Tensor | DataStream, dst: Tensor | DataStream, *_: Any, name: str = "") -> None:
-        self.src, self.dst, self.name = src, dst, name
+    def __init__(self, src: Tensor | DataStream, dst: Tensor | DataStream, dontOutline: bool = False,
+                 name: Any = "", debugContext: Any = None) -> None:
+        """``dontOutline`` (Poplar's code-sharing hint) changes nothing here: copies are not outlined."""
+        self.src, self.dst, self.name = src, dst, _label(name, debugContext, "Copy")
         if isinstance(src, DataStream) and isinstance(dst, Tensor):
             if not src.toDevice:
                 raise ProgramError(f"Copy: stream '{src.handle()}' goes to the host; it cannot be a source")
@@ -112,10 +124,11 @@ class Copy(Program):
 class Repeat(Program):
     """Run ``body`` ``count`` times."""
 
-    def __init__(self, count: int, body: Program, name: str = "") -> None:
-        if int(count) != count or count < 0:
-            raise ProgramError(f"Repeat count must be a non-negative integer, got {count!r}")
-        self.count, self.body, self.name = int(count), _check_program(body, "Repeat body"), name
+    def __init__(self, count: int, body: Program, name: Any = "", debugContext: Any = None) -> None:
+        if not is_int(count) or count < 0:
+            raise ProgramError(f"Repeat count must be a non-negative integer, got {count!r:.40}")
+        self.count, self.body = int(count), _check_program(body, "Repeat body")
+        self.name = _label(name, debugContext, "Repeat")
 
 
 class RepeatWhileTrue(Program):
@@ -123,11 +136,12 @@ class RepeatWhileTrue(Program):
 
     loop_while = True
 
-    def __init__(self, cond: Program, predicate: Tensor, body: Program, name: str = "") -> None:
+    def __init__(self, cond: Program, predicate: Tensor, body: Program, name: Any = "",
+                 debugContext: Any = None) -> None:
         self.cond = _check_program(cond, f"{type(self).__name__} condition")
         self.predicate = _check_scalar(predicate, f"{type(self).__name__} predicate")
         self.body = _check_program(body, f"{type(self).__name__} body")
-        self.name = name
+        self.name = _label(name, debugContext, type(self).__name__)
 
 
 class RepeatWhileFalse(RepeatWhileTrue):
@@ -140,11 +154,11 @@ class If(Program):
     """Run ``trueBody`` if ``predicate`` (one element) is non-zero, else ``falseBody``."""
 
     def __init__(self, predicate: Tensor, trueBody: Program, falseBody: Program | None = None,
-                 name: str = "") -> None:
+                 name: Any = "", debugContext: Any = None) -> None:
         self.predicate = _check_scalar(predicate, "If predicate")
         self.then = _check_program(trueBody, "If true body")
         self.orelse = _check_program(falseBody if falseBody is not None else Sequence(), "If false body")
-        self.name = name
+        self.name = _label(name, debugContext, "If")
 
 
 class Switch(Program):
@@ -152,7 +166,7 @@ class Switch(Program):
     else ``default``."""
 
     def __init__(self, control: Tensor, cases: SequenceT[tuple[int, Program]] | Program | None = None,
-                 default: Program | None = None, name: str = "") -> None:
+                 default: Program | None = None, name: Any = "", debugContext: Any = None) -> None:
         self.control = _check_scalar(control, "Switch control")
         if control.elementType() not in (INT, UNSIGNED_INT):
             raise ProgramError(f"Switch control '{control.name}' must be int or unsigned int, "
@@ -161,11 +175,13 @@ class Switch(Program):
             cases, default = None, cases
         self.cases: dict[int, Program] = {}
         self.default = _check_program(default if default is not None else Sequence(), "Switch default")
-        self.name = name
+        self.name = _label(name, debugContext, "Switch")
         for value, body in cases or []:
             self.add(value, body)
 
     def add(self, value: int, body: Program) -> Switch:
+        if not is_int(value):
+            raise ProgramError(f"Switch: a case value must be an integer, got {value!r:.40}")
         if int(value) in self.cases:
             raise ProgramError(f"Switch: case {value} is given twice")
         self.cases[int(value)] = _check_program(body, f"Switch case {value}")
@@ -175,10 +191,10 @@ class Switch(Program):
 class Call(Program):
     """Run a function registered with ``graph.addFunction``."""
 
-    def __init__(self, function: Function, name: str = "") -> None:
+    def __init__(self, function: Function, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(function, Function):
             raise ProgramError(f"Call needs a Function from graph.addFunction, got {type(function).__name__}")
-        self.function, self.name = function, name
+        self.function, self.name = function, _label(name, debugContext, "Call")
 
 
 class PrintTensor(Program):
@@ -195,8 +211,10 @@ class PrintTensor(Program):
 class WriteUndef(Program):
     """Mark a tensor's contents as dead (a liveness hint; no data moves)."""
 
-    def __init__(self, tensor: Tensor, name: str = "") -> None:
-        self.tensor, self.name = tensor, name
+    def __init__(self, tensor: Tensor, name: Any = "", debugContext: Any = None) -> None:
+        if not isinstance(tensor, Tensor):
+            raise ProgramError(f"WriteUndef needs a tensor, got {type(tensor).__name__}")
+        self.tensor, self.name = tensor, _label(name, debugContext, "WriteUndef")
 
 
 class SyncType(enum.Enum):
@@ -208,8 +226,25 @@ class SyncType(enum.Enum):
 class Sync(Program):
     """A barrier across all tiles."""
 
-    def __init__(self, syncType: SyncType = SyncType.INTERNAL, name: str = "") -> None:
-        self.syncType, self.name = syncType, name
+    def __init__(self, syncType: SyncType = SyncType.INTERNAL, name: Any = "",
+                 debugContext: Any = None) -> None:
+        if not isinstance(syncType, SyncType):
+            raise ProgramError(f"Sync needs a SyncType, got {syncType!r:.40}")
+        self.syncType, self.name = syncType, _label(name, debugContext, "Sync")
+
+
+def children(p: Program) -> list[Program]:
+    """The programs ``p`` runs directly (bodies, branches, cases); a Call's function is not one."""
+    out: list[Program] = []
+    for attr in ("programs", "cond", "body", "then", "orelse", "default"):
+        value = getattr(p, attr, None)
+        if isinstance(value, list):
+            out.extend(value)
+        elif isinstance(value, Program):
+            out.append(value)
+    if isinstance(p, Switch):
+        out.extend(p.cases.values())
+    return out
 
 
 def walk(programs: SequenceT[Program]) -> list[Program]:
@@ -218,15 +253,35 @@ def walk(programs: SequenceT[Program]) -> list[Program]:
     stack = list(programs)
     while stack:
         p = stack.pop()
-        if id(p) in seen:
-            continue
-        seen[id(p)] = p
-        for child in ("programs", "body", "cond", "then", "orelse", "default"):
-            value = getattr(p, child, None)
-            if isinstance(value, list):
-                stack.extend(value)
-            elif isinstance(value, Program):
-                stack.append(value)
-        if isinstance(p, Switch):
-            stack.extend(p.cases.values())
+        if id(p) not in seen:
+            seen[id(p)] = p
+            stack.extend(children(p))
     return list(seen.values())
+
+
+def check_acyclic(programs: SequenceT[Program], functions: SequenceT[Program]) -> None:
+    """Raise ProgramError if a program contains itself (``seq.add(seq)``) or a function calls
+    itself, directly or through others: control code on the IPU has no recursion."""
+    graph = nx.DiGraph()
+    for k, f in enumerate(functions):
+        graph.add_edge(("function", k), id(f))
+    bodies: dict[object, Program] = {}
+    for p in walk([*programs, *functions]):
+        bodies[id(p)] = p
+        graph.add_node(id(p))
+        for c in children(p):
+            graph.add_edge(id(p), id(c))
+        if isinstance(p, Call):
+            graph.add_edge(id(p), ("function", p.function.id))
+    try:
+        cycle = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        return
+    nodes = [a for a, _ in cycle]
+    called = [n[1] for n in nodes if isinstance(n, tuple)]
+    if called:
+        via = f" through function {', '.join(map(str, called[1:]))}" if len(called) > 1 else ""
+        raise ProgramError(f"function {called[0]} calls itself{via}: control programs cannot be recursive")
+    first = bodies[nodes[0]]
+    name = getattr(first, "name", "") or type(first).__name__
+    raise ProgramError(f"program '{name}' contains itself: control programs cannot be recursive")

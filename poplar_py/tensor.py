@@ -18,7 +18,8 @@ import numpy as np
 
 from . import block
 from . import boxes as bx
-from .errors import PoplarTypeError, TensorCreationError
+from .arguments import checked_ints, checked_shape, is_int
+from .errors import InvalidArgumentError, PoplarTypeError, TensorArgumentError, TensorCreationError
 from .regions import Runs, union, unique_sorted
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
@@ -69,10 +70,6 @@ def _resolve_name(name: str | tuple) -> str:
 
 def _shape_str(shape: Sequence[int]) -> str:
     return "{" + ",".join(str(d) for d in shape) + "}"
-
-
-def _is_int(x: object) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 class Tensor:
@@ -144,8 +141,16 @@ class Tensor:
     def _error(self, message: str) -> TensorCreationError:
         return TensorCreationError(f"tensor '{self.name}' (shape {_shape_str(self._shape)}): {message}")
 
+    def _check_size(self, extent: int, dim: int, what: str) -> None:
+        """A view of more elements than the whole target holds bytes cannot be used: refuse it
+        before building its regions."""
+        n = math.prod(self._shape[:dim]) * extent * math.prod(self._shape[dim + 1:])
+        if n > self._vars.capacity:
+            raise self._error(f"{what} would view {n} elements, more than the target's "
+                              f"{self._vars.capacity} bytes of tile memory")
+
     def _check_dim(self, dim: object, what: str = "dim") -> int:
-        if not _is_int(dim) or not 0 <= dim < len(self._shape):  # type: ignore[operator]
+        if not is_int(dim) or not 0 <= dim < len(self._shape):  # type: ignore[operator]
             raise self._error(f"{what} {dim} is out of range for a rank-{len(self._shape)} tensor")
         return int(dim)  # type: ignore[call-overload]
 
@@ -344,7 +349,7 @@ class Tensor:
         lo, hi, steps, dropped, parts = [], [], [], [], []
         for axis, k in enumerate(keys):
             size = self._shape[axis]
-            if _is_int(k):
+            if is_int(k):
                 i = int(k)  # type: ignore[call-overload]
                 if not -size <= i < size:
                     raise self._error(f"index {i} is out of range for dimension {axis} of size {size}")
@@ -355,6 +360,8 @@ class Tensor:
                 dropped.append(axis)
                 parts.append(str(int(k)))  # type: ignore[call-overload]
             elif isinstance(k, slice):
+                if not all(x is None or is_int(x) for x in (k.start, k.stop, k.step)):
+                    raise TensorArgumentError(f"tensor '{self.name}': slice {k} needs integer bounds")
                 if k.step is not None and k.step <= 0:
                     raise self._error(f"slice step must be positive, got {k.step}")
                 start, stop, step = k.indices(size)
@@ -365,7 +372,8 @@ class Tensor:
                 parts.append(f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
                              + ("" if k.step is None else f":{k.step}"))
             else:
-                raise self._error(f"cannot index with {k!r}; use integers and slices")
+                raise TensorArgumentError(f"tensor '{self.name}': cannot index with {k!r:.40}; "
+                                           "use integers and slices")
         name = self._op_name("[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
             f"{self.name}[{parts[0]}]"
         return self._select(lo, hi, steps, dropped, name)
@@ -438,7 +446,7 @@ class Tensor:
 
     def _check_bounds(self, begin: object, end: object, dim: int) -> None:
         size = self._shape[dim]
-        if not (_is_int(begin) and _is_int(end) and 0 <= begin <= end <= size):  # type: ignore[operator]
+        if not (is_int(begin) and is_int(end) and 0 <= begin <= end <= size):  # type: ignore[operator]
             raise self._error(f"slice [{begin}, {end}) is out of range for dimension {dim} of size {size}")
 
     def slices(self, intervals: Iterable, dim: int = 0) -> list[Tensor]:
@@ -452,7 +460,7 @@ class Tensor:
 
     # ---- reshaping ---------------------------------------------------------------------------
     def reshape(self, shape: Sequence[int]) -> Tensor:
-        new = tuple(int(d) for d in shape)
+        new = checked_ints(shape, f"reshape of tensor '{self.name}'")
         if any(d < 0 for d in new) or math.prod(new) != self.numElements():
             raise self._error(f"cannot reshape {self.numElements()} elements to {_shape_str(new)}")
         return self._reshaped(new, self._op_name(f"reshape({_shape_str(new)})"))
@@ -475,7 +483,8 @@ class Tensor:
         return Tensor(self._vars, self._type, (), int(runs.var[k]), offset, (), name)
 
     def reshapePartial(self, begin: int, end: int, newDims: Sequence[int]) -> Tensor:
-        if not 0 <= begin <= end <= self.rank():
+        newDims = checked_shape(newDims, f"reshapePartial of tensor '{self.name}'")
+        if not (is_int(begin) and is_int(end) and 0 <= begin <= end <= self.rank()):
             raise self._error(f"reshapePartial dims [{begin}, {end}) are out of range")
         old = self.shape()
         if math.prod(old[begin:end]) != math.prod(newDims):
@@ -485,7 +494,7 @@ class Tensor:
     def flatten(self, dimBegin: int | None = None, dimEnd: int | None = None) -> Tensor:
         if dimBegin is None:
             return self._reshaped((self.numElements(),), self._op_name("flatten()"))
-        if dimEnd is None or not 0 <= dimBegin < dimEnd <= self.rank():
+        if not (is_int(dimBegin) and is_int(dimEnd) and 0 <= dimBegin < dimEnd <= self.rank()):  # type: ignore[operator]
             raise self._error(f"flatten dims [{dimBegin}, {dimEnd}) are out of range")
         s = self.shape()
         return self.reshape(s[:dimBegin] + [math.prod(s[dimBegin:dimEnd])] + s[dimEnd:])
@@ -498,13 +507,14 @@ class Tensor:
 
     def dimShuffle(self, permutation: Sequence[int]) -> Tensor:
         """Output dim ``i`` is input dim ``permutation[i]``."""
-        perm = [int(p) for p in permutation]
+        perm = list(checked_ints(permutation, f"dimShuffle of tensor '{self.name}'"))
         if sorted(perm) != list(range(self.rank())):
             raise self._error(f"{perm} is not a permutation of the {self.rank()} dimensions")
         return self._permuted(perm, self._op_name(f"dimShuffle({perm})"))
 
     def dimShufflePartial(self, source: Sequence[int], destination: Sequence[int]) -> Tensor:
-        src, dst = list(source), list(destination)
+        what = f"dimShufflePartial of tensor '{self.name}'"
+        src, dst = list(checked_ints(source, what)), list(checked_ints(destination, what))
         if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst) \
                 or any(not 0 <= d < self.rank() for d in src + dst):
             raise self._error(f"dimShufflePartial({src}, {dst}) names invalid dimensions")
@@ -523,7 +533,7 @@ class Tensor:
 
     def expand(self, indices: Sequence[int]) -> Tensor:
         """Insert a size-1 dimension before each listed (original) dimension index."""
-        idx = sorted(int(i) for i in indices)
+        idx = sorted(checked_ints(indices, f"expand of tensor '{self.name}'"))
         if any(not 0 <= i <= self.rank() for i in idx):
             raise self._error(f"expand indices {list(indices)} must lie in [0, {self.rank()}]")
         positions = [i + k for k, i in enumerate(idx)]
@@ -537,7 +547,7 @@ class Tensor:
         return self._general_view(tuple(shape), bx.insert(self._as_boxes(), positions), name)
 
     def squeeze(self, indices: Sequence[int]) -> Tensor:
-        idx = [int(i) for i in indices]
+        idx = list(checked_ints(indices, f"squeeze of tensor '{self.name}'"))
         if len(set(idx)) != len(idx):
             raise self._error(f"squeeze indices {idx} repeat a dimension")
         for i in idx:
@@ -560,9 +570,10 @@ class Tensor:
     def broadcast(self, N: int, dim: int) -> Tensor:
         """Repeat the whole tensor N times along ``dim`` (the result aliases itself)."""
         dim = self._check_dim(dim)
-        if not _is_int(N) or N < 0:
+        if not is_int(N) or N < 0:
             raise self._error(f"broadcast factor must be non-negative, got {N}")
         n, extent = int(N), self._shape[dim]
+        self._check_size(n * extent, dim, f"broadcast({N}, {dim})")
         name = self._op_name(f"broadcast({N},{dim})")
         if self._var >= 0 and (extent == 1 or n <= 1):
             return self._with_dim(dim, n * extent, 0 if extent == 1 else self._strides[dim], name)
@@ -571,9 +582,10 @@ class Tensor:
 
     def upsample(self, scale: int, dim: int, method: UpsampleMethod = UpsampleMethod.REPEAT) -> Tensor:
         dim = self._check_dim(dim)
-        if not _is_int(scale) or scale < 0:
+        if not is_int(scale) or scale < 0:
             raise self._error(f"upsample scale must be non-negative, got {scale}")
         k, extent = int(scale), self._shape[dim]
+        self._check_size(k * extent, dim, f"upsample({scale}, {dim})")
         name = self._op_name(f"upsample({scale},{dim})")
         if self._var >= 0 and (k <= 1 or extent == 1):
             return self._with_dim(dim, k * extent, self._strides[dim] if k == 1 else 0, name)
@@ -583,7 +595,7 @@ class Tensor:
 
     def subSample(self, stride: int, dim: int) -> Tensor:
         dim = self._check_dim(dim)
-        if not _is_int(stride) or stride < 1:
+        if not is_int(stride) or stride < 1:
             raise self._error(f"subSample stride must be at least 1, got {stride}")
         k = int(stride)
         return self._select([0] * dim, list(self._shape[:dim]), [1] * dim + [k], [],
@@ -622,9 +634,16 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
         if not isinstance(dim, Tensor):
             raise TensorCreationError("concat(a, b, dim) needs two tensors")
         tensors, dim = [tensors, dim], dim2
+    if not isinstance(tensors, (list, tuple)):
+        raise InvalidArgumentError(f"concat needs a list of tensors, got {type(tensors).__name__}")
     ts = list(tensors)
     if not ts:
         raise TensorCreationError("concat needs at least one tensor")
+    for k, t in enumerate(ts):
+        if not isinstance(t, Tensor):
+            raise InvalidArgumentError(f"concat: item {k} is a {type(t).__name__}, not a Tensor")
+    if not is_int(dim):
+        raise TensorArgumentError(f"concat: the dimension must be an integer, got {dim!r:.40}")
     first = ts[0]
     for t in ts[1:]:
         if t.variables is not first.variables:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InvalidArgumentError
+
 
 @dataclass(frozen=True)
 class Type:
@@ -77,6 +79,8 @@ def asType(t: object) -> Type:
     """Turn a Poplar type, its name, a numpy dtype or a Python scalar type into a Type."""
     if isinstance(t, Type):
         return t
+    if t is None or not isinstance(t, (type, str, np.dtype)):
+        raise InvalidArgumentError(f"not a poplar element type: {t!r:.60}")
     if t in _PYTHON_TYPES:
         return _PYTHON_TYPES[t]  # type: ignore[index]
     if isinstance(t, str) and t in _BY_NAME:
@@ -84,4 +88,4 @@ def asType(t: object) -> Type:
     try:
         return _BY_DTYPE[np.dtype(t)]  # type: ignore[arg-type]
     except (TypeError, KeyError):
-        raise TypeError(f"not a poplar element type: {t!r}") from None
+        raise InvalidArgumentError(f"not a poplar element type: {t!r:.60}") from None

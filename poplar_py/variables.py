@@ -7,6 +7,7 @@ handled as intervals of one line. Nothing here is per element.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,10 +42,16 @@ class _Column:
         return self._data[: self._n]
 
 
+_tokens = itertools.count(1)
+
+
 class VariableTable:
     """The variables of one graph, in creation order."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int) -> None:
+        """``capacity``: the target's memory in bytes, which no tensor can exceed in elements."""
+        self.capacity = capacity
+        self.token = next(_tokens)  # names the graph in handles (compute sets, functions)
         self.names: list[str] = []
         self.types: list[Type] = []
         self.shapes: list[tuple[int, ...]] = []

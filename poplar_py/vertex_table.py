@@ -90,6 +90,19 @@ class VertexTable:
         self.connected.append(0)
         return len(self.connected) - 1
 
+    def remove_last(self, vid: int, edge_bytes: int) -> None:
+        """Undo ``add`` of the last vertex and its edges (from ``edge_bytes`` on): a vertex whose
+        connections failed leaves the graph as it was."""
+        assert vid == self.num_vertices - 1
+        del self.rows[-_NV:]
+        self.connected.pop()
+        del self.edges[edge_bytes:]
+        for keyed in (self.sizes, self.state):
+            for key in [k for k in keyed if k[0] == vid]:
+                del keyed[key]
+        self.listed = {k for k in self.listed if k[0] != vid}
+        self._wide = {k for k in self._wide if k[0] != vid}
+
     def get(self, vid: int, column: int) -> int:
         return self.rows[_NV * vid + column]
 

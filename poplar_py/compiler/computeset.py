@@ -52,7 +52,9 @@ class ComputeSetPlans:
 
 
 def compute_sets_used(graph: GraphIR, programs: Iterable[prog.Program]) -> list[int]:
-    return sorted({p.cs.id for p in prog.walk([*programs, *graph.functions]) if isinstance(p, prog.Execute)})
+    mine = graph.tensors.token  # another graph's compute sets are refused when lowering
+    return sorted({p.cs.id for p in prog.walk([*programs, *graph.functions])
+                   if isinstance(p, prog.Execute) and p.cs.owner == mine})
 
 
 def _where(graph: GraphIR, vid: int, name: str) -> str:

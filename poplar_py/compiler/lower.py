@@ -336,6 +336,8 @@ def _sequence(lw: Lowerer, p: prog.Sequence) -> Step:
 
 
 def _execute(lw: Lowerer, p: prog.Execute) -> Step:
+    if p.cs.owner != lw.graph.tensors.token:
+        raise ProgramError(f"Execute: compute set '{p.cs.name}' belongs to another graph")
     runner = lw.runner(p.cs.id)
     return lw.leaf(ExecuteStep(p.name or p.cs.name, runner), runner.traffic)
 
@@ -392,7 +394,7 @@ def _switch(lw: Lowerer, p: prog.Switch) -> Step:
 
 
 def _call(lw: Lowerer, p: prog.Call) -> Step:
-    if not 0 <= p.function.id < len(lw.graph.functions):
+    if p.function.owner != lw.graph.tensors.token or not 0 <= p.function.id < len(lw.graph.functions):
         raise ProgramError(f"Call: function {p.function.id} was not added to this graph")
     return CallStep(p.name or f"Call({p.function.id})", p.function.id)
 
@@ -423,6 +425,7 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
 
 def lower_programs(graph: GraphIR, programs: list[prog.Program], layout: MemoryLayout,
                    compute_sets: ComputeSetPlans) -> LoweredPrograms:
+    prog.check_acyclic(programs, graph.functions)
     lowerer = Lowerer(graph, layout, compute_sets)
     functions = [lowerer.lower(f) for f in graph.functions]
     entries = [lowerer.lower(p) for p in programs]

@@ -1,0 +1,71 @@
+"""Debug names: Poplar's ``DebugContext`` and ``DebugNameAndId``, accepted wherever a name is.
+
+Poplar threads a ``DebugContext`` through every API call so that profiles can name what
+created each tensor and program. Here a name is what a profile and an error message show,
+so a context reduces to its path name: ``DebugContext(parent, "mul")`` is ``"parent/mul"``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .errors import InvalidArgumentError
+
+_ids = itertools.count(1)
+
+
+class DebugNameAndId:
+    """A name with a unique id (``getId()``), as Poplar's."""
+
+    def __init__(self, name: str = "", id: int | None = None) -> None:  # noqa: A002 (Poplar's name)
+        self._name = debug_name(name, "DebugNameAndId")
+        self._id = next(_ids) if id is None else int(id)
+
+    def getName(self) -> str:
+        return self._name
+
+    def getId(self) -> int:
+        return self._id
+
+    def __str__(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"DebugNameAndId({self._name!r}, {self._id})"
+
+
+class DebugContext:
+    """``DebugContext(name)``, ``DebugContext(parent, name)`` or ``DebugContext(DebugNameAndId)``:
+    its path name joins the parent's and its own with ``/``."""
+
+    def __init__(self, first: object = "", name: object = "") -> None:
+        if isinstance(first, (DebugContext, DebugNameAndId)) and name:
+            parent, own = str(first), debug_name(name, "DebugContext")
+            self._path = f"{parent}/{own}" if parent else own
+        else:
+            self._path = debug_name(first, "DebugContext")
+
+    def getPathName(self) -> str:
+        return self._path
+
+    def __str__(self) -> str:
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"DebugContext({self._path!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self._path)
+
+
+def debug_name(value: object, what: str = "debug name") -> str:
+    """The name a debug argument stands for: a string, a DebugContext or a DebugNameAndId
+    (None for no name). Anything else raises InvalidArgumentError naming ``what``."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (DebugContext, DebugNameAndId)):
+        return str(value)
+    raise InvalidArgumentError(f"{what}: a debug name must be a string or a poplar.DebugContext, "
+                               f"got {type(value).__name__} {value!r:.60}")
