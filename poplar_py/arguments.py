@@ -53,7 +53,11 @@ def checked_values(values: Any, what: str) -> np.ndarray:
     """Numbers (a scalar, a list or an array) to store in a tensor: no None, strings or objects."""
     if values is None:
         raise InvalidArgumentError(f"{what}: values must be numbers, got None")
-    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    try:
+        arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    except ValueError:  # ragged lists
+        raise InvalidArgumentError(f"{what}: values must be numbers in a regular array, got "
+                                   f"{values!r:.60}") from None
     if arr.dtype.kind not in "biuf":
         raise InvalidArgumentError(f"{what}: values must be numbers, got {arr.dtype} ({values!r:.60})")
     return arr

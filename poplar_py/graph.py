@@ -65,6 +65,17 @@ PerfEstimator = Callable[..., Any]
 _EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
 
 
+def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
+    """``n`` values of ``type_`` from a scalar (repeated), a list or an array."""
+    arr = checked_values(values, what)
+    if arr.size == 1 and n != 1:
+        arr = np.full(n, arr.reshape(-1)[0])
+    if arr.size != n:
+        raise TensorCreationError(f"{what}: {arr.size} values given for {n} elements")
+    with np.errstate(all="ignore"):
+        return arr.reshape(-1).astype(type_.dtype)
+
+
 class Graph:
     """A graph of tensors and vertices for one target.
 
@@ -137,19 +148,15 @@ class Graph:
         """A constant tensor: values is a scalar (fills every element), a list or a numpy array."""
         type_ = asType(type_)
         label = debug_name(debugContext if debugContext is not None else name, "addConstant")
+        label = label or f"constant{self._vars.num_variables}"
+        n = math.prod(checked_shape(shape, f"constant '{label}'"))
+        values = _values(values, n, type_, f"constant '{label}'")  # checked before the graph changes
         t = self._new_variable(type_, shape, label, constant=True)
-        self._initial[self._vars.num_variables - 1] = self._values_for(t, values, "constant")
+        self._initial[self._vars.num_variables - 1] = values
         return t
 
     def _values_for(self, t: Tensor, values: Any, what: str) -> np.ndarray:
-        arr = checked_values(values, f"{what} '{t.name}'")
-        if arr.size == 1 and t.numElements() != 1:
-            arr = np.full(t.numElements(), arr.reshape(-1)[0])
-        if arr.size != t.numElements():
-            raise TensorCreationError(
-                f"{what} '{t.name}': {arr.size} values given for {t.numElements()} elements")
-        with np.errstate(all="ignore"):
-            return arr.reshape(-1).astype(t.elementType().dtype)
+        return _values(values, t.numElements(), t.elementType(), f"{what} '{t.name}'")
 
     def clone(self, *args: Any, **kwargs: Any) -> Tensor:
         """A new variable with the shape and tile mapping of ``t``: ``clone(t[, name])`` or
@@ -434,8 +441,9 @@ class Graph:
         if not isinstance(value, Tensor):
             if slot.spec.direction is not Direction.INPUT:
                 raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-            shape = [] if slot.spec.kind is FieldKind.SCALAR else [np.asarray(value).size]
-            value = self.addConstant(slot.spec.type, shape, value, f"{where()} value")
+            values = checked_values(value, f"{where()} ({slot.describe()})")
+            shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
+            value = self.addConstant(slot.spec.type, shape, values, f"{where()} value")
             self.setTileMapping(value, max(table.get(vid, TILE), 0))
         if index is not None:
             self._connect_indexed(vid, slot, index, value, where)

@@ -422,7 +422,8 @@ class Tensor:
         if isinstance(begin, Interval) and not isinstance(end, Interval):
             return self.slice(begin.begin(), begin.end(), dim if end is None else end)
         if isinstance(begin, (list, tuple)) or isinstance(end, (list, tuple)):
-            begin, end = list(begin), list(end)
+            what = f"slice of tensor '{self.name}'"
+            begin, end = list(checked_ints(begin, what)), list(checked_ints(end, what))
             if len(begin) != len(end) or len(begin) > len(self._shape):
                 raise self._error(f"slice begin {begin} and end {end} must have equal lengths "
                                   f"of at most the rank {len(self._shape)}")

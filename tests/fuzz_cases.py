@@ -1,0 +1,337 @@
+"""Seeded generators of bad inputs for tests/test_fuzz.py, and a runner for the ones that may
+crash the process (``python fuzz_cases.py NAME ...`` prints one ``OK``/``FAIL`` line per case).
+
+Every case misuses one API entry point in a small fresh world (a graph with a few tensors,
+a compute set and a codelet). It must raise a PoplarError whose message names the culprit,
+and leave the graph as it was.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import textwrap
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import poplar_py as poplar
+from poplar_py import Input, Output, Vector, Vertex
+from poplar_py import program as prog
+
+SEED = 20261124
+
+
+class Copy(Vertex):
+    x: Input[Vector[float]]
+    y: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.x)):
+            self.y[i] = self.x[i]
+
+
+class World:
+    """A fresh graph on a small device: float ``t`` [4, 3] on tile 0, int ``i`` [4], a compute
+    set ``cs`` with one connected vertex ``v``, and a second graph ``other`` with tensor ``o``."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        model = poplar.IPUModel()
+        model.tilesPerIPU = 4
+        self.device = model.createDevice()
+        g = self.graph = poplar.Graph(self.device)
+        g.addCodelets(Copy)
+        self.t = g.addVariable(poplar.FLOAT, [4, 3], "t")
+        self.i = g.addVariable(poplar.INT, [4], "i")
+        self.y = g.addVariable(poplar.FLOAT, [3], "y")
+        for x in (self.t, self.i, self.y):
+            g.setTileMapping(x, 0)
+        self.cs = g.addComputeSet("cs")
+        self.v = g.addVertex(self.cs, "Copy", {"x": self.t[0], "y": self.y})
+        g.setTileMapping(self.v, 0)
+        self.other = poplar.Graph(self.device)
+        self.other.addCodelets(Copy)
+        self.o = self.other.addVariable(poplar.FLOAT, [3], "o")
+        self.ocs = self.other.addComputeSet("ocs")
+        self.ov = self.other.addVertex(self.ocs, "Copy")
+
+    def snapshot(self) -> tuple:
+        """What the graph holds: compared before and after a bad call."""
+        ir = self.graph.freeze()
+        e = ir.edges
+        arrays = (ir.vertices.cls, ir.vertices.tile, ir.vertices.perf, e.vertex, e.field, e.row, e.var,
+                  e.offset, e.count, ir.mapping_tiles)
+        return (ir.text(10**6), self.graph.getNumVertices(), tuple(a.tobytes() for a in arrays),
+                tuple(sorted(ir.host_handles)), tuple(sorted(ir.streams)), len(ir.functions))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    culprit: tuple[str, ...]  # the message must contain each of these
+    action: Callable[..., Any]  # action(world) or, with ``prepare``, action(world, prepared)
+    isolated: bool = False  # runs native code that might crash: run it in a subprocess
+    prepare: Callable[[World], Any] | None = None  # legal set-up, before the graph is compared
+
+
+def check(case: Case, world: World) -> str | None:
+    """Run one case; None if it behaved, else what went wrong."""
+    args = (world,) if case.prepare is None else (world, case.prepare(world))
+    before = world.snapshot()
+    try:
+        case.action(*args)
+    except poplar.PoplarError as exc:
+        message = str(exc)
+        missing = [c for c in case.culprit if c not in message]
+        if missing:
+            return f"message does not name {missing}: {type(exc).__name__}: {message}"
+    except Exception as exc:  # the point: anything else is a failure
+        return f"{type(exc).__name__} is not a PoplarError: {exc}\n{traceback.format_exc(limit=-3)}"
+    else:
+        return "no error was raised"
+    if world.snapshot() != before:
+        return "the graph changed"
+    return None
+
+
+# ---- generators --------------------------------------------------------------------------------
+BAD_INTS: list[Any] = [2.5, None, "4", True, object(), [1], 1e3]
+BAD_SHAPES: list[Any] = [[2.5], [2.0, 2], None, "4", [None], 4, [True], [1, "2"], {"a": 1}, [-1]]
+BAD_TYPES: list[Any] = [None, object(), 3.5, "flot", [poplar.FLOAT], np.complex64, 7]
+BAD_VALUES: list[Any] = [None, "abc", [1.0, None], [object()], {"a": 1}, [[1, 2], [3]], b"xy"]
+BAD_TILES: list[Any] = ["1", None, 1.5, [[0, 1]], [["ab"]], [[(0, 1.5)]], True, -1, 10**6, [[(0, 99)]]]
+
+
+def _shapes(rng: random.Random) -> Iterator[Case]:
+    entries: list[tuple[str, Callable[[World, Any], Any], tuple[str, ...]]] = [
+        ("addVariable", lambda w, s: w.graph.addVariable(poplar.FLOAT, s, "bad"), ("bad",)),
+        ("addConstant", lambda w, s: w.graph.addConstant(poplar.FLOAT, s, 1.0, "badc"), ("badc",)),
+        ("reshape", lambda w, s: w.t.reshape(s), ("t",)),
+        ("reshapePartial", lambda w, s: w.t.reshapePartial(0, 1, s), ("t",)),
+        ("dimShuffle", lambda w, s: w.t.dimShuffle(s), ("t",)),
+        ("expand", lambda w, s: w.t.expand(s), ("t",)),
+        ("squeeze", lambda w, s: w.t.squeeze(s), ("t",)),
+        ("slice-list", lambda w, s: w.t.slice(s, [4, 3]), ("t",)),
+    ]
+    for name, call, culprit in entries:
+        for k, s in enumerate(BAD_SHAPES):
+            if name in ("expand", "squeeze", "dimShuffle", "slice-list") and s == [-1]:
+                continue  # (-1 is a legal value there: the range check reports it)
+            yield Case(f"shape-{name}-{k}", culprit, lambda w, c=call, s=s: c(w, s))
+
+
+def _types(rng: random.Random) -> Iterator[Case]:
+    entries: list[tuple[str, Callable[[World, Any], Any], tuple[str, ...]]] = [
+        ("addVariable", lambda w, t: w.graph.addVariable(t, [4], "bad"), ("element type",)),
+        ("addConstant", lambda w, t: w.graph.addConstant(t, [2], 1, "bad"), ("element type",)),
+        ("clone", lambda w, t: w.graph.clone(t, w.t), ("element type",)),
+        ("reinterpret", lambda w, t: w.t.reinterpret(t), ("element type",)),
+        ("fifo", lambda w, t: w.graph.addHostToDeviceFIFO("in", t, 4), ("element type",)),
+    ]
+    for name, call, culprit in entries:
+        for k, t in enumerate(BAD_TYPES):
+            yield Case(f"type-{name}-{k}", culprit, lambda w, c=call, t=t: c(w, t))
+
+
+def _values(rng: random.Random) -> Iterator[Case]:
+    for k, v in enumerate(BAD_VALUES):
+        yield Case(f"values-constant-{k}", ("'c'",),
+                   lambda w, v=v: w.graph.addConstant(poplar.FLOAT, [2], v, "c"))
+        yield Case(f"values-initial-{k}", ("'y'",), lambda w, v=v: w.graph.setInitialValue(w.y, v))
+        yield Case(f"values-connect-{k}", ("field 'x'",),
+                   lambda w, v=v: w.graph.addVertex(w.cs, "Copy", {"x": v, "y": w.t[1]}))
+
+
+def _mappings(rng: random.Random) -> Iterator[Case]:
+    for k, m in enumerate(BAD_TILES):
+        yield Case(f"mapping-tensor-{k}", ("'t'",), lambda w, m=m: w.graph.setTileMapping(w.t, m))
+        if not isinstance(m, list):
+            yield Case(f"mapping-vertex-{k}", ("Copy",), lambda w, m=m: w.graph.setTileMapping(w.v, m))
+
+
+def _views(rng: random.Random) -> Iterator[Case]:
+    calls: list[tuple[str, Callable[[World, Any], Any]]] = [
+        ("index", lambda w, x: w.t[x]), ("slice-begin", lambda w, x: w.t.slice(x, 2)),
+        ("slice-end", lambda w, x: w.t.slice(0, x)), ("slice-dim", lambda w, x: w.t.slice(0, 1, x)),
+        ("broadcast-n", lambda w, x: w.t.broadcast(x, 0)),
+        ("broadcast-dim", lambda w, x: w.t.broadcast(2, x)),
+        ("upsample", lambda w, x: w.t.upsample(x, 0)), ("subSample", lambda w, x: w.t.subSample(x, 0)),
+        ("reverse", lambda w, x: w.t.reverse(x)), ("dim", lambda w, x: w.t.slice(0, 1, x)),
+        ("flatten", lambda w, x: w.t.flatten(x, 2)), ("pyslice", lambda w, x: w.t[x:3]),
+    ]
+    for name, call in calls:
+        for k, x in enumerate(BAD_INTS):
+            if (name == "index" and isinstance(x, list)) or (name in ("flatten", "pyslice") and x is None):
+                continue  # (legal: None is the default there; an index list is another error)
+            yield Case(f"view-{name}-{k}", ("'t'",), lambda w, c=call, x=x: c(w, x))
+    for k in range(5):
+        n = rng.choice([10**9, 10**10, 3 * 10**9])
+        yield Case(f"view-huge-{k}", ("'t'", "tile memory"), lambda w, n=n: w.t.broadcast(n, 0))
+        yield Case(f"variable-huge-{k}", ("'huge'", "tiles"),
+                   lambda w, n=n: w.graph.addVariable(poplar.FLOAT, [n, 8], "huge"))
+    junk: list[Any] = [3, "t", None, [1, 2], np.zeros(3)]
+    for k, x in enumerate(junk):
+        yield Case(f"concat-{k}", ("item 1",), lambda w, x=x: poplar.concat([w.y, x]))
+
+
+def _foreign(rng: random.Random) -> Iterator[Case]:
+    calls: list[tuple[str, Callable[[World], Any]]] = [
+        ("addVertex-tensor", lambda w: w.graph.addVertex(w.cs, "Copy", {"x": w.o, "y": w.y})),
+        ("addVertex-cs", lambda w: w.graph.addVertex(w.ocs, "Copy")),
+        ("connect-field", lambda w: w.graph.connect(w.ov["x"], w.y)),
+
+        ("map-vertex", lambda w: w.graph.setTileMapping(w.ov, 0)),
+        ("map-tensor", lambda w: w.graph.setTileMapping(w.o, 0)),
+        ("host-write", lambda w: w.graph.createHostWrite("w", w.o)),
+        ("host-read", lambda w: w.graph.createHostRead("r", w.o)),
+        ("initial", lambda w: w.graph.setInitialValue(w.o, [1, 2, 3])),
+        ("clone", lambda w: w.graph.clone(w.o)),
+        ("perf", lambda w: w.graph.setPerfEstimate(w.ov, 5)),
+        ("field-size", lambda w: w.graph.setFieldSize(w.ov["x"], 3)),
+        ("concat", lambda w: poplar.concat([w.y, w.o])),
+    ]
+    for name, call in calls:
+        yield Case(f"foreign-{name}", ("another graph",) if name != "addVertex-cs" else ("compute set",),
+                   call)
+    yield Case("foreign-connect-tensor", ("field 'x'", "another graph"),
+               lambda w, v: w.graph.connect(v["x"], w.o), prepare=lambda w: w.graph.addVertex(w.cs, "Copy"))
+
+
+def _programs(rng: random.Random) -> Iterator[Case]:
+    def engine(w: World, p: prog.Program) -> None:
+        poplar.Engine(w.graph, p)
+
+    def self_seq(w: World) -> None:
+        s = prog.Sequence(name="selfish")
+        s.add(prog.Repeat(2, s))
+        engine(w, s)
+
+    def self_call(w: World) -> prog.Program:
+        body = prog.Sequence()
+        f = w.graph.addFunction(body)
+        body.add(prog.Call(f))
+        return prog.Call(f)
+
+    yield Case("program-recursive-sequence", ("'selfish'", "itself"), self_seq)
+    yield Case("program-recursive-function", ("function 0", "itself"), engine, prepare=self_call)
+    yield Case("program-foreign-execute", ("'ocs'", "another graph"),
+               lambda w: engine(w, prog.Execute(w.ocs)))
+    for k, x in enumerate(BAD_INTS):
+        yield Case(f"program-repeat-{k}", ("Repeat count",),
+                   lambda w, x=x: prog.Repeat(x, prog.Sequence()))
+    junk: list[Any] = [None, 3, "p", 2.5, [prog.Sequence(), 1]]
+    for k, x in enumerate(junk):
+        yield Case(f"program-sequence-{k}", ("Sequence",), lambda w, x=x: prog.Sequence([prog.Sequence(), x]))
+        yield Case(f"program-execute-{k}", ("Execute",), lambda w, x=x: prog.Execute(x))
+        yield Case(f"program-if-{k}", ("If",), lambda w, x=x: prog.If(x, prog.Sequence()))
+        yield Case(f"program-copy-{k}", ("Copy",), lambda w, x=x: prog.Copy(w.y, x))
+        yield Case(f"program-print-{k}", ("PrintTensor",), lambda w, x=x: prog.PrintTensor("title", x))
+    yield Case("program-copy-type", ("'t[0]'", "'i[:3]'"), lambda w: prog.Copy(w.t[0], w.i[:3]))
+    yield Case("program-copy-size", ("'y'",), lambda w: prog.Copy(w.t, w.y))
+
+
+CODELETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # name: (compute body, culprit); each is compiled, so run apart (LLVM could crash)
+    "set": ("s = {1, 2}", ()),
+    "import": ("import os", ()),
+    "lambda": ("f = lambda: 1\nself.out = f()", ()),
+    "string": ("self.out = len('abc')", ()),
+    "unknown-attr": ("self.out = self.nothing", ("nothing",)),
+    "unknown-call": ("self.out = frobnicate(1.0)", ("frobnicate",)),
+    "try": ("try:\n    self.out = 1.0\nexcept Exception:\n    pass", ()),
+    "with": ("with open('x'):\n    pass", ()),
+    "global": ("global G\nG = 1", ()),
+    "list": ("xs = [1, 2]\nself.out = xs[0]", ()),
+    "dict": ("d = {}\nself.out = 1.0", ()),
+    "yield": ("yield 1", ()),
+    "assign-input": ("self.x[0] = 1.0", ("'x'",)),
+    "bad-field-type": ("self.out = self.x", ()),
+    "class-def": ("class A:\n    pass", ()),
+    "nonlocal-def": ("def g():\n    return 1\nself.out = g()", ()),
+    "starred": ("a, *b = 1, 2, 3", ()),
+    "del": ("s = 1.0\ndel s", ()),
+    "walrus": ("self.out = (k := 2.0)", ()),
+    "fstring": ("s = f'{self.out}'", ()),
+}
+
+
+def _codelet(tmp: Path, body: str) -> Path:
+    """A codelet file whose compute is ``body``."""
+    source = textwrap.dedent("""
+        from poplar_py import Input, Output, Vector, Vertex
+
+        class Bad(Vertex):
+            x: Input[Vector[float]]
+            out: Output[float]
+
+            def compute(self):
+        """) + textwrap.indent(body, " " * 8) + "\n"
+    path = tmp / f"bad_{abs(hash(body))}.py"
+    path.write_text(source)
+    return path
+
+
+def _codelets(rng: random.Random) -> Iterator[Case]:
+    for name, (body, culprit) in CODELETS.items():
+        yield Case(f"codelet-{name}", ("bad_", ".py:", *culprit),
+                   lambda w, b=body: w.graph.addCodelets(str(_codelet(w.tmp, b))), isolated=True)
+
+
+RUNTIME = {
+    # index expressions that go out of bounds at run time; the engine must raise VertexError
+    "past-end": "self.x[len(self.x)]", "negative": "self.x[-1 - len(self.x)]", "far": "self.x[10**6]",
+    "loop": "self.x[i + 1]", "computed": "self.x[(i * 7) % 5 + len(self.x)]",
+}
+
+
+def _runtime(rng: random.Random) -> Iterator[Case]:
+    for name, expr in RUNTIME.items():
+        body = f"s = 0.0\nfor i in range(len(self.x)):\n    s += {expr}\nself.out = s"
+        for mode in ("native", "interpreter"):
+
+            def action(w: World, body: str = body, mode: str = mode) -> None:
+                g = poplar.Graph(w.device)
+                g.addCodelets(str(_codelet(w.tmp, body)))
+                x = g.addVariable(poplar.FLOAT, [5], "xs")
+                out = g.addVariable(poplar.FLOAT, [], "out")
+                g.setTileMapping(x, 1)
+                g.setTileMapping(out, 1)
+                cs = g.addComputeSet("oob")
+                g.setTileMapping(g.addVertex(cs, "Bad", {"x": x, "out": out}), 1)
+                engine = poplar.Engine(g, prog.Execute(cs), {"codelets.mode": mode})
+                engine.load(w.device)
+                engine.run()
+
+            yield Case(f"runtime-{name}-{mode}", ("Bad", "field 'x'", "tile 1"), action, isolated=True)
+
+
+GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime]
+
+
+def cases() -> list[Case]:
+    """Every case, generated from SEED (the same list on every run)."""
+    rng = random.Random(SEED)
+    out = [c for gen in GENERATORS for c in gen(rng)]
+    names = [c.name for c in out]
+    assert len(set(names)) == len(names), "case names must be unique"
+    return out
+
+
+def main(names: list[str]) -> None:
+    """Run the named cases in this process, one result line each (flushed: a crash shows where)."""
+    by_name = {c.name: c for c in cases()}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            print(f"START {name}", flush=True)
+            problem = check(by_name[name], World(Path(tmp)))
+            print(f"OK {name}" if problem is None else f"FAIL {name} {problem!r}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

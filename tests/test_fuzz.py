@@ -1,0 +1,61 @@
+"""A seeded fuzz suite: several hundred bad inputs, each a PoplarError naming its culprit that
+leaves the graph unchanged. Cases that run compiled code run in subprocesses (a crash there
+fails the case instead of the test run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fuzz_cases import World, cases, check
+
+ALL = cases()
+IN_PROCESS = [c for c in ALL if not c.isolated]
+ISOLATED = [c for c in ALL if c.isolated]
+HERE = Path(__file__).resolve().parent
+
+
+def test_the_suite_is_large_enough():
+    assert len(ALL) >= 300
+
+
+@pytest.mark.parametrize("case", IN_PROCESS, ids=[c.name for c in IN_PROCESS])
+def test_bad_input(case, tmp_path):
+    problem = check(case, World(tmp_path))
+    assert problem is None, problem
+
+
+@pytest.fixture(scope="module")
+def isolated_results(tmp_path_factory):
+    """Run the isolated cases in subprocesses (two batches), each case's outcome by name; a
+    case during which the process died is reported with its exit status."""
+    results: dict[str, str] = {}
+    names = [c.name for c in ISOLATED]
+    env = dict(os.environ, POPLAR_PY_CACHE_DIR=str(tmp_path_factory.mktemp("kernels")))
+    while names:
+        proc = subprocess.run([sys.executable, str(HERE / "fuzz_cases.py"), *names], capture_output=True,
+                              text=True, env=env, cwd=HERE, timeout=600)
+        started = None
+        for line in proc.stdout.splitlines():
+            kind, _, rest = line.partition(" ")
+            name = rest.split(" ", 1)[0]
+            if kind == "START":
+                started = name
+            elif kind in ("OK", "FAIL"):
+                results[name] = line
+                started = None
+        if started is not None:  # the process died in this case: note it and go on after it
+            results[started] = f"CRASH {started} (exit status {proc.returncode}): {proc.stderr[-2000:]}"
+        elif proc.returncode:
+            raise AssertionError(f"fuzz runner failed: {proc.stderr[-3000:]}")
+        names = [n for n in names if n not in results]
+    return results
+
+
+@pytest.mark.parametrize("case", ISOLATED, ids=[c.name for c in ISOLATED])
+def test_bad_input_in_a_subprocess(case, isolated_results):
+    outcome = isolated_results[case.name]
+    assert outcome.startswith("OK"), outcome
