@@ -19,11 +19,10 @@ import numpy as np
 from . import ir
 from .arguments import checked_int, checked_intervals, checked_shape, checked_tile, checked_values
 from .block import contiguous_strides
-from .codelet_loading import caller_location, codelet_classes
-from .compiler.codelets import check_codelet
+from .codelet_loading import caller_location
+from .codelet_registry import CodeletRegistry
 from .debug import debug_name
 from .errors import (
-    CodeletCompileError,
     GraphConnectionError,
     GraphMemoryAllocationError,
     InvalidArgumentError,
@@ -32,18 +31,16 @@ from .errors import (
     PoplarTypeError,
     TensorCreationError,
     UnknownFieldError,
-    UnknownVertexTypeError,
 )
 from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexRef
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import unique_sorted
 from .target import Device, Target
-from .templates import parse_argument, split_arguments
 from .tensor import Interval, Tensor, concat
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
-from .vertex import Direction, FieldKind, Vertex
+from .vertex import Direction, FieldKind
 from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, TILE, FieldSlot, VertexTable
 
 __all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "TensorCloneMethod",
@@ -62,7 +59,6 @@ class TensorCloneMethod(enum.Enum):
 
 
 PerfEstimator = Callable[..., Any]
-_EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
 
 
 def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
@@ -95,7 +91,7 @@ class Graph:
         self._mapping = MappingTable(self._vars)
         self._vertices = VertexTable()
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
-        self._codelets: dict[str, type[Vertex]] = {}
+        self._codelets = CodeletRegistry()
         self._vertex_types: dict[str, int] = {}  # addVertex's name -> class id in the vertex table
         self._compute_sets: list[str] = []
         self._perf_estimators: dict[str, PerfEstimator] = {}
@@ -295,47 +291,13 @@ class Graph:
         CodeletCompileError naming the file and line. A class with type parameters is a
         template: ``addVertex(cs, "Name<float>")`` instantiates and checks it.
         """
-        added = False
-        for cls in codelet_classes(src):
-            if self._codelets.get(cls.vertexName) is cls:
-                continue
-            if not cls.templateParams:
-                check_codelet(cls)
-            self._codelets[cls.vertexName] = cls
+        added = self._codelets.add(src)
+        if added:
             self._vertex_types.clear()  # a name may now mean another class
-            added = True
         return added
 
     def hasCodelet(self, name: str) -> bool:
-        return self._codelet(name, required=False) is not None
-
-    def _codelet(self, name: str, required: bool = True) -> type[Vertex] | None:
-        """The class registered as ``name``, instantiating a template for ``"Name<float,int>"``."""
-        cls = self._codelets.get(name)
-        if cls is None and name.endswith(">") and "<" in name:
-            base, args = name[:-1].split("<", 1)
-            template = self._codelets.get(base)
-            if template is not None and template.templateParams:
-                texts = split_arguments(args)
-                params = template.templateParams
-                if len(texts) != len(params):
-                    template.instantiate(*texts)  # raises: the wrong number of arguments
-                try:
-                    values = [parse_argument(p, a, name) for p, a in zip(params, texts)]
-                except CodeletCompileError as exc:
-                    raise UnknownVertexTypeError(f"vertex type '{name}': {exc}") from None
-                cls = template.instantiate(*values)
-                check_codelet(cls)
-                self._codelets[name] = cls
-        if cls is not None and cls.templateParams:
-            raise UnknownVertexTypeError(
-                f"vertex type '{name}' is a template: name its arguments, as in "
-                f"'{name}<{','.join(_EXAMPLES.get(p.kind, '...') for p in cls.templateParams)}>'")
-        if cls is None and required:
-            raise UnknownVertexTypeError(
-                f"unknown vertex type '{name}'; call graph.addCodelets first "
-                f"(registered: {', '.join(sorted(self._codelets)) or 'none'})")
-        return cls
+        return self._codelets.lookup(name, required=False) is not None
 
     def addComputeSet(self, debugName: Any = "", debugContext: Any = None) -> ComputeSet:
         label = debug_name(debugContext if debugContext is not None else debugName, "addComputeSet")
@@ -350,7 +312,7 @@ class Graph:
             if not isinstance(vertexType, str):
                 raise InvalidArgumentError(f"addVertex: the vertex type must be a name, got "
                                            f"{vertexType!r:.60}")
-            cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelet(vertexType))  # type: ignore[arg-type]
+            cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelets.lookup(vertexType))  # type: ignore[arg-type]
         if type(cs) is not ComputeSet or cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
         table = self._vertices

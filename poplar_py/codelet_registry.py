@@ -1,0 +1,73 @@
+"""The vertex types a graph knows: codelet classes by name, and template instances.
+
+``addCodelets`` registers classes (checking each one now, so that unsupported Python is
+reported where it was added); ``"Name<float,6>"`` instantiates a template the first time it
+is named and registers the instance under that name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .codelet_loading import codelet_classes
+from .compiler.codelets import check_codelet
+from .errors import CodeletCompileError, UnknownVertexTypeError
+from .templates import parse_argument, split_arguments
+from .vertex import Vertex
+
+_EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
+
+
+class CodeletRegistry:
+    """Codelet classes by vertex name."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Vertex]] = {}
+        self.version = 0  # changes whenever a name may come to mean another class
+
+    def add(self, src: Any) -> bool:
+        """Register the classes of ``src`` (a ``.py`` path, a module, a class or a list of them);
+        whether any was new. Classes that are not templates are checked now."""
+        added = False
+        for cls in codelet_classes(src):
+            if self._classes.get(cls.vertexName) is cls:
+                continue
+            if not cls.templateParams:
+                check_codelet(cls)
+            self._classes[cls.vertexName] = cls
+            self.version += 1
+            added = True
+        return added
+
+    def lookup(self, name: str, required: bool = True) -> type[Vertex] | None:
+        """The class registered as ``name``, instantiating a template for ``"Name<float,int>"``."""
+        cls = self._classes.get(name)
+        if cls is None and name.endswith(">") and "<" in name:
+            cls = self._instantiate(name)
+        if cls is not None and cls.templateParams:
+            raise UnknownVertexTypeError(
+                f"vertex type '{name}' is a template: name its arguments, as in "
+                f"'{name}<{','.join(_EXAMPLES.get(p.kind, '...') for p in cls.templateParams)}>'")
+        if cls is None and required:
+            raise UnknownVertexTypeError(
+                f"unknown vertex type '{name}'; call graph.addCodelets first "
+                f"(registered: {', '.join(sorted(self._classes)) or 'none'})")
+        return cls
+
+    def _instantiate(self, name: str) -> type[Vertex] | None:
+        base, args = name[:-1].split("<", 1)
+        template = self._classes.get(base)
+        if template is None or not template.templateParams:
+            return None
+        texts = split_arguments(args)
+        params = template.templateParams
+        if len(texts) != len(params):
+            template.instantiate(*texts)  # raises: the wrong number of arguments
+        try:
+            values = [parse_argument(p, a, name) for p, a in zip(params, texts)]
+        except CodeletCompileError as exc:
+            raise UnknownVertexTypeError(f"vertex type '{name}': {exc}") from None
+        cls = template.instantiate(*values)
+        check_codelet(cls)
+        self._classes[name] = cls
+        return cls
