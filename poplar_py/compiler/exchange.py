@@ -22,6 +22,7 @@ _I64 = np.int64
 _MIN_PIECES_PER_THREAD = 4096
 _MIN_BYTES_PER_THREAD = 1 << 18
 _SHORT = 8  # pieces shorter than this on average are run grouped by length
+_SHARE_PIECES = 8  # buffers filled by this many pieces or more are gathered once when shared
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,62 @@ class CopyPlan:
         src, dst, count, src_step, dst_step, _ = columns
         return (_table(src, packed, count, src_step, size, size),
                 _table(packed, dst, count, size, dst_step, size))
+
+
+@dataclass(frozen=True)
+class SharedGather:
+    """Filling buffers some of which receive exactly the same bytes (a vector every tile reads):
+    the first receiver of each gathers them piece by piece, the others copy its buffer whole.
+    What crosses the exchange (``traffic``) is what the gather alone would move."""
+
+    gather: CopyPlan
+    replicate: CopyPlan  # buffer to buffer, after the gather
+
+    @property
+    def traffic(self) -> TileTraffic:
+        return self.gather.traffic
+
+    def execute(self, src_base: int, dst_base: int) -> None:
+        self.gather.execute(src_base, dst_base)
+        self.replicate.execute(dst_base, dst_base)
+
+
+def gather_into_buffers(src: np.ndarray, dst: np.ndarray, count: np.ndarray, step: np.ndarray,
+                        size: np.ndarray, buffer: np.ndarray, start: np.ndarray,
+                        traffic_: TileTraffic) -> CopyPlan | SharedGather:
+    """The plan filling buffers: piece ``k`` (``count[k]`` elements of ``size[k]`` bytes, read
+    ``step[k]`` bytes apart, written contiguously at ``dst[k]``) fills buffer ``buffer[k]``,
+    which starts at ``start[k]``. Buffers of _SHARE_PIECES pieces or more that the same pieces
+    fill, at the same places, are gathered once (:class:`SharedGather`)."""
+    order = np.argsort(buffer, kind="stable")
+    columns = (src, dst, count, step, size, buffer, start)
+    src, dst, count, step, size, buffer, start = (a[order] for a in columns)
+    first = np.flatnonzero(np.concatenate(([True], buffer[1:] != buffer[:-1])))
+    pieces = np.diff(np.append(first, buffer.size))
+    big = np.flatnonzero(pieces >= _SHARE_PIECES)
+    if big.size < 2:
+        return CopyPlan.build(src, dst, count, step, size, size, traffic_, disjoint=True)
+    rows = np.stack((src, count, step, size, dst - start), axis=1)
+    ends = (dst - start + count * size)
+    first_of: dict[bytes, int] = {}
+    copies: list[tuple[int, int, int]] = []  # (from buffer start, to buffer start, bytes)
+    drop = np.zeros(src.size, dtype=bool)
+    for b in big.tolist():
+        lo, hi = int(first[b]), int(first[b] + pieces[b])
+        key = rows[lo:hi].tobytes()
+        rep = first_of.setdefault(key, lo)
+        if rep != lo:
+            copies.append((int(start[rep]), int(start[lo]), int(ends[lo:hi].max())))
+            drop[lo:hi] = True
+    if not copies:
+        return CopyPlan.build(src, dst, count, step, size, size, traffic_, disjoint=True)
+    keep = ~drop
+    gather = CopyPlan.build(src[keep], dst[keep], count[keep], step[keep], size[keep], size[keep], traffic_,
+                            disjoint=True)
+    frm, to, nbytes = (np.asarray(c, dtype=_I64) for c in zip(*copies))
+    one = np.ones(len(copies), _I64)
+    return SharedGather(gather, CopyPlan.build(frm, to, nbytes, one, one, one, TileTraffic.empty(0),
+                                               disjoint=True))
 
 
 def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,

@@ -31,7 +31,7 @@ from .codelets import (
 )
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
-from .exchange import CopyPlan, TileTraffic, traffic
+from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
 from .layout import MemoryLayout
 
 _I64 = np.int64
@@ -150,7 +150,7 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np
 
 
 def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout
-                    ) -> tuple[CopyPlan | None, CopyPlan | None, TileTraffic]:
+                    ) -> tuple[CopyPlan | SharedGather | None, CopyPlan | None, TileTraffic]:
     """Copy plans filling input buffers before compute and emptying output buffers after."""
     seg, p = plan.segments, plan.staged
     total = TileTraffic.empty(layout.num_tiles)
@@ -173,7 +173,7 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
         vertex_tile = plan.tiles[seg.vertex[s]]
         if fill:
             t = traffic(tile, vertex_tile, count, size, layout.num_tiles, p.gid[sel], p.gstep[sel])
-            plans.append(CopyPlan.build(home, buffer, count, step, size, size, t, disjoint=True))
+            plans.append(gather_into_buffers(home, buffer, count, step, size, seg.buffer[s], seg_addr[s], t))
         else:
             t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
             plans.append(CopyPlan.build(buffer, home, count, size, step, size, t, disjoint=True))
@@ -263,6 +263,10 @@ class ComputeSetRunner:
                                     slots, estimates)
                        for cls, positions in plan.groups.items()]
         self.image = image.plan()  # written into tile memory by Engine.load
+        # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
+        # the same: account it once
+        measures = not self.interpret and any((g.slots >= 0).any() for g in self.groups)
+        self.fixed = None if measures else self._tile_cycles(self.estimated)
 
     def _slots(self, graph: GraphIR, plan: ComputeSetPlan) -> np.ndarray:
         """Where each vertex's cycles add up: plain vertices go round-robin to their tile's worker
@@ -281,19 +285,21 @@ class ComputeSetRunner:
         base = arena.ctypes.data
         if self.exchange_in is not None:
             self.exchange_in.execute(base, base)
-        total = self.estimated.copy()
+        total = self.estimated.copy() if self.fixed is None else self.estimated
         for g in self.groups:
             err = g.info.run_interpreted(g.table, arena, None) if self.interpret else g.run_native()
             if err is not None:
                 self._raise(g, err)
-            measured = g.sums.sum(axis=0) if not self.interpret else np.zeros(1, _I64)
-            total[:measured.size] += measured
             entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
             entry[0] += g.positions.size
-            entry[1] += g.estimated + int(measured.sum())
+            entry[1] += g.estimated
+            if self.fixed is None:
+                measured = g.sums.sum(axis=0)
+                total[:measured.size] += measured
+                entry[1] += int(measured.sum())
         if self.exchange_out is not None:
             self.exchange_out.execute(base, base)
-        compute, active = self._tile_cycles(total)
+        compute, active = self._tile_cycles(total) if self.fixed is None else self.fixed
         sums = record.compute_sums.setdefault(step_id, [0, 0])
         sums[0] = sums[0] + compute
         sums[1] = sums[1] + active
