@@ -9,15 +9,24 @@ and compiles it with its programs.
 
 from __future__ import annotations
 
+import copy
 import enum
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from . import ir
-from .arguments import checked_int, checked_intervals, checked_shape, checked_tile, checked_values
+from .arguments import (
+    checked_int,
+    checked_intervals,
+    checked_ints,
+    checked_shape,
+    checked_tile,
+    checked_values,
+)
 from .block import contiguous_strides
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
@@ -87,6 +96,8 @@ class Graph:
             raise PoplarError(f"Graph: replication_factor={replication_factor}: replication is not "
                               "supported yet (use replication_factor=1)")
         self._num_tiles = self._target.getNumTiles()
+        self._tiles: list[int] | None = None  # a virtual graph's tiles (absolute), by relative id
+        self._top = self
         self._vars = VariableTable(self._num_tiles * self._target.getBytesPerTile())
         self._mapping = MappingTable(self._vars)
         self._vertices = VertexTable()
@@ -101,7 +112,50 @@ class Graph:
 
     # ---- target and variables ----------------------------------------------------------------
     def getTarget(self) -> Target:
+        """The target this graph sees: a virtual graph's covers its own tiles only."""
         return self._target
+
+    def getTopLevelGraph(self) -> Graph:
+        return self._top
+
+    def createVirtualGraph(self, *args: Any) -> Graph:
+        """A view of some of this graph's tiles: ``(numTilesPerIPU)``, the first tiles of each
+        IPU; ``(lowerTile, upperTile)``; or ``(tiles)``, a list. Tile ids inside it are relative
+        (tile 0 is its first tile); tensors, vertices, compute sets, codelets, streams and
+        functions are shared with the top-level graph."""
+        target = self._target
+        per_ipu = target.getTilesPerIPU()
+        if len(args) == 1 and not isinstance(args[0], (list, tuple, np.ndarray)):
+            n = checked_int(args[0], "createVirtualGraph: numTilesPerIPU", 1)
+            if n > per_ipu:
+                raise InvalidArgumentError(f"createVirtualGraph: {n} tiles per IPU, but an IPU of this "
+                                           f"graph has {per_ipu}")
+            tiles = [ipu * per_ipu + k for ipu in range(target.getNumIPUs()) for k in range(n)]
+            sub = replace(target, tilesPerIPU=n)
+        else:
+            if len(args) == 2:
+                lower = checked_int(args[0], "createVirtualGraph: lowerTile")
+                upper = checked_int(args[1], "createVirtualGraph: upperTile")
+                tiles = list(range(lower, upper))
+            elif len(args) == 1:
+                tiles = list(checked_ints(args[0], "createVirtualGraph: tiles"))
+            else:
+                raise InvalidArgumentError("createVirtualGraph takes (numTilesPerIPU), "
+                                           "(lowerTile, upperTile) or (tiles)")
+            if not tiles or len(set(tiles)) != len(tiles):
+                raise InvalidArgumentError(f"createVirtualGraph: the tiles {tiles[:8]} must be distinct and "
+                                           "at least one")
+            for t in tiles:
+                checked_tile(t, self._num_tiles, "createVirtualGraph")
+            ipus = {t // per_ipu for t in tiles}
+            whole = len(tiles) % len(ipus) == 0 and all(
+                sum(1 for t in tiles if t // per_ipu == i) == len(tiles) // len(ipus) for i in ipus)
+            sub = replace(target, numIPUs=len(ipus), tilesPerIPU=len(tiles) // len(ipus)) if whole \
+                else replace(target, numIPUs=1, tilesPerIPU=len(tiles))
+        view = copy.copy(self)  # shares every table: a view, not a copy of the graph
+        view._target, view._num_tiles = sub, len(tiles)
+        view._tiles = [int(x) for x in self._absolute(np.asarray(tiles, dtype=np.int64))]
+        return view
 
     def _new_variable(self, type_: Type, shape: Sequence[int], name: str, constant: bool) -> Tensor:
         name = name or f"{'constant' if constant else 'variable'}{self._vars.num_variables}"
@@ -110,11 +164,11 @@ class Graph:
         if nbytes > self._vars.capacity:
             raise GraphMemoryAllocationError(
                 f"variable '{name}' of shape {list(shape_t)} needs {nbytes} bytes, more than all "
-                f"{self._num_tiles} tiles hold ({self._target.getBytesPerTile()} bytes each, "
+                f"{self._top._num_tiles} tiles hold ({self._target.getBytesPerTile()} bytes each, "
                 f"{self._vars.capacity} in all)")
         var = self._vars.add(name, type_, shape_t, constant)
         if self._num_tiles == 1 and math.prod(shape_t):
-            self._mapping.set(var, 0, math.prod(shape_t), 0)
+            self._mapping.set(var, 0, math.prod(shape_t), self._absolute(0))
         return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
     def addVariable(self, type_: Type | object, shape: Sequence[int], *args: Any,
@@ -136,7 +190,7 @@ class Graph:
                 per_tile = -(-n // self._num_tiles)
                 begin = np.arange(0, n, per_tile, dtype=np.int64)
                 self._mapping.set_runs(t.runs().take_ranges(begin, np.minimum(begin + per_tile, n))[0],
-                                       np.arange(begin.size, dtype=np.int64))
+                                       self._absolute(np.arange(begin.size, dtype=np.int64)))
         return t
 
     def addConstant(self, type_: Type | object, shape: Sequence[int], values: Any, name: Any = "",
@@ -219,18 +273,28 @@ class Graph:
 
     # ---- tile mapping ------------------------------------------------------------------------
     def _check_tile(self, tile: object, what: str) -> int:
-        return checked_tile(tile, self._num_tiles, what)
+        """A tile of this graph (relative in a virtual graph), as an absolute tile."""
+        return self._absolute(checked_tile(tile, self._num_tiles, what))
+
+    def _absolute(self, tiles: Any) -> Any:
+        """Tile ids of this graph (an int or an array) as the top-level graph's."""
+        if self._tiles is None:
+            return tiles
+        if isinstance(tiles, np.ndarray):
+            return np.asarray(self._tiles, dtype=np.int64)[tiles]
+        return self._tiles[tiles]
 
     def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
         """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
         list of intervals over the flattened tensor."""
         if type(mapping) is int and 0 <= mapping < self._num_tiles:  # the common cases, first
+            tile = mapping if self._tiles is None else self._tiles[mapping]
             if type(target) is VertexRef and target.graph is self:
-                self._vertices.put(target.id, TILE, mapping)
+                self._vertices.put(target.id, TILE, tile)
                 return
             run = target.as_run() if type(target) is Tensor else None
             if run is not None and (run[3] == 1 or run[2] == 1) and target.variables is self._vars:
-                self._mapping.set(run[0], run[1], run[1] + run[2], mapping)
+                self._mapping.set(run[0], run[1], run[1] + run[2], tile)
                 return
         if type(target) is VertexRef:
             vid = self._own_vertex(target, "setTileMapping")
@@ -249,8 +313,8 @@ class Graph:
         begins, ends, tiles = [], [], []
         per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
         for tile, intervals in enumerate(per_tile):
-            if intervals and tile >= self._num_tiles:
-                self._check_tile(tile, f"tensor '{target.name}'")
+            if intervals:
+                tile = self._check_tile(tile, f"tensor '{target.name}'")
             for b, e in intervals:
                 if not 0 <= b <= e <= n:
                     raise InvalidTileMappingError(
@@ -271,10 +335,15 @@ class Graph:
             return result
         pieces, tiles = self._mapping.tiles_of(runs)
         start = pieces.flat_start(runs)
+        if self._tiles is not None:  # relative ids; -1 for tiles outside this virtual graph
+            relative = np.full(self._top.getTarget().getNumTiles() + 1, -1, dtype=np.int64)
+            relative[np.asarray(self._tiles)] = np.arange(self._num_tiles)
+            tiles = relative[tiles]
         if requireComplete and (tiles < 0).any():
             first = int(start[np.flatnonzero(tiles < 0)[0]])
+            where = "has no tile" if self._tiles is None else "has no tile in this virtual graph"
             raise InvalidTileMappingError(
-                f"tensor '{t.name}' is not completely mapped: element {first} (flattened) has no tile")
+                f"tensor '{t.name}' is not completely mapped: element {first} (flattened) {where}")
         new = np.concatenate(([True], tiles[1:] != tiles[:-1]))
         first = np.flatnonzero(new)
         ends = np.append(start[first[1:]], t.numElements())
@@ -362,7 +431,7 @@ class Graph:
         ref = v.vertex if isinstance(v, FieldRef) else v
         if not isinstance(ref, VertexRef):
             raise InvalidArgumentError(f"{what}: expected a vertex or a vertex field, got {type(v).__name__}")
-        if ref.graph is not self:
+        if not (isinstance(ref.graph, Graph) and ref.graph._vertices is self._vertices):
             raise GraphConnectionError(f"{what}: {ref!r} belongs to another graph")
         return ref.id
 
@@ -406,7 +475,8 @@ class Graph:
             values = checked_values(value, f"{where()} ({slot.describe()})")
             shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
             value = self.addConstant(slot.spec.type, shape, values, f"{where()} value")
-            self.setTileMapping(value, max(table.get(vid, TILE), 0))
+            runs = value.runs()  # on the vertex's tile (an absolute id)
+            self._mapping.set_runs(runs, np.full(len(runs), max(table.get(vid, TILE), 0), dtype=np.int64))
         if index is not None:
             self._connect_indexed(vid, slot, index, value, where)
             return
@@ -564,6 +634,6 @@ class Graph:
                    for name, h in self._host_handles.items()}
         edges = ir.freeze_edges([table.edge_column(k) for k in range(len(EDGE_COLUMNS))], rows[:, 1], num_cs)
         return ir.GraphIR(
-            self._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
+            self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
             tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators))
