@@ -30,6 +30,7 @@ from .arguments import (
 from .block import contiguous_strides
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
+from .connections import FieldConnector, unknown_field
 from .debug import debug_name
 from .errors import (
     GraphConnectionError,
@@ -37,9 +38,7 @@ from .errors import (
     InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
-    PoplarTypeError,
     TensorCreationError,
-    UnknownFieldError,
 )
 from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexRef
 from .mapping_table import MappingTable
@@ -49,8 +48,7 @@ from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
-from .vertex import Direction, FieldKind
-from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, TILE, FieldSlot, VertexTable
+from .vertex_table import EDGE_COLUMNS, PERF, TILE, FieldSlot, VertexTable
 
 __all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "TensorCloneMethod",
            "VariableMappingMethod", "VertexRef"]
@@ -101,6 +99,7 @@ class Graph:
         self._vars = VariableTable(self._num_tiles * self._target.getBytesPerTile())
         self._mapping = MappingTable(self._vars)
         self._vertices = VertexTable()
+        self._fields = FieldConnector(self._vertices, self._vars, self._value_constant)
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
         self._codelets = CodeletRegistry()
         self._vertex_types: dict[str, int] = {}  # addVertex's name -> class id in the vertex table
@@ -399,7 +398,7 @@ class Graph:
                         run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
                         if run is not None and table.connect_run(vid, slot.index, run):
                             continue
-                    self._connect(vid, slots, name, None, value)
+                    self._fields.connect(vid, slots, name, None, value)
             except PoplarError:
                 table.remove_last(vid, edge_bytes)
                 raise
@@ -415,16 +414,8 @@ class Graph:
     def describe_vertex(self, vid: int) -> str:
         return self._vertices.describe(vid)
 
-    def _slot(self, vid: int, name: str) -> FieldSlot:
-        slot = self._vertices.slots(vid).get(name)
-        if slot is None:
-            raise UnknownFieldError(self.unknown_field(vid, name))
-        return slot
-
     def unknown_field(self, vid: int, name: str) -> str:
-        cls = self._vertices.vertex_class(vid)
-        return (f"vertex type '{cls.vertexName}' has no field '{name}' "
-                f"(fields: {', '.join(cls.fields) or 'none'})")
+        return unknown_field(self._vertices, vid, name)
 
     def _own_vertex(self, v: object, what: str) -> int:
         """The id of vertex ``v`` (a VertexRef, or a FieldRef's vertex) of this graph."""
@@ -438,137 +429,26 @@ class Graph:
     def connect(self, ref: FieldRef, value: Any) -> None:
         """Connect a field to a tensor, a list of tensors, or (Input fields) a constant value."""
         vid = self._own_vertex(ref, "connect")
-        self._connect(vid, self._vertices.slots(vid), ref.name, ref.index, value)
-
-    def _connect(self, vid: int, slots: dict[str, FieldSlot], name: str, index: int | None,
-                 value: Any) -> None:
-        slot = slots.get(name)
-        if slot is None:
-            raise UnknownFieldError(self.unknown_field(vid, name))
-        if type(value) is Tensor and index is None and slot.plain:  # the common case, first
-            run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
-            if run is not None and self._vertices.connect_run(vid, slot.index, run):
-                return
-        table = self._vertices
-
-        def where() -> str:  # built only for an error message
-            return f"{table.describe(vid)} field '{name}'"
-
-        if slot.state:
-            raise GraphConnectionError(f"{where()} is vertex state; set it with setInitialValue")
-        if index is None and table.is_connected(vid, slot.index):
-            raise GraphConnectionError(f"{where()} is already connected")
-        if isinstance(value, (list, tuple)) and (not value or isinstance(value[0], Tensor)):
-            if not slot.is_list or index is not None:
-                raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot take a list of tensors")
-            for t in value:
-                self._check_edge(where, slot, t, 1)
-            for row, t in enumerate(value):
-                self._add_edge(vid, slot.index, row, t)
-            self._size_list(vid, slot, len(value))
-            return
-        if value is None:
-            raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot be connected to None")
-        if not isinstance(value, Tensor):
-            if slot.spec.direction is not Direction.INPUT:
-                raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-            values = checked_values(value, f"{where()} ({slot.describe()})")
-            shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
-            value = self.addConstant(slot.spec.type, shape, values, f"{where()} value")
-            runs = value.runs()  # on the vertex's tile (an absolute id)
-            self._mapping.set_runs(runs, np.full(len(runs), max(table.get(vid, TILE), 0), dtype=np.int64))
-        if index is not None:
-            self._connect_indexed(vid, slot, index, value, where)
-            return
-        self._check_edge(where, slot, value, slot.rank)
-        if slot.is_list:
-            rows = value.dim(0)
-            block = value.block
-            if block is not None and rows:
-                var, offset, strides = block
-                table.add_rows(vid, slot.index, var, offset + np.arange(rows, dtype=np.int64) * strides[0],
-                               value.dim(1), strides[1])
-            else:
-                for row in range(rows):
-                    self._add_edge(vid, slot.index, row, value[row])
-            self._size_list(vid, slot, rows)
-            return
-        self._add_edge(vid, slot.index, NO_ROW, value)
-        table.mark_connected(vid, slot.index)
-
-    def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
-        run = t.as_run()
-        if run is not None:
-            self._vertices.add_run(vid, field, row, run)
-        else:
-            self._vertices.add_runs(vid, field, row, t.runs())
-
-    def _size_list(self, vid: int, slot: FieldSlot, size: int) -> None:
-        self._vertices.sizes[(vid, slot.index)] = size
-        self._vertices.listed.add((vid, slot.index))
-        self._vertices.mark_connected(vid, slot.index)
-
-    def _connect_indexed(self, vid: int, slot: FieldSlot, index: int, t: Tensor,
-                         where: Callable[[], str]) -> None:
-        if not slot.is_list:
-            raise GraphConnectionError(
-                f"{where()} ({slot.describe()}) is not a list field and cannot be indexed")
-        size = self._vertices.sizes.get((vid, slot.index))
-        if size is None:
-            raise GraphConnectionError(
-                f"{where()}: call setFieldSize before connecting {slot.spec.name}[{index}]")
-        if not 0 <= index < size:
-            raise GraphConnectionError(f"{where()}: index {index} is out of range for size {size}")
-        self._check_edge(lambda: f"{where()}[{index}]", slot, t, rank=1)
-        self._add_edge(vid, slot.index, index, t)
-
-    def _check_edge(self, where: Callable[[], str], slot: FieldSlot, t: Tensor, rank: int) -> None:
-        if not isinstance(t, Tensor):
-            raise GraphConnectionError(f"{where()}: expected a Tensor, got {type(t).__name__}")
-        if t.variables is not self._vars:
-            raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to another graph")
-        if t.elementType() is not slot.type and t.elementType() != slot.type:
-            raise PoplarTypeError(f"{where()} ({slot.describe()}) cannot be connected to tensor "
-                                  f"'{t.name}' of type {t.elementType()}")
-        if t.rank() != rank:
-            raise GraphConnectionError(f"{where()} ({slot.describe()}) needs a rank-{rank} tensor; "
-                                       f"tensor '{t.name}' has shape {t.shape()}")
-        if slot.writes and t.containsConstant():
-            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
-                                       "contains constants")
-        if slot.writes and t.containsAliases():
-            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
-                                       "contains aliased elements")
+        self._fields.connect(vid, self._vertices.slots(vid), ref.name, ref.index, value)
 
     def setFieldSize(self, ref: FieldRef, size: int) -> None:
         vid = self._own_vertex(ref, "setFieldSize")
-        size = checked_int(size, f"setFieldSize of {self._vertices.describe(vid)} field '{ref.name}'")
-        slot = self._slot(vid, ref.name)
-        if slot.spec.kind is FieldKind.SCALAR:
-            raise GraphConnectionError(f"{self._vertices.describe(vid)} field '{ref.name}' is a scalar "
-                                       "and has no size")
-        if slot.is_list and not slot.state:
-            self._size_list(vid, slot, int(size))
-        else:
-            self._vertices.sizes[(vid, slot.index)] = int(size)
+        self._fields.set_size(vid, ref.name, size)
 
     def getFieldSize(self, ref: FieldRef) -> int:
         vid = self._own_vertex(ref, "getFieldSize")
-        return self._vertices.sizes.get((vid, self._slot(vid, ref.name).index), 0)
+        return self._fields.size(vid, ref.name)
 
     def _set_state(self, ref: FieldRef, values: Any) -> None:
-        vid = self._own_vertex(ref, "setInitialValue")
-        slot = self._slot(vid, ref.name)
-        where = f"{self._vertices.describe(vid)} field '{ref.name}'"
-        if not slot.state:
-            raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
-        arr = checked_values(values, where)
-        if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
-            raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
-        with np.errstate(all="ignore"):
-            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
-        if slot.spec.kind is not FieldKind.SCALAR:
-            self._vertices.sizes[(vid, slot.index)] = arr.size
+        self._fields.set_state(self._own_vertex(ref, "setInitialValue"), ref.name, values)
+
+    def _value_constant(self, type_: Type, shape: list[int], values: np.ndarray, name: str,
+                        tile: int) -> Tensor:
+        """A constant for a field connected to a value, on the vertex's (absolute) tile."""
+        t = self.addConstant(type_, shape, values, name)
+        runs = t.runs()
+        self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
+        return t
 
     def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
         """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""

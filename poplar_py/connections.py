@@ -1,0 +1,173 @@
+"""Vertex fields: connecting them to tensors, lists of tensors and constant values.
+
+A connection becomes edge rows in the vertex table (one per run of the tensor's elements);
+the checks here (types, ranks, writes to constants or aliases, tensors of another graph)
+are what ``Graph.addVertex`` and ``Graph.connect`` report, naming vertex and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .arguments import checked_int, checked_values
+from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
+from .tensor import Tensor
+from .types import Type
+from .variables import VariableTable
+from .vertex import Direction, FieldKind
+from .vertex_table import NO_ROW, TILE, FieldSlot, VertexTable
+
+#: makes a constant for a field connected to a value: (type, shape, values, name, tile) -> tensor
+ConstantMaker = Callable[[Type, list[int], np.ndarray, str, int], Tensor]
+
+
+def unknown_field(vertices: VertexTable, vid: int, name: str) -> str:
+    """The message for a field that vertex ``vid``'s class does not declare."""
+    cls = vertices.vertex_class(vid)
+    return f"vertex type '{cls.vertexName}' has no field '{name}' (fields: {', '.join(cls.fields) or 'none'})"
+
+
+class FieldConnector:
+    """Connects the fields of a graph's vertices."""
+
+    def __init__(self, vertices: VertexTable, variables: VariableTable, constant: ConstantMaker) -> None:
+        self._vertices, self._vars, self._constant = vertices, variables, constant
+
+    def connect(self, vid: int, slots: dict[str, FieldSlot], name: str, index: int | None,
+                value: Any) -> None:
+        """Connect field ``name`` (or its row ``index``) of vertex ``vid`` to a tensor, a list of
+        tensors, or (Input fields) a constant value."""
+        slot = slots.get(name)
+        if slot is None:
+            raise UnknownFieldError(unknown_field(self._vertices, vid, name))
+        if type(value) is Tensor and index is None and slot.plain:  # the common case, first
+            run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
+            if run is not None and self._vertices.connect_run(vid, slot.index, run):
+                return
+        table = self._vertices
+
+        def where() -> str:  # built only for an error message
+            return f"{table.describe(vid)} field '{name}'"
+
+        if slot.state:
+            raise GraphConnectionError(f"{where()} is vertex state; set it with setInitialValue")
+        if index is None and table.is_connected(vid, slot.index):
+            raise GraphConnectionError(f"{where()} is already connected")
+        if isinstance(value, (list, tuple)) and (not value or isinstance(value[0], Tensor)):
+            if not slot.is_list or index is not None:
+                raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot take a list of tensors")
+            for t in value:
+                self._check_edge(where, slot, t, 1)
+            for row, t in enumerate(value):
+                self._add_edge(vid, slot.index, row, t)
+            self._size_list(vid, slot, len(value))
+            return
+        if value is None:
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot be connected to None")
+        if not isinstance(value, Tensor):
+            if slot.spec.direction is not Direction.INPUT:
+                raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
+            values = checked_values(value, f"{where()} ({slot.describe()})")
+            shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
+            tile = max(table.get(vid, TILE), 0)
+            value = self._constant(slot.spec.type, shape, values, f"{where()} value", tile)
+        if index is not None:
+            self._connect_indexed(vid, slot, index, value, where)
+            return
+        self._check_edge(where, slot, value, slot.rank)
+        if slot.is_list:
+            rows = value.dim(0)
+            block = value.block
+            if block is not None and rows:
+                var, offset, strides = block
+                table.add_rows(vid, slot.index, var, offset + np.arange(rows, dtype=np.int64) * strides[0],
+                               value.dim(1), strides[1])
+            else:
+                for row in range(rows):
+                    self._add_edge(vid, slot.index, row, value[row])
+            self._size_list(vid, slot, rows)
+            return
+        self._add_edge(vid, slot.index, NO_ROW, value)
+        table.mark_connected(vid, slot.index)
+
+    def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
+        run = t.as_run()
+        if run is not None:
+            self._vertices.add_run(vid, field, row, run)
+        else:
+            self._vertices.add_runs(vid, field, row, t.runs())
+
+    def _size_list(self, vid: int, slot: FieldSlot, size: int) -> None:
+        self._vertices.sizes[(vid, slot.index)] = size
+        self._vertices.listed.add((vid, slot.index))
+        self._vertices.mark_connected(vid, slot.index)
+
+    def _connect_indexed(self, vid: int, slot: FieldSlot, index: int, t: Tensor,
+                         where: Callable[[], str]) -> None:
+        if not slot.is_list:
+            raise GraphConnectionError(
+                f"{where()} ({slot.describe()}) is not a list field and cannot be indexed")
+        size = self._vertices.sizes.get((vid, slot.index))
+        if size is None:
+            raise GraphConnectionError(
+                f"{where()}: call setFieldSize before connecting {slot.spec.name}[{index}]")
+        if not 0 <= index < size:
+            raise GraphConnectionError(f"{where()}: index {index} is out of range for size {size}")
+        self._check_edge(lambda: f"{where()}[{index}]", slot, t, rank=1)
+        self._add_edge(vid, slot.index, index, t)
+
+    def _check_edge(self, where: Callable[[], str], slot: FieldSlot, t: Tensor, rank: int) -> None:
+        if not isinstance(t, Tensor):
+            raise GraphConnectionError(f"{where()}: expected a Tensor, got {type(t).__name__}")
+        if t.variables is not self._vars:
+            raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to another graph")
+        if t.elementType() is not slot.type and t.elementType() != slot.type:
+            raise PoplarTypeError(f"{where()} ({slot.describe()}) cannot be connected to tensor "
+                                  f"'{t.name}' of type {t.elementType()}")
+        if t.rank() != rank:
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) needs a rank-{rank} tensor; "
+                                       f"tensor '{t.name}' has shape {t.shape()}")
+        if slot.writes and t.containsConstant():
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
+                                       "contains constants")
+        if slot.writes and t.containsAliases():
+            raise GraphConnectionError(f"{where()} ({slot.describe()}) writes, but tensor '{t.name}' "
+                                       "contains aliased elements")
+
+    def _slot(self, vid: int, name: str) -> FieldSlot:
+        slot = self._vertices.slots(vid).get(name)
+        if slot is None:
+            raise UnknownFieldError(unknown_field(self._vertices, vid, name))
+        return slot
+
+    def set_size(self, vid: int, name: str, size: object) -> None:
+        """The length of a list field, or of a state vector."""
+        where = f"{self._vertices.describe(vid)} field '{name}'"
+        n = checked_int(size, f"setFieldSize of {where}")
+        slot = self._slot(vid, name)
+        if slot.spec.kind is FieldKind.SCALAR:
+            raise GraphConnectionError(f"{where} is a scalar and has no size")
+        if slot.is_list and not slot.state:
+            self._size_list(vid, slot, n)
+        else:
+            self._vertices.sizes[(vid, slot.index)] = n
+
+    def size(self, vid: int, name: str) -> int:
+        return self._vertices.sizes.get((vid, self._slot(vid, name).index), 0)
+
+    def set_state(self, vid: int, name: str, values: Any) -> None:
+        """The value of a state field (vertex data that is not an edge)."""
+        slot = self._slot(vid, name)
+        where = f"{self._vertices.describe(vid)} field '{name}'"
+        if not slot.state:
+            raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
+        arr = checked_values(values, where)
+        if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
+            raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
+        with np.errstate(all="ignore"):
+            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
+        if slot.spec.kind is not FieldKind.SCALAR:
+            self._vertices.sizes[(vid, slot.index)] = arr.size
