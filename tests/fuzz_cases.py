@@ -239,6 +239,9 @@ def _programs(rng: random.Random) -> Iterator[Case]:
 CODELETS: dict[str, tuple[str, tuple[str, ...]]] = {
     # name: (compute body, culprit); each is compiled, so run apart (LLVM could crash)
     "set": ("s = {1, 2}", ()),
+    "unassigned": ("if self.x[0] > 0.0:\n    t = 1.0\nself.out = t", ("'t'",)),
+    "unassigned-loop": ("for v in self.x:\n    t = v\nself.out = t", ("'t'",)),
+    "unassigned-carried": ("s = 0.0\nfor v in self.x:\n    s += t\n    t = v\nself.out = s", ("'t'",)),
     "import": ("import os", ()),
     "lambda": ("f = lambda: 1\nself.out = f()", ()),
     "string": ("self.out = len('abc')", ()),

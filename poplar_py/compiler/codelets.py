@@ -4,6 +4,7 @@ The pipeline is a visible list of passes, each taking and returning a small data
 
     frontend   parse_codelet(cls)            -> ParsedCodelet   (subset check, names resolved)
     typing     infer_types(parsed)           -> TypedCodelet    (every expression typed)
+    assigned   check_assigned(typed)         -> None            (no read of a possibly unassigned local)
     cache key  kernel_key(typed, options)    -> KernelKey       (sha256 of all that the code depends on)
     codegen    generate_ir(typed, key, opts) -> KernelIR        (LLVM IR text)
     optimise   compile_ir(ir, opt_level)     -> object bytes    (or a disk-cache hit, skipping codegen)
@@ -17,12 +18,18 @@ runs them all, memoised in the process and on disk (see :mod:`jit`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
+from ..errors import CodeletCompileError
 from . import jit
+from .codelet_assigned import check_assigned
 from .codelet_codegen import KernelBuilder, state_layout
 from .codelet_frontend import parse_codelet
 from .codelet_interp import Interpreter
@@ -36,6 +43,9 @@ from .codelet_types import (
     VECTOR_LIST_ENTRY_DTYPE,
 )
 from .codelet_typing import TypedCodelet, infer_types
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = [
     "COMPILER_VERSION",
@@ -90,14 +100,41 @@ class KernelIR:
     text: str
 
 
+#: Python frames the compiler passes may use: they recurse over the AST, and a chain of 1000
+#: ``elif`` branches nests 1000 deep (pure-Python frames, so no C stack is at risk)
+_RECURSION_LIMIT = 100_000
+
+
+def _deep(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a pass with room for deeply nested codelets; a codelet nested deeper still is a
+    CodeletCompileError, never a RecursionError."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, _RECURSION_LIMIT))
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise CodeletCompileError(f"{fn.__name__}: the codelet is nested too deeply to compile "
+                                      f"(more than about {_RECURSION_LIMIT // 4} levels)") from None
+        finally:
+            sys.setrecursionlimit(old)
+
+    return run
+
+
 _checked: dict[type, TypedCodelet] = {}
 _compiled: dict[tuple[type, KernelOptions], CompiledCodelet] = {}
 
 
+@_deep
 def _typed(cls: type) -> TypedCodelet:
     typed = _checked.get(cls)
     if typed is None:
-        typed = _checked[cls] = infer_types(parse_codelet(cls))
+        typed = infer_types(parse_codelet(cls))
+        check_assigned(typed)
+        _checked[cls] = typed
     return typed
 
 
@@ -128,6 +165,7 @@ class CodeletInfo:
 _infos: dict[type, CodeletInfo] = {}
 
 
+@_deep
 def codelet_info(cls: type) -> CodeletInfo:
     """The codelet's :class:`CodeletInfo` (checking it first; memoised)."""
     info = _infos.get(cls)
@@ -142,6 +180,7 @@ def kernel_key(typed: TypedCodelet, options: KernelOptions) -> KernelKey:
     return KernelKey(hashlib.sha256(text.encode()).hexdigest())
 
 
+@_deep
 def generate_ir(typed: TypedCodelet, key: KernelKey, options: KernelOptions) -> KernelIR:
     """The codegen pass: typed codelet -> LLVM IR text."""
     triple, layout = jit.target_info()
@@ -150,6 +189,7 @@ def generate_ir(typed: TypedCodelet, key: KernelKey, options: KernelOptions) -> 
     return KernelIR(key, builder.build())
 
 
+@_deep
 def compile_codelet(cls: type, options: KernelOptions = KernelOptions()) -> CompiledCodelet:
     """Compile ``cls`` to a native kernel (memoised in-process and on disk)."""
     done = _compiled.get((cls, options))

@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from codelet_harness import isolated_cache, load_module  # noqa: F401
+from codelet_harness import isolated_cache, load_module, run_one  # noqa: F401
 
 from poplar_py.compiler.codelets import check_codelet
 from poplar_py.errors import CodeletCompileError
@@ -80,7 +80,31 @@ REJECTED = {
     "walrus": ("if (y := 3) > 1:  # HERE\n    pass", "':=' expressions"),
     "assert_message": ("assert self.s > 0, self.s  # HERE", "assert message must be a string literal"),
     "assert_vector": ("assert self.a  # HERE", "cannot be used as a condition"),
+    "unassigned_if": ("if self.s > 0:\n    t = 1.0\nself.o = t  # HERE", "local variable 't' may be read"),
+    "unassigned_loop": ("for v in self.a:\n    t = v\nself.o = t  # HERE", "local variable 't' may be read"),
+    "unassigned_while": ("while self.s > 0:\n    t = 1.0\n    break\nself.o = t  # HERE", "'t' may be read"),
+    "unassigned_carried": ("s = 0.0\nfor v in self.a:\n    s += t  # HERE\n    t = v", "'t' may be read"),
+    "unassigned_break": ("for v in self.a:\n    if v > 0:\n        break\n    t = v\nself.o = t  # HERE",
+                         "'t' may be read"),
 }
+
+# Reads every path reaches assigned (must compile)
+DEFINITELY_ASSIGNED = {
+    "both_branches": "if self.s > 0:\n    t = 1.0\nelse:\n    t = 2.0\nself.o = t",
+    "return_ends_a_path": "if self.s > 0:\n    return True\nelse:\n    t = 1.0\nself.o = t",
+    "while_true_breaks": "while True:\n    t = 1.0\n    break\nself.o = t",
+    "known_range": "for i in range(2):\n    t = 1.0\nself.o = t",
+    "known_branch": "if G_NUM > 2:\n    t = 1.0\nself.o = t",
+    "inside_loop": "s = 0.0\nfor v in self.a:\n    t = v\n    s += t\nself.o = s",
+    "assigned_before_break": "while True:\n    if self.s > 0:\n        t = 1.0\n        break\n    t = 2.0\n"
+                             "    break\nself.o = t",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEFINITELY_ASSIGNED))
+def test_locals_assigned_on_every_path_compile(case, tmp_path):
+    source = HEADER + textwrap.indent(DEFINITELY_ASSIGNED[case], " " * 8) + "\n"
+    check_codelet(load_module(tmp_path, source).V)
 
 
 @pytest.mark.parametrize("case", sorted(REJECTED))
@@ -157,3 +181,16 @@ def test_multivertex_signature(tmp_path):
         CodeletCompileError, match=r":8: M.compute: the signature must be compute\(self, workerId\)"
     ):
         check_codelet(module.M)
+
+
+@pytest.mark.parametrize("branches", [400, 1000])
+def test_long_elif_chains_compile_and_run_in_both_modes(branches, tmp_path):
+    chain = "".join(f"{'if' if i == 0 else 'elif'} k == {i}:\n    r = {i}.5\n" for i in range(branches))
+    body = "k = self.k\n" + chain + "else:\n    r = 0.25\nself.out = r\n"
+    source = "class E(Vertex):\n    k: Input[int]\n    out: Output[float]\n\n    def compute(self):\n" \
+        + textwrap.indent(body, " " * 8)
+    module = load_module(tmp_path, source)
+    for mode in ("native", "interp"):
+        for k, expected in ((branches - 1, branches - 0.5), (branches, 0.25), (3, 3.5)):
+            r = run_one(module.E, mode, k=k, out=0.0)
+            assert r.err is None and float(r.fields[0]["out"][0]) == expected, (mode, k)
