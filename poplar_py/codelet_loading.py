@@ -11,13 +11,15 @@ from collections.abc import Iterable
 from types import CodeType
 from typing import Any
 
-from .errors import PoplarError
+from .errors import CodeletCompileError, InvalidArgumentError, PoplarError
 from .vertex import Vertex
 
 # Frames from these folders are library code; a vertex's source is the user's line above them.
 _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d)
                       for d in ("poplar_py", "poplibs_py", "codelets"))
 
+
+_NATIVE_SOURCES = {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".s", ".gp"}
 
 # id of a code object -> (the code, kept so the id stays its own; file name, None for library code)
 _code_files: dict[int, tuple[CodeType, str | None]] = {}
@@ -46,9 +48,15 @@ def codelet_classes(src: Any) -> Iterable[type[Vertex]]:
         return
     if isinstance(src, type):
         if not issubclass(src, Vertex):
-            raise PoplarError(f"addCodelets: {src.__name__} does not derive from poplar.Vertex")
+            raise InvalidArgumentError(f"addCodelets: {src.__name__} does not derive from poplar.Vertex")
         yield src
         return
+    if isinstance(src, Vertex):
+        raise InvalidArgumentError(f"addCodelets: got an instance of {type(src).__name__}; pass the class "
+                                   f"({type(src).__name__}, not {type(src).__name__}())")
+    if not isinstance(src, (pytypes.ModuleType, str, os.PathLike)):
+        raise InvalidArgumentError(f"addCodelets takes a .py file, a module, a Vertex class or a list of "
+                                   f"them; got {type(src).__name__} {src!r:.60}")
     module = src if isinstance(src, pytypes.ModuleType) else _load_codelet_file(os.fspath(src))
     found = [obj for obj in vars(module).values()
              if isinstance(obj, type) and issubclass(obj, Vertex) and obj.__module__ == module.__name__]
@@ -64,15 +72,36 @@ def _load_codelet_file(path: str) -> pytypes.ModuleType:
         for base in (getattr(main, "__file__", None), inspect.stack()[3].filename):
             if base:
                 candidates.append(os.path.join(os.path.dirname(os.path.abspath(base)), path))
+    suffix = os.path.splitext(str(path))[1].lower()
+    if suffix in _NATIVE_SOURCES:
+        raise CodeletCompileError(
+            f"addCodelets('{path}'): C++ and assembly codelets are not supported; write the vertex as a "
+            "Python class deriving from poplar_py.Vertex in a .py file (see the README, 'Codelets')")
+    if suffix != ".py":
+        raise CodeletCompileError(f"addCodelets('{path}'): codelet files are Python (.py) files of Vertex "
+                                  "classes")
     for candidate in candidates:
         if os.path.isfile(candidate):
-            full = os.path.abspath(candidate)
-            name = "poplar_codelets_" + str(abs(hash(full)))
-            if name in sys.modules:
-                return sys.modules[name]
-            spec = importlib.util.spec_from_file_location(name, full)
-            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-            sys.modules[name] = module
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
-            return module
+            return _import(os.path.abspath(candidate))
     raise PoplarError(f"addCodelets: no codelet file '{path}' (looked in {', '.join(candidates)})")
+
+
+def _import(full: str) -> pytypes.ModuleType:
+    """The module of codelet file ``full`` (imported once); a file that does not import is a
+    CodeletCompileError naming it."""
+    name = "poplar_codelets_" + str(abs(hash(full)))
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, full)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except SyntaxError as exc:
+        del sys.modules[name]
+        raise CodeletCompileError(f"{full}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except Exception as exc:
+        del sys.modules[name]
+        raise CodeletCompileError(f"addCodelets('{full}'): importing the file raised "
+                                  f"{type(exc).__name__}: {exc}") from exc
+    return module

@@ -284,6 +284,21 @@ def _codelets(rng: random.Random) -> Iterator[Case]:
     for name, (body, culprit) in CODELETS.items():
         yield Case(f"codelet-{name}", ("bad_", ".py:", *culprit),
                    lambda w, b=body: w.graph.addCodelets(str(_codelet(w.tmp, b))), isolated=True)
+    files = {"cpp": ("x.cpp", "class V : public poplar::Vertex {};", ("C++",)),
+             "txt": ("x.txt", "hello", ("x.txt", ".py")),
+             "syntax": ("syn.py", "class A(:\n", ("syn.py:1", "syntax")),
+             "raises": ("rai.py", "raise ValueError('boom')\n", ("rai.py", "boom")),
+             "async": ("asy.py", "from poplar_py import Vertex\nclass A(Vertex):\n"
+                       "    async def compute(self):\n        pass\n", ("asy.py:3", "async")),
+             "no-vertex": ("empty.py", "X = 1\n", ("empty.py", "no Vertex"))}
+    for name, (file, text, culprit) in files.items():
+        def add(w: World, file: str = file, text: str = text) -> None:
+            (w.tmp / file).write_text(text)
+            w.graph.addCodelets(str(w.tmp / file))
+
+        yield Case(f"addCodelets-{name}", culprit, add)
+    for k, bad in enumerate([None, 5, 2.5, Copy(), dict, [Copy, 3], b"x.py"]):
+        yield Case(f"addCodelets-arg-{k}", ("addCodelets",), lambda w, b=bad: w.graph.addCodelets(b))
 
 
 RUNTIME = {

@@ -64,9 +64,9 @@ _UNSUPPORTED_EXPRS = {
     ast.JoinedStr: "strings",
     ast.Starred: "starred expressions",
     ast.NamedExpr: "':=' expressions",
-    ast.Await: "'await'",
-    ast.Yield: "'yield'",
-    ast.YieldFrom: "'yield'",
+    ast.Await: "'await' expressions",
+    ast.Yield: "'yield' expressions",
+    ast.YieldFrom: "'yield from' expressions",
     ast.Slice: "slices",
 }
 _ALLOWED_BINOPS = (

@@ -163,7 +163,10 @@ def parse_function(func: types.FunctionType, where: str) -> FunctionSource:
     tree = ast.parse(textwrap.dedent("".join(lines)))
     ast.increment_lineno(tree, start - 1)
     node = tree.body[0]
-    assert isinstance(node, ast.FunctionDef)
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise CodeletCompileError(f"{file}:{node.lineno}: {where}: 'async def' is not supported in codelets")
+    if not isinstance(node, ast.FunctionDef):  # a lambda, or a function made some other way
+        raise CodeletCompileError(f"{file}:{start}: {where}: must be defined with 'def'")
     fn = FunctionSource(func.__qualname__, node, file, where, [a.arg for a in node.args.args], set(), func)
     a = node.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
