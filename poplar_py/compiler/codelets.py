@@ -197,13 +197,17 @@ def compile_codelet(cls: type, options: KernelOptions = KernelOptions()) -> Comp
         return done
     typed = _typed(cls)
     key = kernel_key(typed, options)
-    obj = jit.cache_read(key.digest)
-    ir_text = ""
+    obj, ir_text, address = jit.cache_read(key.digest), "", None
+    if obj is not None:
+        try:
+            address = jit.load_object(obj, f"lib_{key.digest}", key.symbol)
+        except RuntimeError:  # an entry that passed its checks but does not link: a miss
+            obj = None
     if obj is None:
         ir_text = generate_ir(typed, key, options).text
         obj = jit.compile_ir(ir_text, options.opt_level)
         jit.cache_write(key.digest, obj)
-    address = jit.load_object(obj, f"lib_{key.digest}", key.symbol)
+        address = jit.load_object(obj, f"lib_{key.digest}_{len(ir_text)}", key.symbol)
     compiled = CompiledCodelet(typed, options, key, address, len(obj), ir_text)
     compiled.cache_hit = not ir_text
     _compiled[(cls, options)] = compiled

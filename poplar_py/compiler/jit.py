@@ -26,7 +26,7 @@ import llvmlite.binding as llvm
 from ..errors import CodeletCompileError
 
 _LOCK = threading.RLock()
-_MAGIC = b"POPLAR_PY_KERNEL 1\n"
+_MAGIC = b"POPLAR_PY_KERNEL 2\n"  # then the key (64 hex digits), sha256(key + object), the object
 
 
 @dataclass
@@ -131,7 +131,7 @@ def _cache_path(key: str) -> Path | None:
 
 
 def cache_read(key: str) -> bytes | None:
-    """The cached object for ``key``, or None if absent, unreadable or corrupted."""
+    """The cached object for ``key``, or None if absent, unreadable, corrupted or another key's."""
     path = _cache_path(key)
     if path is None:
         return None
@@ -140,10 +140,12 @@ def cache_read(key: str) -> bytes | None:
     except OSError:
         return None
     head = len(_MAGIC)
-    if not data.startswith(_MAGIC) or len(data) < head + 32:
+    if not data.startswith(_MAGIC) or len(data) < head + 96:
         return None
-    digest, obj = data[head : head + 32], data[head + 32 :]
-    return obj if hashlib.sha256(obj).digest() == digest else None
+    stored, digest, obj = data[head : head + 64], data[head + 64 : head + 96], data[head + 96 :]
+    if stored != key.encode() or hashlib.sha256(stored + obj).digest() != digest:
+        return None
+    return obj
 
 
 def cache_write(key: str, obj: bytes) -> None:
@@ -156,7 +158,7 @@ def cache_write(key: str, obj: bytes) -> None:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + hashlib.sha256(obj).digest() + obj)
+                f.write(_MAGIC + key.encode() + hashlib.sha256(key.encode() + obj).digest() + obj)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

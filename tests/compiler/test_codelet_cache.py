@@ -39,13 +39,14 @@ SCRIPT = textwrap.dedent("""
     st["x.ptr"], st["x.size"], st["out.ptr"], st["out.size"] = x.ctypes.data, 4, out.ctypes.data, 4
     err = np.zeros(1, ERR_DTYPE)
     assert c.run(st.ctypes.data, 1, 0, 0, err.ctypes.data) == 0
-    assert list(out) == [0, 2, 4, 6], out
+    assert list(out) == [i * scale_codelet.SCALE for i in range(4)], out
     print("HIT" if c.cache_hit else "MISS")
     """)
 
 
-def compile_in_fresh_process(tmp_path: Path, cache: Path | None, enabled: bool = True) -> str:
-    (tmp_path / "scale_codelet.py").write_text(CODELET)
+def compile_in_fresh_process(tmp_path: Path, cache: Path | None, enabled: bool = True,
+                             source: str = CODELET) -> str:
+    (tmp_path / "scale_codelet.py").write_text(source)
     env = {k: v for k, v in os.environ.items() if not k.startswith("POPLAR_PY_CACHE")}
     if cache is not None:
         env["POPLAR_PY_CACHE_DIR"] = str(cache)
@@ -126,3 +127,37 @@ def test_in_process_memo_and_lazy_ir(tmp_path):
     again = load_module(tmp_path, CODELET, prelude=False)  # same source, another class: a disk hit
     hit = compile_codelet(again.Scale, STRICT)
     assert hit.cache_hit and hit.ir == first.ir and hit.object_size == first.object_size
+
+
+def _entry(key: str, obj: bytes) -> bytes:
+    """A cache entry as jit writes it, with a valid checksum (what a forger could write)."""
+    import hashlib
+
+    return jit._MAGIC + key.encode() + hashlib.sha256(key.encode() + obj).digest() + obj
+
+
+OTHER = CODELET.replace("SCALE = 2.0", "SCALE = 3.0")
+
+
+def test_an_entry_of_another_key_copied_over_is_a_miss(tmp_path):
+    cache = tmp_path / "cache"
+    compile_in_fresh_process(tmp_path, cache)
+    (mine,) = objects(cache)
+    other = tmp_path / "other"
+    other.mkdir()
+    assert compile_in_fresh_process(other, cache, source=OTHER) == "MISS"
+    (theirs,) = [p for p in objects(cache) if p != mine]
+    mine.write_bytes(theirs.read_bytes())  # a valid entry, of the other kernel (scaling by 3)
+    assert compile_in_fresh_process(tmp_path, cache) == "MISS"  # (and the script checks it scales by 2)
+    assert compile_in_fresh_process(tmp_path, cache) == "HIT"  # and the entry was replaced
+
+
+def test_a_forged_entry_that_passes_its_checks_but_does_not_link_is_a_miss(tmp_path):
+    cache = tmp_path / "cache"
+    compile_in_fresh_process(tmp_path, cache)
+    (path,) = objects(cache)
+    key = path.name[:-2]
+    for forged in (b"\x7fELF" + b"\0" * 60, b"garbage" * 50, path.read_bytes()[len(jit._MAGIC) + 96:][:200]):
+        path.write_bytes(_entry(key, forged))
+        assert compile_in_fresh_process(tmp_path, cache) == "MISS"
+        assert compile_in_fresh_process(tmp_path, cache) == "HIT"
