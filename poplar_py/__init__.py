@@ -13,6 +13,7 @@ from .errors import (
                      InvalidOptionError,
                      InvalidTileMappingError,
                      MissingCycleEstimateError,
+                     OptionTypeError,
                      PoplarError,
                      PoplarTypeError,
                      ProgramError,
@@ -33,6 +34,7 @@ from .graph import (
                      VariableMappingMethod,
                      VertexRef,
 )
+from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
 from .tensor import Interval, Tensor, UpsampleMethod, VariableRef, append, concat
@@ -70,15 +72,12 @@ __all__ = [
     "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG", "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR",
     "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT", "CodeletCompileError", "ComputeSet", "Const",
     "DataStream", "DebugContext", "DebugNameAndId", "Device", "DeviceManager", "Engine", "FieldRef",
-    "Function", "Graph",
-    "GraphConnectionError", "GraphCycleError", "GraphMemoryAllocationError", "IPUModel", "InOut",
-    "Input", "Interval", "InvalidArgumentError", "InvalidMachineModelError", "InvalidOptionError",
-    "InvalidTileMappingError", "LocalArray",
-    "MissingCycleEstimateError", "MultiVertex", "Output", "Policy", "PoplarError", "PoplarTypeError",
-    "ProgramError", "StreamError", "Target", "TargetType", "Tensor", "TensorArgumentError",
-    "TensorCloneMethod",
-    "TensorCreationError", "Type", "TypeParam", "UnknownFieldError", "UnknownVertexTypeError",
-    "UpsampleMethod",
-    "VariableMappingMethod", "VariableRef", "Vector", "VectorList", "Vertex", "VertexError",
-    "VertexRef", "append", "concat", "program",
+    "Function", "Graph", "GraphConnectionError", "GraphCycleError", "GraphMemoryAllocationError",
+    "IPUModel", "InOut", "Input", "Interval", "InvalidArgumentError", "InvalidMachineModelError",
+    "InvalidOptionError", "InvalidTileMappingError", "LocalArray", "MissingCycleEstimateError",
+    "MultiVertex", "OptionTypeError", "Output", "Policy", "PoplarError", "PoplarTypeError", "ProgramError",
+    "StreamCallback", "StreamError", "Target", "TargetType", "Tensor", "TensorArgumentError",
+    "TensorCloneMethod", "TensorCreationError", "Type", "TypeParam", "UnknownFieldError",
+    "UnknownVertexTypeError", "UpsampleMethod", "VariableMappingMethod", "VariableRef", "Vector",
+    "VectorList", "Vertex", "VertexError", "VertexRef", "append", "concat", "program",
 ]

@@ -20,14 +20,16 @@ from typing import IO, Any
 import numpy as np
 
 from . import program as prog
+from .arguments import is_int
 from .compiler.costs import RunRecord
-from .compiler.lower import HostStream, Machine
+from .compiler.lower import Machine
 from .compiler.pipeline import Executable, HostTransfer, compile_graph
-from .errors import PoplarError, ProgramError, StreamError
+from .errors import InvalidArgumentError, InvalidOptionError, PoplarError, ProgramError, StreamError
 from .graph import Graph
 from .handles import DataStream
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
+from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
 
 
@@ -40,8 +42,11 @@ class Engine:
 
     def __init__(self, graph: Graph, programs: prog.Program | Sequence[prog.Program],
                  options: Mapping[str, Any] | None = None, name: str = "") -> None:
+        if not isinstance(graph, Graph):
+            raise InvalidArgumentError(f"Engine needs a Graph, got {type(graph).__name__} {graph!r:.40}")
         self._options = parseEngineOptions(options)
         entries = list(programs) if isinstance(programs, (list, tuple)) else [programs]
+        path = _report_path(self._options, name)
         ir = graph.freeze()
         dump = os.environ.get("POPLAR_PY_DUMP_IR")
         if dump:
@@ -54,7 +59,6 @@ class Engine:
         self._machine = Machine(arena, RunRecord(len(self._exe.lowered.leaves)), self._exe.lowered.functions)
         self._loaded = False
         self._profile = Profile(ir, self._exe, self._machine.record)
-        path = _report_path(self._options, name)
         if path is not None:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran.
@@ -64,6 +68,9 @@ class Engine:
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
         """Create the tile memories on ``device`` and write constants and initial values."""
+        if not isinstance(device, Device):
+            raise InvalidArgumentError(f"Engine.load needs a Device, got {type(device).__name__} "
+                                       f"{device!r:.40}")
         target = device.getTarget()
         ours = self._exe.target
         if target.getNumTiles() != ours.getNumTiles():
@@ -90,6 +97,9 @@ class Engine:
 
     def run(self, programIndex: int = 0, debugName: str = "") -> None:
         """Run program ``programIndex`` to completion on the simulated tiles."""
+        if not is_int(programIndex):
+            raise InvalidArgumentError(f"Engine.run: the program index must be an integer, got "
+                                       f"{type(programIndex).__name__} {programIndex!r:.40}")
         self._base()
         programs = self._exe.lowered.programs
         if not 0 <= programIndex < len(programs):
@@ -101,7 +111,8 @@ class Engine:
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str, buffer: Any, end: Any = None) -> None:
         """Connect a FIFO to a host numpy array, used as a circular buffer: each copy takes
-        (or fills) the next ``numElements`` elements, wrapping at the end."""
+        (or fills) the next ``numElements`` elements, wrapping at the end. ``end`` (an int), as
+        Poplar's end pointer, uses only the first ``end`` elements of the flattened array."""
         stream = self._stream_decl(handle)
         if not isinstance(buffer, np.ndarray):
             raise StreamError(f"stream '{handle}': connect a numpy array, got {type(buffer).__name__}")
@@ -113,17 +124,42 @@ class Engine:
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
         flat = buffer.reshape(-1)
+        if end is not None:
+            if not is_int(end) or not 0 <= end <= flat.size:
+                raise StreamError(f"stream '{handle}': end must be an element count in [0, {flat.size}], "
+                                  f"got {end!r:.40}")
+            flat = flat[:end]
         if flat.size == 0 and stream.numElements():
             raise StreamError(f"stream '{handle}': the host array is empty")
-        self._machine.streams[handle] = HostStream(flat, None)
+        self._connect(handle, ArrayStream(flat))
 
-    def connectStreamToCallback(self, handle: str, callback: Callable[[np.ndarray], Any]) -> None:
-        """Call ``callback(array)`` at each stream copy: fill it (host-to-device) or read it."""
+    def connectStreamToCallback(self, handle: str, callback: StreamCallback | Callable[[np.ndarray], Any]
+                                ) -> None:
+        """Connect a FIFO to a :class:`~poplar_py.StreamCallback` (Poplar's fetch, prefetch,
+        complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
+        with each transfer's buffer, which it fills (host-to-device) or reads. A new callback
+        replaces the old one, whose prefetched data is invalidated."""
         self._stream_decl(handle)
-        self._machine.streams[handle] = HostStream(None, callback)
+        if isinstance(callback, StreamCallback):
+            prefetch = self._options.flag("exchange.enablePrefetch") \
+                and self._options["exchange.streamBufferOverlap"] == "none"
+            self._connect(handle, CallbackStream(callback, handle, prefetch))
+        elif callable(callback):
+            self._connect(handle, FunctionStream(callback))
+        else:
+            raise StreamError(f"stream '{handle}': connect a poplar.StreamCallback or a function, got "
+                              f"{type(callback).__name__}")
+
+    def _connect(self, handle: str, host: HostStream) -> None:
+        old = self._machine.streams.get(handle)
+        if old is not None:
+            old.disconnect()
+        self._machine.streams[handle] = host
 
     def _stream_decl(self, handle: str) -> DataStream:
         streams = self._exe.streams
+        if not isinstance(handle, str):
+            raise StreamError(f"a stream handle is a string, got {type(handle).__name__} {handle!r:.40}")
         if handle not in streams:
             raise StreamError(f"no stream '{handle}' in the graph (streams: {', '.join(streams) or 'none'})")
         return streams[handle]
@@ -143,7 +179,11 @@ class Engine:
     def writeTensor(self, handle: str, data: Any, dataEnd: Any = None) -> None:
         """Write host data into the tensor behind a ``createHostWrite`` handle."""
         t = self._transfer(handle, write=True)
+        if data is None or isinstance(data, (str, bytes)):
+            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {data!r:.40}")
         arr = np.asarray(data)
+        if arr.dtype.kind not in "biuf":
+            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {arr.dtype}")
         if arr.size != t.size:
             raise StreamError(f"writeTensor('{handle}'): {arr.size} values for a tensor of "
                               f"{t.size} elements (shape {list(t.shape)})")
@@ -185,12 +225,16 @@ class Engine:
 
 
 def _report_path(options: EngineOptions, name: str) -> str | None:
-    """Where the JSON report goes: `poplar-py run --profile FILE`, else autoReport.directory."""
+    """Where the JSON report goes: `poplar-py run --profile FILE`, else autoReport.directory.
+    A directory that names an existing file is an InvalidOptionError, raised when the Engine is built."""
     path = os.environ.get("POPLAR_PY_PROFILE_FILE")
     if path is None and (options.flag("autoReport.all") or options.flag("autoReport.outputGraphProfile")
                          or options.flag("autoReport.outputExecutionProfile")):
         directory = os.path.join(options["autoReport.directory"], name) if name else \
             options["autoReport.directory"]
+        for parent in (options["autoReport.directory"], directory):
+            if os.path.exists(parent) and not os.path.isdir(parent):
+                raise InvalidOptionError(f"autoReport.directory: '{parent}' is a file, not a directory")
         path = os.path.join(directory, "profile.json")
     return path
 

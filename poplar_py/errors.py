@@ -68,6 +68,11 @@ class InvalidOptionError(PoplarError, ValueError):
     """An unknown engine option, or a bad value for a known one."""
 
 
+class OptionTypeError(InvalidOptionError, InvalidArgumentError):
+    """Engine options that are not a dict of string names: both an InvalidOptionError and a
+    TypeError."""
+
+
 class ProgramError(PoplarError):
     """An invalid control program (bad predicate, bad Switch control, unknown function...)."""
 

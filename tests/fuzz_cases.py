@@ -329,7 +329,41 @@ def _runtime(rng: random.Random) -> Iterator[Case]:
             yield Case(f"runtime-{name}-{mode}", ("Bad", "field 'x'", "tile 1"), action, isolated=True)
 
 
-GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime]
+def _engine(rng: random.Random) -> Iterator[Case]:
+    def built(w: World) -> poplar.Engine:
+        w.graph.createHostWrite("w", w.y)
+        w.graph.createHostRead("r", w.y)
+        engine = poplar.Engine(w.graph, prog.Execute(w.cs))
+        engine.load(w.device)
+        return engine
+
+    options: list[tuple[Any, tuple[str, ...]]] = [
+        (["a"], ("options",)), ("codelets.mode", ("options",)), ({1: "x"}, ("names",)),
+        ({"codelet.fastMath": "true"}, ("codelets.fastMath",)),
+        ({"codelets.mode": "jit"}, ("codelets.mode",)),
+        ({"codelets.checkBounds": "maybe"}, ("codelets.checkBounds",)),
+        ({"codelets.mode": None}, ("codelets.mode",)),
+        ({"autoReport.executionProfileProgramRunCount": "-1"}, ("RunCount",)),
+        ({"target.deterministicWorkers": "sometimes"}, ("deterministicWorkers",))]
+    for k, (opts, culprit) in enumerate(options):
+        yield Case(f"engine-options-{k}", culprit,
+                   lambda w, o=opts: poplar.Engine(w.graph, prog.Sequence(), o))
+    for k, x in enumerate(BAD_INTS + [-1, 5]):
+        yield Case(f"engine-run-{k}", ("run",) if k < len(BAD_INTS) else ("program",),
+                   lambda w, e, x=x: e.run(x), prepare=built)
+    junk: list[Any] = [None, "abc", [None, 1.0], object(), np.zeros(2, np.float32), np.zeros(3, complex)]
+    for k, x in enumerate(junk):
+        yield Case(f"engine-write-{k}", ("'w'",), lambda w, e, x=x: e.writeTensor("w", x), prepare=built)
+    for k, x in enumerate([None, 3, "nope"]):
+        yield Case(f"engine-read-{k}", ("handle",), lambda w, e, x=x: e.readTensor(x), prepare=built)
+        yield Case(f"engine-connect-{k}", ("stream",), lambda w, e, x=x: e.connectStream(x, np.zeros(3)),
+                   prepare=built)
+        yield Case(f"engine-load-{k}", ("load",), lambda w, e, x=x: e.load(x), prepare=built)
+    for k, x in enumerate([None, 3, "graph"]):
+        yield Case(f"engine-graph-{k}", ("Engine",), lambda w, x=x: poplar.Engine(x, prog.Sequence()))
+
+
+GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime, _engine]
 
 
 def cases() -> list[Case]:

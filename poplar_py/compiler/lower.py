@@ -23,6 +23,7 @@ from ..handles import DataStream
 from ..ir import GraphIR
 from ..printing import format_tensor
 from ..regions import Runs, unique_sorted
+from ..streams import HostStream
 from ..tensor import Tensor
 from ..types import Type
 from .computeset import ComputeSetPlans
@@ -32,15 +33,6 @@ from .layout import Located, MemoryLayout
 from .vertex_tables import ComputeSetRunner
 
 _I64 = np.int64
-
-
-class HostStream:
-    """A host buffer connected to a FIFO: circular, or a callback."""
-
-    def __init__(self, array: np.ndarray | None, callback: Callable[[np.ndarray], object] | None) -> None:
-        self.array = array
-        self.callback = callback
-        self.position = 0
 
 
 @dataclass
@@ -122,27 +114,14 @@ class StreamCopyStep(HostStep):
         stream = m.streams.get(self.handle)
         if stream is None:
             raise StreamError(f"stream '{self.handle}' is not connected: call engine.connectStream first")
-        n = self.n
-        if stream.callback is not None:
-            data = np.empty(n, dtype=self.dtype)
-            if self.to_device:
-                stream.callback(data)
-                self.plan.execute(data.ctypes.data, m.base)
-            else:
-                self.plan.execute(m.base, data.ctypes.data)
-                stream.callback(data)
+        if self.to_device:
+            data = stream.to_device(self.n, self.dtype)
+            self.plan.execute(data.ctypes.data, m.base)
+            stream.transferred()
         else:
-            assert stream.array is not None
-            size, pos = stream.array.size, stream.position
-            window = np.arange(pos, pos + n) % size if pos + n > size else slice(pos, pos + n)
-            if self.to_device:
-                data = np.ascontiguousarray(stream.array[window])
-                self.plan.execute(data.ctypes.data, m.base)
-            else:
-                data = np.empty(n, dtype=self.dtype)
-                self.plan.execute(m.base, data.ctypes.data)
-                stream.array[window] = data
-            stream.position = (pos + n) % size if size else 0
+            data = np.empty(self.n, dtype=self.dtype)
+            self.plan.execute(m.base, data.ctypes.data)
+            stream.from_device(data)
         m.record.counts[self.id] += 1
 
 
