@@ -79,7 +79,7 @@ class ReduceMax(ReduceOp):
 
     @staticmethod
     def update(acc, x):
-        return x if x > acc else acc
+        return x if x > acc or x != x else acc  # a NaN stays, as numpy's max
 
 
 class ReduceMin(ReduceOp):
@@ -87,7 +87,7 @@ class ReduceMin(ReduceOp):
 
     @staticmethod
     def update(acc, x):
-        return x if x < acc else acc
+        return x if x < acc or x != x else acc  # a NaN stays, as numpy's min
 
 
 class ReduceLogicalAnd(ReduceOp):

@@ -53,6 +53,14 @@ def _square(x):
     return x * x
 
 
+def _fmax(a, b):
+    return a if a != a or a > b else b
+
+
+def _fmin(a, b):
+    return a if a != a or a < b else b
+
+
 def _signum(x):
     return 1 if x > 0 else (-1 if x < 0 else 0)
 
@@ -241,6 +249,8 @@ class _Generator:
             return f"math.{_MATH[op]}({a}, {b})"
         if op in _FLOAT_HELPERS:
             return self.call(_FLOAT_HELPERS[op], t, a, b)
+        if t.is_float and op in (_B.MAXIMUM, _B.MINIMUM):  # NaN in either gives NaN, as numpy's
+            return self.call("_fmax" if op is _B.MAXIMUM else "_fmin", t, a, b)
         if t == BOOL and op in (_B.BITWISE_AND, _B.BITWISE_OR, _B.BITWISE_XOR):
             op = {_B.BITWISE_AND: _B.LOGICAL_AND, _B.BITWISE_OR: _B.LOGICAL_OR}.get(op, _B.NOT_EQUAL)
         if op in _INFIX:
