@@ -117,6 +117,11 @@ class Graph:
     def getTopLevelGraph(self) -> Graph:
         return self._top
 
+    def owns(self, t: object) -> bool:
+        """Whether ``t`` is a tensor of this graph (virtual graphs share their top-level
+        graph's tensors). A poplar-py addition, for libraries that check their arguments."""
+        return isinstance(t, Tensor) and t.variables is self._vars
+
     def createVirtualGraph(self, *args: Any) -> Graph:
         """A view of some of this graph's tiles: ``(numTilesPerIPU)``, the first tiles of each
         IPU; ``(lowerTile, upperTile)``; or ``(tiles)``, a list. Tile ids inside it are relative

@@ -7,7 +7,7 @@ everything else lives in the graph's tables.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from .errors import GraphConnectionError, UnknownFieldError
@@ -31,7 +31,7 @@ class ComputeSet:
 
     id: int
     name: str
-    owner: int = 0  # the graph's token (VariableTable.token): handles of another graph are refused
+    owner: int = field(default=0, repr=False)  # the graph's token: another graph's are refused
 
     def getId(self) -> int:
         return self.id
@@ -42,7 +42,7 @@ class Function:
     """Control code registered with ``graph.addFunction`` and run by ``program.Call``."""
 
     id: int
-    owner: int = 0  # the graph's token, as ComputeSet's
+    owner: int = field(default=0, repr=False)  # the graph's token, as ComputeSet's
 
     def getId(self) -> int:
         return self.id

@@ -23,6 +23,7 @@ import numpy as np
 import poplar_py as poplar
 from poplar_py import Input, Output, Vector, Vertex
 from poplar_py import program as prog
+from poplibs_py import poplin, popops, poprand
 
 SEED = 20261124
 
@@ -363,7 +364,50 @@ def _engine(rng: random.Random) -> Iterator[Case]:
         yield Case(f"engine-graph-{k}", ("Engine",), lambda w, x=x: poplar.Engine(x, prog.Sequence()))
 
 
-GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime, _engine]
+def _poplibs(rng: random.Random) -> Iterator[Case]:
+    def ready(w: World) -> dict[str, Any]:
+        for lib in (popops, poplin, poprand):
+            lib.addCodelets(w.graph)
+        seed = w.graph.addVariable(poplar.UNSIGNED_INT, [2], "seed")
+        w.graph.setTileMapping(seed, 0)
+        return {"seq": prog.Sequence(), "seed": seed}
+
+    bad: list[Any] = [None, 3, "t", np.eye(3, dtype=np.float32)]
+    f32, add, total = poplar.FLOAT, popops.expr.Add(popops.expr._1, popops.expr._2), popops.Operation.ADD
+    calls: list[tuple[str, Callable[..., Any], tuple[str, ...]]] = [
+        ("matMul-a", lambda w, r, x: poplin.matMul(w.graph, x, w.t, r["seq"]), ("matMul: A",)),
+        ("matMul-b", lambda w, r, x: poplin.matMul(w.graph, w.t, x, r["seq"]), ("matMul: B",)),
+        ("add", lambda w, r, x: popops.add(w.graph, w.t, "n" if x is None else x, r["seq"]), ("operand 1",)),
+        ("map", lambda w, r, x: popops.map(w.graph, add, [w.t, x], r["seq"]), ("input 1",)),
+        ("reduce", lambda w, r, x: popops.reduce(w.graph, x, [0], total, r["seq"]), ("input",)),
+        ("fill", lambda w, r, x: popops.fill(w.graph, x, r["seq"], 1.0), ("fill",)),
+        ("cast", lambda w, r, x: popops.cast(w.graph, x, poplar.HALF, r["seq"]), ("source",)),
+        ("uniform-ref", lambda w, r, x: poprand.uniform(w.graph, r["seed"], 0, x, f32, 0.0, 1.0, r["seq"]),
+         ("uniform",)),
+    ]
+    for name, call, culprit in calls:
+        for k, x in enumerate(bad):
+            if name == "add" and k == 1:
+                continue  # (a number is a legal operand)
+            yield Case(f"poplibs-{name}-{k}", culprit, lambda w, r, c=call, x=x: c(w, r, x), prepare=ready)
+        yield Case(f"poplibs-{name}-foreign", ("another graph",), lambda w, r, c=call: c(w, r, w.o),
+                   prepare=ready)
+    numbers: list[tuple[str, Callable[..., Any]]] = [
+        ("fill-value", lambda w, r, x: popops.fill(w.graph, w.t, r["seq"], x)),
+        ("uniform-min", lambda w, r, x: poprand.uniform(w.graph, r["seed"], 0, w.t, f32, x, 1.0, r["seq"])),
+        ("normal-std", lambda w, r, x: poprand.normal(w.graph, r["seed"], 0, w.t, f32, 0.0, x, r["seq"])),
+        ("bernoulli-p", lambda w, r, x: poprand.bernoulli(w.graph, r["seed"], 0, w.t, f32, x, r["seq"])),
+        ("reduce-dims", lambda w, r, x: popops.reduce(w.graph, w.t, [x], total, r["seq"])),
+    ]
+    for name, call in numbers:
+        for k, x in enumerate(["1", None, [1.0], b"x"]):
+            yield Case(f"poplibs-{name}-{k}", (), lambda w, r, c=call, x=x: c(w, r, x), prepare=ready)
+    yield Case("poplibs-reduce-prog", ("Sequence",),
+               lambda w, r: popops.reduce(w.graph, w.t, [0], popops.Operation.ADD, "seq"), prepare=ready)
+
+
+GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime, _engine,
+              _poplibs]
 
 
 def cases() -> list[Case]:

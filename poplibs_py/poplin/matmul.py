@@ -21,7 +21,7 @@ from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, templateVertex, tensorArgument
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
     REGISTER_TILE,
@@ -106,6 +106,7 @@ def matMul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, *args: Any,
     type defaults to A's. Appends one or two compute sets to ``prog`` (see module doc).
     """
     out_type, debugName, options = _split_overload(args, debugName, options)
+    A, B = tensorArgument(graph, A, "matMul: A"), tensorArgument(graph, B, "matMul: B")
     if A.rank() != 2 or B.rank() != 2:
         raise PoplibsError(f"Operand to matrix multiplication is not a matrix: shapes {A.shape()} and "
                            f"{B.shape()}")
@@ -116,6 +117,7 @@ def matMulGrouped(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, *arg
                   debugName: str = "", options: dict | None = None) -> Tensor:
     """``A [g, m, k] @ B [g, k, n]`` -> ``[g, m, n]``: the groups' products spread over the tiles."""
     out_type, debugName, options = _split_overload(args, debugName, options)
+    A, B = tensorArgument(graph, A, "matMulGrouped: A"), tensorArgument(graph, B, "matMulGrouped: B")
     if A.rank() != 3 or B.rank() != 3:
         raise PoplibsError(f"Operand to grouped matrix multiplication is not a group of matrices: shapes "
                            f"{A.shape()} and {B.shape()}")
@@ -233,6 +235,7 @@ def _unmapped(graph: Graph, t: Tensor) -> bool:
 
 def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type | None, name: str,
             options: dict | None, out: Tensor | None = None, scale: float | None = None) -> Tensor:
+    A, B = tensorArgument(graph, A, "matMul: A"), tensorArgument(graph, B, "matMul: B")
     shape = checkShapes(A.shape(), B.shape())
     in_type = _check_types(A, B)
     out_type = out_type or in_type

@@ -6,7 +6,7 @@ from poplar_py import Graph, Tensor, Type
 from poplar_py import program as prog_
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, templateVertex, tensorArgument
 from .expr_map import ProgOrCs, addElementWiseVertices, computeSetFor, createOutputForElementWiseOp
 
 __all__ = ["cast", "castWithOutput"]
@@ -22,6 +22,7 @@ def cast(graph: Graph, src: Tensor, dst: Type | object | Tensor, prog: ProgOrCs 
     integer truncates toward zero and saturates at the type's range (NaN gives 0); integer ->
     integer wraps; to a float type rounds to nearest; to bool is ``!= 0``.
     """
+    src = tensorArgument(graph, src, "cast: the source")
     if isinstance(dst, Tensor):
         if prog is not None:
             raise PoplibsError("cast(graph, src, dst) into a tensor returns a program: pass no prog "

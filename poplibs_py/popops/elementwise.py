@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from poplar_py import BOOL, Graph, Tensor, Type
 
-from ..poputil import PoplibsError
+from ..poputil import PoplibsError, tensorArgument
 from . import expr as pe
 from .expr_map import ProgOrCs, createOutputForElementWiseOp, map, mapInPlace, mapWithOutput  # noqa: A004
 
@@ -45,7 +45,7 @@ def _tensors(graph: Graph, op: _OpType, operands: list[Operand]) -> list[Tensor]
     out = []
     for k, a in enumerate(operands):
         if isinstance(a, Tensor):
-            out.append(a)
+            out.append(tensorArgument(graph, a, f"{op.name}: operand {k}"))
             continue
         if not isinstance(a, (bool, int, float)):
             raise PoplibsError(f"{op.name}: operand {k} must be a tensor or a number, got {a!r}")

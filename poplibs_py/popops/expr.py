@@ -24,7 +24,7 @@ import numpy as np
 from poplar_py import BOOL, FLOAT, HALF, Type
 from poplar_py.types import ALL_TYPES, asType
 
-from ..poputil import PoplibsError
+from ..poputil import PoplibsArgumentError, PoplibsError
 
 __all__ = [
     "Abs", "Add", "And", "Any", "Asin", "Atan2", "BinaryOp", "BinaryOpType", "BitwiseAnd", "BitwiseNot",
@@ -156,7 +156,7 @@ def as_expr(x: ExprLike) -> Expr:
         return x
     if isinstance(x, (bool, int, float, np.generic)):
         return Const(x)
-    raise TypeError(f"cannot use {type(x).__name__} {x!r} in a popops expression")
+    raise PoplibsArgumentError(f"cannot use {type(x).__name__} {x!r:.40} in a popops expression")
 
 
 class Expr:

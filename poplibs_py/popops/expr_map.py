@@ -19,7 +19,14 @@ import numpy as np
 from poplar_py import ComputeSet, Graph, Tensor, Type, concat
 from poplar_py import program as prog_
 
-from ..poputil import PoplibsError, broadcastToMatch, mapTensorLinearly, splitRegionsBetweenWorkers
+from ..poputil import (
+    PoplibsArgumentError,
+    PoplibsError,
+    broadcastToMatch,
+    mapTensorLinearly,
+    splitRegionsBetweenWorkers,
+    tensorArgument,
+)
 from . import expr as pe
 from .expr_codegen import mapVertexClass
 
@@ -103,7 +110,9 @@ def computeSetFor(graph: Graph, prog: ProgOrCs, debugName: str) -> ComputeSet:
 def _map(graph: Graph, e: pe.Expr, ts: Sequence[Tensor], out: Tensor | None, prog: ProgOrCs,
          debugName: str, inPlace: bool) -> Tensor:
     e = pe.as_expr(e)
-    ts = list(ts)
+    if not isinstance(ts, (list, tuple)):
+        raise PoplibsArgumentError(f"map: the inputs must be a list of tensors, got {type(ts).__name__}")
+    ts = [tensorArgument(graph, t, f"map: input {k}") for k, t in enumerate(ts)]
     if not ts:
         raise PoplibsError("map needs at least one input tensor")
     types = [t.elementType() for t in ts]

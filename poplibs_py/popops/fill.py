@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from poplar_py import Graph, Tensor, concat
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsArgumentError, PoplibsError, templateVertex, tensorArgument
 from .expr_map import ProgOrCs, addElementWiseVertices, computeSetFor
 
 __all__ = ["fill", "zero"]
@@ -38,6 +40,10 @@ def fill(graph: Graph, t: Tensor, prog: ProgOrCs, value: bool | int | float, deb
     the value where the elements live. ``t`` must not contain constants; aliased elements are
     written once. ``prog`` may be a ComputeSet (the vertices join it).
     """
+    t = tensorArgument(graph, t, "fill")
+    if isinstance(value, (str, bytes)) or not isinstance(value, (bool, int, float, np.number)):
+        raise PoplibsArgumentError(f"fill of tensor '{t.name}': the value must be a number, "
+                                   f"got {value!r:.40}")
     if t.containsConstant():
         raise PoplibsError(f"fill: tensor '{t.name}' contains constants")
     cs = computeSetFor(graph, prog, debugName or "fill")

@@ -32,9 +32,10 @@ import numpy as np
 
 from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type, concat
 from poplar_py import program as prog
+from poplar_py.arguments import is_int
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, calcLinearTileMapping, templateVertex
+from ..poputil import PoplibsError, calcLinearTileMapping, templateVertex, tensorArgument
 from .reduce_plan import (
     Regions,
     assign_partials,
@@ -96,8 +97,9 @@ def reduce(graph: Graph, t: Tensor, *args: Any, debugName: str = "") -> Tensor:
 
     ``reduce(graph, t, dims, params, prog[, debugName])`` or, with an explicit output type,
     ``reduce(graph, t, outType, dims, params, prog[, debugName])``; ``params`` is a
-    ReduceParams or an Operation. Adds one or two compute sets to ``prog``; every element
-    is reduced by vertices on the tiles that hold it (see the module docstring).
+    ReduceParams or an Operation. Adds one or two compute sets to ``prog`` (a Sequence, or a
+    list of ComputeSets as in ``reduceMany``); every element is reduced by vertices on the
+    tiles that hold it (see the module docstring).
     """
     out_type = None
     if args and isinstance(args[0], (Type, str, type, np.dtype)):
@@ -107,36 +109,47 @@ def reduce(graph: Graph, t: Tensor, *args: Any, debugName: str = "") -> Tensor:
     dims, params, program = args[0], args[1], args[2]
     name = args[3] if len(args) == 4 else debugName
     outputs: list[Tensor] = []
-    reduceMany(graph, [SingleReduceOp(t, list(dims), params, out_type, name)], outputs, program, name)
+    reduceMany(graph, [SingleReduceOp(t, dims, params, out_type, name)], outputs, program, name)
     return outputs[0]
 
 
 def reduceWithOutput(graph: Graph, t: Tensor, out: Tensor, dims: list[int],
-                     params: ReduceParams | Operation, program: prog.Sequence, debugName: str = "") -> None:
+                     params: ReduceParams | Operation, program: prog.Sequence | list[ComputeSet],
+                     debugName: str = "") -> None:
     """Reduce ``t`` over ``dims`` into ``out`` (which must have the output's shape); with
     ``params.update`` the result is added to ``out``. An incompletely mapped ``out`` is mapped
     as ``reduce`` maps a new output. Vertices run as in ``reduce``."""
-    reduceMany(graph, [SingleReduceOp(t, list(dims), params, out.elementType(), debugName)], [out],
+    reduceMany(graph, [SingleReduceOp(t, dims, params, out.elementType(), debugName)], [out],
                program, debugName)
 
 
 def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Tensor],
-               program: prog.Sequence, debugName: str = "") -> None:
+               program: prog.Sequence | list[ComputeSet], debugName: str = "") -> None:
     """Several reductions sharing compute sets (all first stages in one, all second stages
     in another). If ``outputs`` is empty the outputs are created and appended to it;
-    otherwise ``outputs[i]`` receives reduction ``i``."""
+    otherwise ``outputs[i]`` receives reduction ``i``.
+
+    ``program`` is a Sequence, which gets an Execute of each compute set, or (PopLibs'
+    ``std::vector<ComputeSet> &css`` form) a list of compute sets: stage ``i`` adds its
+    vertices to ``program[i]``, and stages beyond the list's end append new compute sets to
+    it, for the caller to execute in order."""
+    if not isinstance(program, (prog.Sequence, list)) or (
+            isinstance(program, list) and not all(isinstance(c, ComputeSet) for c in program)):
+        raise PoplibsError(f"reduce: expected a Sequence or a list of ComputeSets to add to, got "
+                           f"{type(program).__name__}")
     if outputs and len(outputs) != len(reductions):
         raise PoplibsError(f"reduceMany: {len(reductions)} reductions but {len(outputs)} outputs")
     given = list(outputs)
-    css: list[ComputeSet] = []
+    css: list[ComputeSet] = program if isinstance(program, list) else []
     name = debugName or "reduce"
     for i, op in enumerate(reductions):
         outputs_i = given[i] if given else None
         result = _reduce_one(graph, op, outputs_i, css, op.debugName or name)
         if not given:
             outputs.append(result)
-    for cs in css:
-        program.add(prog.Execute(cs))
+    if isinstance(program, prog.Sequence):
+        for cs in css:
+            program.add(prog.Execute(cs))
 
 
 # ---- one reduction ------------------------------------------------------------------------------
@@ -181,6 +194,9 @@ def _identity(op: Operation, acc: Type) -> Any:
 
 
 def _check_dims(t: Tensor, dims: list[int]) -> list[int]:
+    if not isinstance(dims, (list, tuple)) or not all(is_int(d) for d in dims):
+        raise PoplibsError(f"reduce: the dimensions of tensor '{t.name}' must be a list of integers, "
+                           f"got {dims!r:.60}")
     dims = [int(d) for d in dims]
     bad = [d for d in dims if not 0 <= d < t.rank()]
     if bad:
@@ -192,7 +208,9 @@ def _check_dims(t: Tensor, dims: list[int]) -> list[int]:
 
 def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[ComputeSet],
                 name: str) -> Tensor:
-    t = op.input
+    t = tensorArgument(graph, op.input, "reduce: the input")
+    if out is not None:
+        tensorArgument(graph, out, "reduce: the output")
     params = _params(op.params)
     dims = _check_dims(t, op.dims)
     out_type = op.outType if op.outType is not None else t.elementType()

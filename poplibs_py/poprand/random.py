@@ -28,7 +28,13 @@ from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type, conca
 from poplar_py import program as prog_
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, splitRegionsBetweenWorkers, templateVertex
+from ..poputil import (
+    PoplibsArgumentError,
+    PoplibsError,
+    splitRegionsBetweenWorkers,
+    templateVertex,
+    tensorArgument,
+)
 
 __all__ = ["DEFAULT_SEED", "bernoulli", "dropout", "getHwSeeds", "normal", "setHwSeeds", "setSeed",
            "truncatedNormal", "uniform"]
@@ -55,7 +61,8 @@ def _seed_tensor(graph: Graph, seed: Tensor | None, name: str) -> Tensor:
     if seed is None:
         return _hw_seed(graph)
     if not isinstance(seed, Tensor):
-        raise PoplibsError(f"{name}: seed must be a Tensor or None, got {type(seed).__name__}")
+        raise PoplibsArgumentError(f"{name}: seed must be a Tensor or None, got {type(seed).__name__}")
+    tensorArgument(graph, seed, f"{name}: seed")
     if seed.rank() != 1 or seed.numElements() != 2 or seed.elementType() != UNSIGNED_INT:
         raise PoplibsError(f"{name}: seed '{seed.name}' must be a 2-element UNSIGNED_INT tensor of rank 1, "
                            f"has shape {seed.shape()} and type {seed.elementType()}")
@@ -79,7 +86,15 @@ def _check_type(type_: object, allowed: tuple[Type, ...], name: str) -> Type:
     return t
 
 
+def _numbers(name: str, **values: object) -> None:
+    """Each value must be a (real) number."""
+    for what, v in values.items():
+        if isinstance(v, (bool, str, bytes)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise PoplibsArgumentError(f"{name}: {what} must be a number, got {type(v).__name__} {v!r:.40}")
+
+
 def _check_probability(p: float, what: str, name: str) -> float:
+    _numbers(name, **{what: p})
     if not 0.0 <= p <= 1.0:  # also rejects NaN
         raise PoplibsError(f"{name}: {what} must be in [0, 1], got {p}")
     return float(p)
@@ -101,6 +116,7 @@ def _generate(graph: Graph, seed: Tensor | None, seedModifier: int, reference: T
     """A clone of ``reference`` (of ``type_``) written by one ``vertex<type_>`` vertex per
     (tile, worker) share of it, in a new compute set executed by ``prog``; each vertex gets
     the seed, its stream id and ``state`` (and its share of ``src`` as ``input``)."""
+    tensorArgument(graph, reference, f"{name}: reference")
     seed_t = _seed_tensor(graph, seed, name)
     modifier = _check_modifier(seedModifier, name)
     out = graph.clone(type_, reference, name)
@@ -138,6 +154,7 @@ def uniform(graph: Graph, seed: Tensor | None, seedModifier: int, reference: Ten
     """
     name = debugName or "uniform"
     type_ = _check_type(outType, (FLOAT, HALF, INT), name)
+    _numbers(name, minVal=minVal, maxVal=maxVal)
     if not minVal <= maxVal:  # also rejects NaN
         raise PoplibsError(f"{name}: need minVal <= maxVal, got [{minVal}, {maxVal}]")
     if type_ == INT:
@@ -161,6 +178,7 @@ def normal(graph: Graph, seed: Tensor | None, seedModifier: int, reference: Tens
     """
     name = debugName or "normal"
     type_ = _check_type(outType, (FLOAT, HALF), name)
+    _numbers(name, mean=mean, stdDev=stdDev)
     state = {"mean": mean, "stdDev": stdDev, "alpha": math.inf, "rounds": 1}
     return _generate(graph, seed, seedModifier, reference, type_, "poprand::Normal", state, prog, name)
 
@@ -188,6 +206,7 @@ def truncatedNormal(graph: Graph, seed: Tensor | None, seedModifier: int, refere
     """
     name = debugName or "truncatedNormal"
     type_ = _check_type(outType, (FLOAT, HALF), name)
+    _numbers(name, mean=mean, stdDev=stdDev, alpha=alpha)
     if not alpha > 0:
         raise PoplibsError(f"{name}: alpha must be positive, got {alpha}")
     state = {"mean": mean, "stdDev": stdDev, "alpha": alpha, "rounds": _rounds(alpha)}

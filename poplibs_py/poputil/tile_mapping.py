@@ -12,6 +12,8 @@ import numpy as np
 
 from poplar_py import Graph, Interval, Tensor
 
+from .errors import tensorArgument
+
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
@@ -58,4 +60,5 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
 def mapTensorLinearly(graph: Graph, t: Tensor, minElementsPerTile: int | None = None,
                       grainSize: int | None = None) -> None:
     """Spread ``t`` evenly over the tiles, low elements on low tiles (PopLibs' algorithm)."""
+    tensorArgument(graph, t, "mapTensorLinearly")
     graph.setTileMapping(t, calcLinearTileMapping(graph, t, minElementsPerTile, grainSize))
