@@ -379,3 +379,21 @@ def test_column_reduction_rows_in_place(harness, rows):
     t = h.tensor(x)
     (got,) = h.run(popops.reduce(h.graph, t, [0], Op.ADD, h.seq))
     np.testing.assert_array_equal(got, x.sum(0))
+
+
+def test_reductions_add_to_a_list_of_compute_sets_as_poplibs_css_form(harness):
+    """Graphcore's advanced example: reduceWithOutput(g, t, out, {1}, ADD, reductionSets, ...)."""
+    h = harness()
+    x = np.random.default_rng(3).standard_normal((40, 30)).astype(np.float32)
+    t = h.tensor(x)
+    out = h.tensor(np.zeros(40, np.float32))
+    reduction_sets: list = []
+    popops.reduceWithOutput(h.graph, t, out, [1], popops.ReduceParams(popops.Operation.ADD), reduction_sets,
+                            "reduction")
+    assert reduction_sets and all(isinstance(cs, poplar.ComputeSet) for cs in reduction_sets)
+    for cs in reduction_sets:
+        h.seq.add(prog.Execute(cs))
+    more = popops.reduce(h.graph, t, [0], popops.Operation.MAX, reduction_sets)  # reuses the stages
+    (got, most) = h.run(out, more)
+    np.testing.assert_allclose(got, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(most, x.max(axis=0))
