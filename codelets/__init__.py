@@ -1,4 +1,8 @@
-"""Python codelet sources of the PopLibs libraries, one folder per library."""
+"""Python codelet sources of the PopLibs libraries, one folder per library.
+
+The folder sits at the top of the repository and is installed as ``poplibs_py.codelets``
+(pyproject.toml maps it), so nothing named ``codelets`` lands in site-packages.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,14 @@ import importlib
 import pkgutil
 from types import ModuleType
 
+from poplar_py import Graph, Vertex
 
-def add_library(graph: object, library: str) -> None:
+
+def add_library(graph: Graph, library: str) -> None:
     """Register every codelet class of ``library`` with ``graph`` (templates stay templates)."""
-    from poplar_py import Vertex
-
     classes = [obj for module in library_modules(library) for obj in vars(module).values()
                if isinstance(obj, type) and issubclass(obj, Vertex) and obj.__module__ == module.__name__]
-    graph.addCodelets(classes)  # type: ignore[attr-defined]
+    graph.addCodelets(classes)
 
 
 def library_modules(library: str) -> list[ModuleType]:

@@ -7,7 +7,7 @@ matMul on im2col views of the (padded) input; views never copy, so the exchange 
 each tile's patches.
 """
 
-from codelets import add_library
+from ..codelets import add_library
 
 from .convolution import ConvParams, convolution, createInput, createWeights
 from .matmul import (

@@ -9,7 +9,7 @@ Every operation adds vertices, compute sets and programs to the caller's graph a
 tiles holding the data. Call ``popops.addCodelets`` and ``popnn.addCodelets`` first.
 """
 
-from codelets import add_library
+from ..codelets import add_library
 
 from . import bn as bn
 from . import gn as gn

@@ -5,7 +5,7 @@ generated from an expression), compute sets and programs to the caller's graph; 
 work runs on the tiles that hold the data.
 """
 
-from codelets import add_library
+from ..codelets import add_library
 
 from . import expr as expr
 from .cast import *  # noqa: F403

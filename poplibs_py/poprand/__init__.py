@@ -6,7 +6,7 @@ numbers (``codelets/poprand/random.py``), so a result depends only on those and 
 output's tile mapping. See :mod:`.random` for the seed model (``seed=None``, setSeed).
 """
 
-from codelets import add_library
+from ..codelets import add_library
 
 from .random import *  # noqa: F403
 
