@@ -8,7 +8,6 @@ each tile's patches.
 """
 
 from ..codelets import add_library
-
 from .convolution import ConvParams, convolution, createInput, createWeights
 from .matmul import (
     createMatMulInputLHS,

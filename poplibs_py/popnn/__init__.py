@@ -10,7 +10,6 @@ tiles holding the data. Call ``popops.addCodelets`` and ``popnn.addCodelets`` fi
 """
 
 from ..codelets import add_library
-
 from . import bn as bn
 from . import gn as gn
 from . import ln as ln

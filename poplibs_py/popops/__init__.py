@@ -6,7 +6,6 @@ work runs on the tiles that hold the data.
 """
 
 from ..codelets import add_library
-
 from . import expr as expr
 from .cast import *  # noqa: F403
 from .dynamic_slice import *  # noqa: F403

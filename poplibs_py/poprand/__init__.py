@@ -7,7 +7,6 @@ output's tile mapping. See :mod:`.random` for the seed model (``seed=None``, set
 """
 
 from ..codelets import add_library
-
 from .random import *  # noqa: F403
 
 
