@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
+import linecache
 import os
 import sys
+import tempfile
 import types as pytypes
 from collections.abc import Iterable
+from pathlib import Path
 from types import CodeType
 from typing import Any
 
@@ -19,6 +23,7 @@ _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
                       for d in ("poplar_py", "poplibs_py", "codelets"))
 
 
+_PREFIX = "poplar_codelets_"  # module names of codelet files loaded by path
 _NATIVE_SOURCES = {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".s", ".gp"}
 
 # id of a code object -> (the code, kept so the id stays its own; file name, None for library code)
@@ -86,10 +91,41 @@ def _load_codelet_file(path: str) -> pytypes.ModuleType:
     raise PoplarError(f"addCodelets: no codelet file '{path}' (looked in {', '.join(candidates)})")
 
 
-def _import(full: str) -> pytypes.ModuleType:
+def codelet_source(module: str) -> str | None:
+    """The source text of a module of codelets that cannot be imported by name: a codelet file
+    loaded by ``addCodelets(path)``, or generated code (source in ``linecache``); else None."""
+    mod = sys.modules.get(module)
+    if mod is None or module == "__main__" or (mod.__spec__ is not None and not module.startswith(_PREFIX)):
+        return None
+    path = getattr(mod, "__file__", None)
+    if path is None:
+        return None
+    if path in linecache.cache:
+        return "".join(linecache.cache[path][2])
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def import_codelet_source(module: str, source: str) -> pytypes.ModuleType:
+    """The codelet module ``module`` again, from its source text (in another process: written to
+    the kernel cache's folder first, so that the compiler can read its source)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return loaded
+    folder = Path(tempfile.gettempdir()) / "poplar_py_codelets"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{module}_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
+    if not path.exists():
+        path.write_text(source)
+    return _import(str(path), module)
+
+
+def _import(full: str, name: str | None = None) -> pytypes.ModuleType:
     """The module of codelet file ``full`` (imported once); a file that does not import is a
     CodeletCompileError naming it."""
-    name = "poplar_codelets_" + str(abs(hash(full)))
+    name = name or _PREFIX + hashlib.sha256(full.encode()).hexdigest()[:16]
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, full)

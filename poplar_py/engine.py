@@ -14,17 +14,17 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import numpy as np
 
-from . import program as prog
 from .arguments import is_int
 from .compiler.costs import RunRecord
 from .compiler.lower import Machine
-from .compiler.pipeline import Executable, HostTransfer, compile_graph
+from .compiler.pipeline import CompiledGraph, HostTransfer
 from .errors import InvalidArgumentError, InvalidOptionError, PoplarError, ProgramError, StreamError
+from .executable import Executable, compileGraph
 from .graph import Graph
 from .handles import DataStream
 from .options import EngineOptions, parseEngineOptions
@@ -34,31 +34,35 @@ from .target import Device
 
 
 class Engine:
-    """Compiles ``graph`` with ``programs`` (one program or a list) for running on a device.
+    """Compiles ``graph`` with ``programs`` (one program or a list) for running on a device,
+    or takes an :class:`~poplar_py.Executable` compiled ahead of time: ``Engine(exe, options)``.
 
     ``options`` is a dict of Poplar-style string flags; POPLAR_ENGINE_OPTIONS (JSON)
-    adds to them. Unknown options raise InvalidOptionError.
+    adds to them. Unknown options raise InvalidOptionError. With an executable, the options
+    that shaped the compiled code (``COMPILE_OPTIONS``) are the executable's.
     """
 
-    def __init__(self, graph: Graph, programs: prog.Program | Sequence[prog.Program],
+    def __init__(self, graph: Graph | Executable, programs: Any = None,
                  options: Mapping[str, Any] | None = None, name: str = "") -> None:
-        if not isinstance(graph, Graph):
-            raise InvalidArgumentError(f"Engine needs a Graph, got {type(graph).__name__} {graph!r:.40}")
-        self._options = parseEngineOptions(options)
-        entries = list(programs) if isinstance(programs, (list, tuple)) else [programs]
+        if isinstance(graph, Executable):
+            exe = graph
+            self._options = _runtime_options(exe.options, programs if options is None else options)
+        elif isinstance(graph, Graph):
+            if programs is None:
+                raise ProgramError("Engine(graph, programs): no programs given")
+            exe = compileGraph(graph, programs, options)
+            self._options = exe.options
+        else:
+            raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
+                                       f"{graph!r:.40}")
         path = _report_path(self._options, name)
-        ir = graph.freeze()
-        dump = os.environ.get("POPLAR_PY_DUMP_IR")
-        if dump:
-            with open(dump, "w") as f:
-                f.write(ir.text())
-        self._exe: Executable = compile_graph(ir, entries, self._options)
+        self._exe: CompiledGraph = exe.compiled
         self.name = name
         arena = self._exe.layout.arena
         assert arena is not None
         self._machine = Machine(arena, RunRecord(len(self._exe.lowered.leaves)), self._exe.lowered.functions)
         self._loaded = False
-        self._profile = Profile(ir, self._exe, self._machine.record)
+        self._profile = Profile(exe.ir, self._exe, self._machine.record)
         if path is not None:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran.
@@ -81,9 +85,9 @@ class Engine:
         for values, plan in self._exe.initial_values:
             plan.execute(values.ctypes.data, m.base)
         for runner in self._exe.lowered.runners:
-            data, plan = runner.image
-            if plan is not None:
-                plan.execute(data.ctypes.data, m.base)
+            image = runner.image
+            if image.plan is not None:
+                image.plan.execute(image.data.ctypes.data, m.base)
         self._loaded = True
 
     def loadAndRun(self, device: Device, programIndex: int = 0) -> None:
@@ -222,6 +226,23 @@ class Engine:
 
     def resetExecutionProfile(self) -> None:
         self._machine.record.reset()
+
+
+#: options an executable's compiled code depends on: fixed when it is compiled
+COMPILE_OPTIONS = ("codelets.mode", "codelets.checkBounds", "codelets.fastMath", "tileMapping.strict",
+                   "debug.allowOutOfMemory")
+
+
+def _runtime_options(compiled: EngineOptions, options: Mapping[str, Any] | None) -> EngineOptions:
+    """An executable's options, with ``options`` changing those that are not compile options."""
+    given = parseEngineOptions(options)
+    for key in COMPILE_OPTIONS:
+        if options and key in options and given[key] != compiled[key]:
+            raise InvalidOptionError(f"engine option '{key}' was fixed when the executable was compiled "
+                                     f"('{compiled[key]}'); compile it again to change it")
+    values = dict(given.values)
+    values.update({key: compiled[key] for key in COMPILE_OPTIONS})
+    return EngineOptions(values)
 
 
 def _report_path(options: EngineOptions, name: str) -> str | None:

@@ -73,6 +73,11 @@ class OptionTypeError(InvalidOptionError, InvalidArgumentError):
     TypeError."""
 
 
+class ExecutableError(PoplarError, ValueError):
+    """A file that is not a poplar-py executable, or a corrupt, truncated or foreign one (the
+    message names the file), or an executable that cannot be serialized."""
+
+
 class ProgramError(PoplarError):
     """An invalid control program (bad predicate, bad Switch control, unknown function...)."""
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .compiler.costs import CostModel, RunRecord
-from .compiler.pipeline import Executable
+from .compiler.pipeline import CompiledGraph
 from .ir import GraphIR, VerticesIR
 from .regions import unique_sorted
 
@@ -35,7 +35,7 @@ from .regions import unique_sorted
 class Profile:
     """An engine's compilation figures and run record, turned into the report on demand."""
 
-    def __init__(self, graph: GraphIR, exe: Executable, record: RunRecord) -> None:
+    def __init__(self, graph: GraphIR, exe: CompiledGraph, record: RunRecord) -> None:
         self.exe = exe
         self.record = record
         self.model = CostModel(exe.target)

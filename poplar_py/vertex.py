@@ -265,7 +265,7 @@ class Vertex:
             bindings = {**cls.constants, **dict(zip(cls.typeParams, values))}
             cache[key] = type(cls)(safe, (cls,), {
                 "_bindings": bindings, "vertexName": name, "__module__": cls.__module__,
-                "__qualname__": safe})
+                "__qualname__": safe, "templateArgs": values})
             for p, v in zip(params, values):
                 if p.kind is not None:
                     setattr(cache[key], p.name, v)  # self.R in the interpreter, as in Python

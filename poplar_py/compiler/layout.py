@@ -104,6 +104,17 @@ class MemoryLayout:
         self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(_I64)
         self.arena = np.zeros(int(self.tile_base[-1]) + ALIGN, dtype=np.uint8)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the arena (the tile memories): an unpickled layout gets new, zeroed ones."""
+        state = dict(self.__dict__)
+        state["arena"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.tile_base is not None:
+            self.arena = np.zeros(int(self.tile_base[-1]) + ALIGN, dtype=np.uint8)
+
     @property
     def arena_size(self) -> int:
         assert self.tile_base is not None

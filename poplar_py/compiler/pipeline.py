@@ -1,4 +1,4 @@
-"""The graph compiler: a visible list of passes from the frozen graph IR to an Executable.
+"""The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
     complete tile mapping -> lay out variables -> plan compute sets -> account control code
     -> check memory -> fix addresses -> lower programs
@@ -49,7 +49,7 @@ class HostTransfer:
 
 
 @dataclass
-class Executable:
+class CompiledGraph:
     """Everything an Engine needs to load and run: memory layout, steps, host transfers."""
 
     target: Target
@@ -139,7 +139,7 @@ PASSES = [
 ]
 
 
-def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions) -> Executable:
+def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions) -> CompiledGraph:
     """Run every pass in order and package the result."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
@@ -155,7 +155,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
             print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
     assert state.layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: _host_transfer(h, state.layout) for name, h in graph.host_handles.items()}
-    return Executable(graph.target, graph.streams, options, state.mapping, state.layout, state.lowered,
+    return CompiledGraph(graph.target, graph.streams, options, state.mapping, state.layout, state.lowered,
                       _initial_values(graph, state.layout), transfers, times)
 
 

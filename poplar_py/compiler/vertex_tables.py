@@ -26,6 +26,7 @@ from .codelets import (
     CodeletInfo,
     CompiledCodelet,
     KernelOptions,
+    codelet_info,
     compile_codelet,
     error_message,
 )
@@ -104,6 +105,31 @@ class _Group:
     estimated: int  # cycles of the vertices with estimates, per run
     err: np.ndarray  # one error record per chunk
     chunks: list[tuple[int, ...]]  # first vertex, then run()'s (states, n, slots, sums, err)
+    kernel: KernelOptions | None = None  # how ``compiled`` was compiled (None: interpreter mode)
+
+    def pointer_columns(self) -> list[str]:
+        """The state table's columns holding arena addresses (vectors, lists, scalar edges)."""
+        specs = self.cls.fields
+        return [name for name in self.table.dtype.names or ()
+                if name.endswith(".ptr") or (name in specs and specs[name].direction is not Direction.STATE)]
+
+    def __getstate__(self) -> dict:
+        """Pickled without what belongs to this process (kernel addresses, parsed codelet)."""
+        state = dict(self.__dict__)
+        state.update(info=None, compiled=None, chunks=[])
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled: the codelet checked again and its kernel taken from the disk cache."""
+        self.__dict__.update(state)
+        self.info = codelet_info(self.cls)
+        self.compiled = compile_codelet(self.cls, self.kernel) if self.kernel is not None else None
+        self.chunks = _chunks(self.table, self.slots, self.sums, self.err)
+
+    def rebase(self, delta: int) -> None:
+        """Move the table's arena addresses by ``delta`` bytes."""
+        for name in self.pointer_columns():
+            self.table[name] += np.uint64(delta % 2**64)
 
     def run_native(self) -> np.void | None:
         """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
@@ -232,7 +258,7 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
         kernel = replace(kernel, lanes=True)  # enough vertices to fill the lockstep lanes
     compiled = compile_codelet(cls, kernel) if kernel is not None else None
     return _Group(cls, info, compiled, positions, table, measured, sums, estimate, err,
-                  _chunks(table, measured, sums, err))
+                  _chunks(table, measured, sums, err), kernel)
 
 
 class ComputeSetRunner:
@@ -263,10 +289,19 @@ class ComputeSetRunner:
                                     slots, estimates)
                        for cls, positions in plan.groups.items()]
         self.image = image.plan()  # written into tile memory by Engine.load
+        self.base = base  # the arena address the tables and the image hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
         # the same: account it once
         measures = not self.interpret and any((g.slots >= 0).any() for g in self.groups)
         self.fixed = None if measures else self._tile_cycles(self.estimated)
+
+    def rebase(self, base: int) -> None:
+        """Point the tables and the image at an arena at ``base`` (a deserialized executable's)."""
+        delta, self.base = base - self.base, base
+        if delta:
+            for g in self.groups:
+                g.rebase(delta)
+            self.image.rebase(delta)
 
     def _slots(self, graph: GraphIR, plan: ComputeSetPlan) -> np.ndarray:
         """Where each vertex's cycles add up: plain vertices go round-robin to their tile's worker
@@ -334,6 +369,23 @@ class ComputeSetRunner:
         return sums[0] / runs, sums[1] / runs
 
 
+@dataclass
+class ImageData:
+    """The bytes Engine.load writes into tile memory, the plan that writes them, and the byte
+    offsets of the absolute addresses among them (list entries point into the arena)."""
+
+    data: np.ndarray
+    plan: CopyPlan | None
+    pointers: np.ndarray
+
+    def rebase(self, delta: int) -> None:
+        """Move the addresses by ``delta`` bytes (the arena moved)."""
+        if self.pointers.size:
+            at = self.pointers[:, None] + np.arange(8)
+            values = self.data[at].view(np.uint64).reshape(-1) + np.uint64(delta % 2**64)
+            self.data[at] = values.view(np.uint8).reshape(-1, 8)
+
+
 class Image:
     """Bytes to write into tile memory when the engine loads (list tables, state vectors)."""
 
@@ -342,6 +394,7 @@ class Image:
         self.addresses: list[np.ndarray] = []
         self.sizes: list[np.ndarray] = []
         self.data: list[np.ndarray] = []
+        self.pointers: list[tuple[int, np.ndarray]] = []  # (block, byte offsets of addresses in it)
 
     def add(self, addresses: np.ndarray, counts: np.ndarray, values: list[np.ndarray],
             dtype: np.dtype) -> None:
@@ -350,17 +403,23 @@ class Image:
         data = np.ascontiguousarray(data, dtype=dtype)
         if data.size == 0:
             return
+        if dtype == VECTOR_LIST_ENTRY_DTYPE:  # each entry starts with an address
+            offset = VECTOR_LIST_ENTRY_DTYPE.fields["ptr"][1]
+            self.pointers.append((len(self.data), np.arange(data.size, dtype=_I64) * dtype.itemsize + offset))
         self.addresses.append(addresses - self.base)
         self.sizes.append(counts * dtype.itemsize)
         self.data.append(data.view(np.uint8).reshape(-1))
 
-    def plan(self) -> tuple[np.ndarray, CopyPlan | None]:
+    def plan(self) -> ImageData:
         """The bytes, and the plan copying them (as one host buffer) into the arena."""
         if not self.data:
-            return np.zeros(0, np.uint8), None
+            return ImageData(np.zeros(0, np.uint8), None, np.zeros(0, _I64))
         dst, nbytes = np.concatenate(self.addresses), np.concatenate(self.sizes)
         keep = nbytes > 0
         dst, nbytes = dst[keep], nbytes[keep]
         one = np.ones(dst.size, _I64)
-        return np.concatenate(self.data), CopyPlan.build(exclusive_cumsum(nbytes), dst, nbytes, one, one, one,
-                                                          TileTraffic.empty(0))
+        starts = exclusive_cumsum(np.asarray([d.size for d in self.data], dtype=_I64))
+        pointers = np.concatenate([starts[b] + offsets for b, offsets in self.pointers]) if self.pointers \
+            else np.zeros(0, _I64)
+        plan = CopyPlan.build(exclusive_cumsum(nbytes), dst, nbytes, one, one, one, TileTraffic.empty(0))
+        return ImageData(np.concatenate(self.data), plan, pointers)

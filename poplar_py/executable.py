@@ -1,0 +1,166 @@
+"""Compiled executables: ``compileGraph`` ahead of time, ``serialize`` to a file, ``deserialize``
+in another process, ``Engine(exe)``, as Poplar has them.
+
+An executable is the frozen graph IR and what the compiler passes made of it: the memory
+layout, the exchange plans, the vertex state tables and the lowered programs. A file holds
+them pickled, behind a header (magic, format version, length and CRC-32 of the payload, which
+finds corruption and truncation) that is checked before anything is unpickled. What belongs
+to one process is left out and rebuilt on loading: the tile memories (zeroed), the native
+kernels (from the on-disk kernel cache, or compiled again) and the addresses in the state
+tables (moved to the new memories).
+Codelet classes loaded from a ``.py`` file travel as that file's source; template instances
+as their template and arguments; classes of importable modules by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pickle
+import struct
+import sys
+import types
+import zlib
+from collections.abc import Sequence
+from typing import IO, Any
+
+import numpy as np
+
+from . import program as prog
+from .codelet_loading import codelet_source, import_codelet_source
+from .compiler.pipeline import CompiledGraph, compile_graph
+from .errors import ExecutableError, InvalidArgumentError
+from .graph import Graph
+from .ir import EdgesIR, GraphIR
+from .options import EngineOptions, parseEngineOptions
+
+_MAGIC = b"POPLAR_PY_EXECUTABLE\n"
+_VERSION = 1
+_HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
+
+File = str | os.PathLike | IO[bytes]
+
+
+class Executable:
+    """A compiled graph and its programs, ready for ``Engine(exe)``."""
+
+    def __init__(self, ir: GraphIR, compiled: CompiledGraph, options: EngineOptions) -> None:
+        self.ir, self.compiled, self.options = ir, compiled, options
+
+    def serialize(self, file: File) -> None:
+        """Write the executable to ``file`` (a path or a binary file object)."""
+        buffer = io.BytesIO()
+        # The engine reads the IR for its profile only: the edges (the compiled tables hold them
+        # now) and the perf estimators (functions, already applied) stay behind.
+        zero = np.zeros(0, np.int64)
+        edges = EdgesIR(*[zero] * 7, np.zeros(len(self.ir.compute_sets) + 1, np.int64))
+        ir = dataclasses.replace(self.ir, edges=edges, perf_estimators={})
+        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((ir, self.compiled, self.options))
+        payload = buffer.getvalue()
+        data = _MAGIC + _HEADER.pack(_VERSION, zlib.crc32(payload), len(payload)) + payload
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "wb") as f:
+                f.write(data)
+        else:
+            file.write(data)
+
+    @staticmethod
+    def deserialize(file: File) -> Executable:
+        """Read an executable written by :meth:`serialize`; a file that is not one, or is
+        corrupt or truncated, raises ExecutableError naming it."""
+        name = os.fspath(file) if isinstance(file, (str, os.PathLike)) else getattr(file, "name", "<stream>")
+        try:
+            if isinstance(file, (str, os.PathLike)):
+                with open(file, "rb") as f:
+                    data = f.read()
+            else:
+                data = file.read()
+        except OSError as exc:
+            raise ExecutableError(f"cannot read the executable '{name}': {exc}") from None
+        payload = _payload(memoryview(data), name)
+        try:
+            ir, compiled, options = pickle.loads(payload)
+        except ExecutableError:
+            raise
+        except Exception as exc:
+            raise ExecutableError(f"'{name}' could not be loaded: {type(exc).__name__}: {exc}") from exc
+        arena = compiled.layout.arena
+        assert arena is not None
+        for runner in compiled.lowered.runners:
+            runner.rebase(arena.ctypes.data)
+        return Executable(ir, compiled, options)
+
+
+def compileGraph(graph: Graph, programs: prog.Program | Sequence[prog.Program],
+                 options: dict[str, Any] | None = None) -> Executable:
+    """Compile ``graph`` with ``programs`` (one or a list) as an Engine would, without building
+    one: the passes run on the frozen graph, and the codelets' kernels are compiled."""
+    if not isinstance(graph, Graph):
+        raise InvalidArgumentError(f"compileGraph needs a Graph, got {type(graph).__name__} {graph!r:.40}")
+    parsed = parseEngineOptions(options)
+    entries = list(programs) if isinstance(programs, (list, tuple)) else [programs]
+    ir = graph.freeze()
+    dump = os.environ.get("POPLAR_PY_DUMP_IR")
+    if dump:
+        with open(dump, "w") as f:
+            f.write(ir.text())
+    return Executable(ir, compile_graph(ir, entries, parsed), parsed)
+
+
+def _payload(data: memoryview, name: str) -> memoryview:
+    """The checked payload of an executable file's bytes (a view: no copy of a large file)."""
+    if bytes(data[: len(_MAGIC)]) != _MAGIC:
+        raise ExecutableError(f"'{name}' is not a poplar-py executable (no {_MAGIC.strip().decode()} header)")
+    head = len(_MAGIC)
+    if len(data) < head + _HEADER.size:
+        raise ExecutableError(f"'{name}' is truncated: its header is incomplete")
+    version, digest, length = _HEADER.unpack_from(data, head)
+    if version != _VERSION:
+        raise ExecutableError(f"'{name}' is an executable of format {version}; this poplar-py reads "
+                              f"format {_VERSION}: compile it again")
+    payload = data[head + _HEADER.size:]
+    if len(payload) != length:
+        raise ExecutableError(f"'{name}' is truncated: {len(payload)} of {length} bytes")
+    if zlib.crc32(payload) != digest:
+        raise ExecutableError(f"'{name}' is corrupt: its checksum does not match")
+    return payload
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles classes by the source of their codelet file, or as template instances."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, types.MappingProxyType):
+            return _mapping_proxy, (dict(obj),)
+        if not isinstance(obj, type):
+            return NotImplemented
+        args = obj.__dict__.get("templateArgs")
+        if args is not None:
+            return _instance, (obj.__mro__[1], args)
+        source = codelet_source(obj.__module__)
+        if source is not None:
+            return _codelet_class, (obj.__module__, source, obj.__qualname__)
+        module = sys.modules.get(obj.__module__)
+        if obj.__module__ == "__main__" or module is None or getattr(module, "__spec__", None) is None:
+            raise ExecutableError(f"cannot serialize class {obj.__qualname__} of module {obj.__module__}: "
+                                  "put codelets in a .py file given to graph.addCodelets(path), or in an "
+                                  "importable module")
+        return NotImplemented
+
+
+def _mapping_proxy(values: dict) -> types.MappingProxyType:
+    return types.MappingProxyType(values)
+
+
+def _codelet_class(module: str, source: str, qualname: str) -> type:
+    """A class of a codelet file, from the file's source."""
+    obj: Any = import_codelet_source(module, source)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _instance(template: Any, args: tuple) -> type:
+    """A template vertex class bound to its arguments (the same class object on every call)."""
+    return template.instantiate(*args)
