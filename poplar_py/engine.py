@@ -56,7 +56,7 @@ class Engine:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
         path = _report_path(self._options, name)
-        self._exe: CompiledGraph = exe.compiled
+        self._exe: CompiledGraph = exe.take()
         self.name = name
         arena = self._exe.layout.arena
         assert arena is not None

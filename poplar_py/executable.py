@@ -47,6 +47,16 @@ class Executable:
 
     def __init__(self, ir: GraphIR, compiled: CompiledGraph, options: EngineOptions) -> None:
         self.ir, self.compiled, self.options = ir, compiled, options
+        self.taken = False  # an Engine owns the compiled graph and its tile memories
+
+    def take(self) -> CompiledGraph:
+        """The compiled graph, for the one Engine that may use it (Poplar moves an executable
+        into its Engine): a second Engine would share its tile memories."""
+        if self.taken:
+            raise ExecutableError("this Executable already built an Engine; deserialize it again or compile "
+                                  "again for another Engine")
+        self.taken = True
+        return self.compiled
 
     def serialize(self, file: File) -> None:
         """Write the executable to ``file`` (a path or a binary file object)."""
