@@ -58,6 +58,12 @@ class DebugContext:
         return bool(self._path)
 
 
+def isDebugName(value: object) -> bool:
+    """Whether ``value`` is a debug name: a string, a DebugContext or a DebugNameAndId (for
+    libraries whose functions take a debug name positionally, after other arguments)."""
+    return isinstance(value, (str, DebugContext, DebugNameAndId))
+
+
 def debug_name(value: object, what: str = "debug name") -> str:
     """The name a debug argument stands for: a string, a DebugContext or a DebugNameAndId
     (None for no name). Anything else raises InvalidArgumentError naming ``what``."""

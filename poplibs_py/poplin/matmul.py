@@ -19,6 +19,7 @@ from typing import Any
 
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type
 from poplar_py import program as prog
+from poplar_py.debug import debug_name, isDebugName
 from poplar_py.types import asType
 
 from ..poputil import PoplibsError, templateVertex, tensorArgument
@@ -81,10 +82,11 @@ def _split_overload(args: tuple, debugName: str,
     """PopLibs' overloads: ``(..., prog[, outputType], debugName, options)``."""
     rest = list(args)
     out_type = None
-    if rest and not isinstance(rest[0], (str, dict)) and rest[0] is not None:
+    if rest and not isinstance(rest[0], dict) and not isDebugName(rest[0]) and rest[0] is not None:
         out_type = asType(rest.pop(0))
-    if rest and isinstance(rest[0], str):
+    if rest and isDebugName(rest[0]):
         debugName = rest.pop(0)
+    debugName = debug_name(debugName, "matMul")
     if rest and (rest[0] is None or isinstance(rest[0], dict)):
         options = rest.pop(0) or options
     if rest:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from poplar_py import FLOAT, Tensor
 from poplar_py import program as prog_
+from poplar_py.debug import isDebugName
 
 from ..poputil import PoplibsError
 from . import norms
@@ -46,7 +47,7 @@ def batchNormParamGradients(graph, *args: Tensor | prog_.Sequence | str) -> tupl
     ``batchNormParamGradients(graph, acts, gradsIn, mean, invStdDev, prog)`` (whitens first);
     a trailing string is the debug name.
     """
-    *args, name = args if args and isinstance(args[-1], str) else (*args, "batchNormParamGradients")
+    *args, name = args if args and isDebugName(args[-1]) else (*args, "batchNormParamGradients")
     if len(args) == 5:
         acts, grads, mean, isd, prog = args
         whitened = batchNormWhiten(graph, acts, mean, isd, prog, f"{name}/whiten")
@@ -65,7 +66,7 @@ def batchNormGradients(graph, *args: Tensor | prog_.Sequence | str) -> Tensor:
     parameter gradients, ``batchNormGradients(graph, actsWhitened, gradsIn, gammaDelta, betaDelta,
     invStdDev, gamma, prog)``; a trailing string is the debug name.
     """
-    *args, name = args if args and isinstance(args[-1], str) else (*args, "batchNormGradients")
+    *args, name = args if args and isDebugName(args[-1]) else (*args, "batchNormGradients")
     if len(args) == 5:
         whitened, grads, isd, gamma, prog = args
         return norms.gradients(graph, LAYOUT, whitened, grads, isd, gamma, prog, name)

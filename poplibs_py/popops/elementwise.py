@@ -24,8 +24,9 @@ import inspect
 from collections.abc import Callable
 
 from poplar_py import BOOL, Graph, Tensor, Type
+from poplar_py.debug import debug_name, isDebugName
 
-from ..poputil import PoplibsError, tensorArgument
+from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
 from . import expr as pe
 from .expr_map import ProgOrCs, createOutputForElementWiseOp, map, mapInPlace, mapWithOutput  # noqa: A004
 
@@ -93,11 +94,12 @@ def _forms(op: _OpType, name: str, arity: int, what: str, in_place: bool = True)
 
 def _split(name: str, count: int, args: tuple, debugName: str) -> tuple[list, ProgOrCs, str]:
     """(operands, prog, debugName) from ``*args``; debugName may also come last, positionally."""
-    if len(args) == count + 2 and isinstance(args[-1], str):
-        args, debugName = args[:-1], args[-1]
+    if len(args) == count + 2 and isDebugName(args[-1]):
+        args, debugName = args[:-1], debug_name(args[-1])
     if len(args) != count + 1:
-        raise TypeError(f"{name} takes {count} operand(s) and prog after graph, got {len(args)} argument(s)")
-    return list(args[:-1]), args[-1], debugName
+        raise PoplibsArgumentError(f"{name} takes {count} operand(s) and prog after graph, got {len(args)} "
+                                   "argument(s)")
+    return list(args[:-1]), args[-1], debug_name(debugName)
 
 
 # ---- unary ------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import numpy as np
 from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type, concat
 from poplar_py import program as prog
 from poplar_py.arguments import is_int
+from poplar_py.debug import debug_name
 from poplar_py.types import asType
 
 from ..poputil import PoplibsError, calcLinearTileMapping, templateVertex, tensorArgument
@@ -107,7 +108,7 @@ def reduce(graph: Graph, t: Tensor, *args: Any, debugName: str = "") -> Tensor:
     if len(args) not in (3, 4):
         raise PoplibsError("reduce(graph, t, [outType,] dims, params, prog[, debugName])")
     dims, params, program = args[0], args[1], args[2]
-    name = args[3] if len(args) == 4 else debugName
+    name = debug_name(args[3] if len(args) == 4 else debugName, "reduce")
     outputs: list[Tensor] = []
     reduceMany(graph, [SingleReduceOp(t, dims, params, out_type, name)], outputs, program, name)
     return outputs[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 
 from poplar_py import FLOAT, Graph, Tensor
+from poplar_py.debug import debug_name, isDebugName
 
 from ..poputil import PoplibsError
 from . import expr as pe
@@ -45,8 +46,8 @@ def _as(e: pe.Expr, t: Tensor, A: Tensor) -> pe.Expr:
 
 def _scaled(graph: Graph, A: Tensor, args: tuple, subtract: bool, name: str, debugName: str,
             specialisation: ScaledAddSpecialisation) -> None:
-    if args and isinstance(args[-1], str):  # PopLibs' trailing debug name, given positionally
-        args, debugName = args[:-1], args[-1]
+    if args and isDebugName(args[-1]):  # PopLibs' trailing debug name, given positionally
+        args, debugName = args[:-1], debug_name(args[-1])
     if len(args) == 3:  # (B, scaleB, prog)
         B, scaleB, prog = args
         scaleA = None
