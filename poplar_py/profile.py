@@ -49,7 +49,8 @@ class Profile:
         t = self.exe.target
         layout = self.exe.layout
         n = t.getNumTiles()
-        by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "host", "sync")}
+        by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "globalExchange", "host",
+                                            "sync")}
         total = 0
         step_rows = []
         for step in self.exe.lowered.leaves:
@@ -60,10 +61,12 @@ class Profile:
             for key, values in (("compute", cost.compute), ("computeActive", cost.compute_active),
                                 ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync)):
                 by_tile[key] += count * values
+            by_tile["globalExchange"] += count * cost.global_exchange
             total += count * cost.cycles
             step_rows.append({"name": step.label, "type": cost.kind, "count": count, "cycles": cost.cycles,
                               "sync": int(cost.sync.max(initial=0)),
                               "exchange": int(cost.exchange.max(initial=0)),
+                              "globalExchange": cost.global_exchange,
                               "host": int(cost.host.max(initial=0)),
                               "compute": int(cost.compute.max(initial=0))})
         used = layout.tile_total
@@ -148,7 +151,7 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               row("Tile average compute cycles (including idle threads):", avg["compute"]),
               row("Tile average compute cycles (excluding idle threads):", avg["computeActive"]),
               row("Tile average IPU exchange cycles:", avg["exchange"]),
-              row("Tile average global exchange cycles:", 0.0),
+              row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
               row("Tile average sync cycles:", avg["sync"])]
     if ex["vertexTypes"]:

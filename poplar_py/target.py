@@ -8,6 +8,7 @@ figures into a :class:`Target` that graphs are built for.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,7 +71,9 @@ class IPUModel:
         self.minIPUSyncDelay = 0
         self.relativeSyncDelay = RelativeSyncDelayType.NO_DELAY
         self.syncCycles = 150  # one internal barrier (an assumption: see docs/cycle_model.md)
-        self.globalSyncCycles = 0
+        self.globalSyncCycles: int | None = None  # None: PopLibs' model, 2 x 15 ns x f x (1 + numIPUs // 4)
+        self.ipuLinkBandwidth = 32e9  # bytes/s each way, per IPU-Link (Mk2: 10 links, 320 GB/s)
+        self.ipuLinkTopology = "ladder"  # or "torus" (compiler/fabric.py)
 
     def createDevice(self, options: dict | None = None, accurateHalf: bool = False,
                      deviceManagerId: int | None = None) -> Device:
@@ -99,6 +102,8 @@ class Target:
     globalSyncCycles: int
     relativeSyncDelay: bool = False
     targetType: TargetType = TargetType.IPU_MODEL
+    ipuLinkBandwidth: float = 32e9
+    ipuLinkTopology: str = "ladder"
 
     @staticmethod
     def _from_model(m: IPUModel) -> Target:
@@ -109,6 +114,12 @@ class Target:
             if not _is_number(value) or int(value) != value or value < 1:
                 raise InvalidMachineModelError(f"IPUModel.{_model_field(name)} must be a positive "
                                                f"integer, got {value!r}")
+        if not _is_number(m.ipuLinkBandwidth) or m.ipuLinkBandwidth <= 0:
+            raise InvalidMachineModelError(f"IPUModel.ipuLinkBandwidth must be positive, "
+                                           f"got {m.ipuLinkBandwidth!r}")
+        if m.ipuLinkTopology not in ("ladder", "torus"):
+            raise InvalidMachineModelError(f"IPUModel.ipuLinkTopology must be 'ladder' or 'torus', "
+                                           f"got {m.ipuLinkTopology!r}")
         if not _is_number(m.tileClockFrequency) or m.tileClockFrequency <= 0:
             raise InvalidMachineModelError("IPUModel.tileClockFrequency must be positive, "
                                            f"got {m.tileClockFrequency!r}")
@@ -120,7 +131,8 @@ class Target:
             memcpyBytesPerCycle=int(m.memcpyBytesPerCycle),
             hostExchangeBytesPerCycle=int(m.hostExchangeBytesPerCycle),
             syncCycles=int(m.minIPUSyncDelay) + int(m.syncCycles),
-            globalSyncCycles=int(m.globalSyncCycles),
+            globalSyncCycles=_global_sync(m),
+            ipuLinkBandwidth=float(m.ipuLinkBandwidth), ipuLinkTopology=m.ipuLinkTopology,
             relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO)
 
     @staticmethod
@@ -183,6 +195,16 @@ class Target:
 
     def getTargetType(self) -> TargetType:
         return self.targetType
+
+
+def _global_sync(m: IPUModel) -> int:
+    """A sync across IPUs: the model's field, else PopLibs' test model (reference/sim.md)."""
+    if m.globalSyncCycles is not None:
+        if not _is_number(m.globalSyncCycles) or m.globalSyncCycles < 0:
+            raise InvalidMachineModelError(f"IPUModel.globalSyncCycles must be a non-negative number, "
+                                           f"got {m.globalSyncCycles!r}")
+        return int(m.globalSyncCycles)
+    return math.ceil(2 * 15e-9 * m.tileClockFrequency * (1 + int(m.numIPUs) // 4))
 
 
 def _is_number(value: object) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..target import Target
 from .exchange import TileTraffic
+from .fabric import Fabric
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,12 @@ class StepCost:
     host: np.ndarray  # host exchange cycles per tile
     compute: np.ndarray  # cycles per tile, idle worker slots included
     compute_active: np.ndarray  # cycles per tile, only slots that did work
+    global_exchange: int = 0  # cycles of the bytes crossing IPUs, every tile waiting
 
     @property
     def cycles(self) -> int:
         return int(self.sync.max(initial=0) + self.exchange.max(initial=0) + self.host.max(initial=0)
-                   + self.compute.max(initial=0))
+                   + self.compute.max(initial=0)) + self.global_exchange
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -46,6 +48,18 @@ class CostModel:
             else np.zeros(n, dtype=np.int64)
         self.barrier = target.syncCycles + relative  # cycles of one sync, per tile
         self.zero = np.zeros(n, dtype=np.int64)
+        self.fabric = Fabric(target) if target.getNumIPUs() > 1 else None
+
+    def global_exchange(self, traffic: TileTraffic) -> int:
+        """Cycles of the bytes that cross IPUs, over the IPU-Links (compiler/fabric.py)."""
+        if self.fabric is None or traffic.ipu_bytes is None or not traffic.ipu_bytes.any():
+            return 0
+        return self.fabric.cycles(traffic.ipu_bytes)
+
+    def sync(self, traffic: TileTraffic, syncs: int = 1) -> np.ndarray:
+        """Barrier cycles per tile: ``syncs`` internal ones, and a global one when bytes cross IPUs."""
+        crossing = traffic.ipu_bytes is not None and bool(traffic.ipu_bytes.any())
+        return self.barrier * syncs + (self.target.globalSyncCycles if crossing else 0)
 
     def exchange(self, traffic: TileTraffic) -> np.ndarray:
         """On-chip exchange cycles per tile."""

@@ -32,6 +32,7 @@ class TileTraffic:
     bytes_out: np.ndarray
     bytes_in: np.ndarray
     bytes_local: np.ndarray
+    ipu_bytes: np.ndarray | None = None  # [from IPU, to IPU]: bytes that cross IPUs (several IPUs)
 
     @staticmethod
     def empty(num_tiles: int) -> TileTraffic:
@@ -39,16 +40,21 @@ class TileTraffic:
         return TileTraffic(z, z, z)
 
     def __add__(self, other: TileTraffic) -> TileTraffic:
+        ipu = self.ipu_bytes if other.ipu_bytes is None else other.ipu_bytes if self.ipu_bytes is None \
+            else self.ipu_bytes + other.ipu_bytes
         return TileTraffic(self.bytes_out + other.bytes_out, self.bytes_in + other.bytes_in,
-                           self.bytes_local + other.bytes_local)
+                           self.bytes_local + other.bytes_local, ipu)
 
 
 def traffic(src_tile: np.ndarray, dst_tile: np.ndarray, count: np.ndarray, size: np.ndarray, num_tiles: int,
-            src_gid: np.ndarray | None = None, src_gstep: np.ndarray | None = None) -> TileTraffic:
+            src_gid: np.ndarray | None = None, src_gstep: np.ndarray | None = None,
+            tiles_per_ipu: int | None = None) -> TileTraffic:
     """Exchange bytes of moving pieces of elements from ``src_tile`` to ``dst_tile``.
 
     With the source elements given (``src_gid``, ``src_gstep``), an element sent to several
-    tiles goes on its tile's bus once (a broadcast).
+    tiles goes on its tile's bus once (a broadcast). With ``tiles_per_ipu`` (a target of
+    several IPUs), the bytes that cross from one IPU to another are counted per pair of IPUs
+    (each destination tile's bytes: a conservative count for broadcasts).
     """
     nbytes = count * size
     remote = src_tile != dst_tile
@@ -59,7 +65,14 @@ def traffic(src_tile: np.ndarray, dst_tile: np.ndarray, count: np.ndarray, size:
     else:
         bytes_out = _broadcast_bytes(src_tile[remote], count[remote], size[remote], src_gid[remote],
                                      src_gstep[remote], num_tiles)
-    return TileTraffic(bytes_out.astype(_I64), bytes_in.astype(_I64), bytes_local.astype(_I64))
+    ipu_bytes = None
+    if tiles_per_ipu is not None and num_tiles > tiles_per_ipu:
+        ipus = -(-num_tiles // tiles_per_ipu)
+        a, b = src_tile // tiles_per_ipu, dst_tile // tiles_per_ipu
+        cross = a != b
+        ipu_bytes = np.bincount(a[cross] * ipus + b[cross], weights=nbytes[cross],
+                                minlength=ipus * ipus).astype(_I64).reshape(ipus, ipus)
+    return TileTraffic(bytes_out.astype(_I64), bytes_in.astype(_I64), bytes_local.astype(_I64), ipu_bytes)
 
 
 def _broadcast_bytes(tile: np.ndarray, count: np.ndarray, size: np.ndarray, gid: np.ndarray,

@@ -77,7 +77,8 @@ class Step:
         """Cycles per tile of one run of this (leaf) step."""
         assert self.traffic is not None
         local = model.local(self.traffic)
-        return StepCost(self.kind, model.barrier, model.exchange(self.traffic), model.zero, local, local)
+        return StepCost(self.kind, model.sync(self.traffic), model.exchange(self.traffic), model.zero, local,
+                        local, model.global_exchange(self.traffic))
 
 
 @dataclass
@@ -154,8 +155,8 @@ class ExecuteStep(Step):
         assert self.traffic is not None
         compute, active = self.runner.compute_cycles(record, self.id)
         local = model.local(self.traffic)
-        return StepCost(self.kind, model.barrier * self.runner.syncs, model.exchange(self.traffic),
-                        model.zero, compute + local, active + local)
+        return StepCost(self.kind, model.sync(self.traffic, self.runner.syncs), model.exchange(self.traffic),
+                        model.zero, compute + local, active + local, model.global_exchange(self.traffic))
 
 
 @dataclass
@@ -265,6 +266,7 @@ class Lowerer:
         self.compute_sets = compute_sets
         self.runners: dict[int, ComputeSetRunner] = {}
         self.num_tiles = graph.target.getNumTiles()
+        self.tiles_per_ipu = graph.target.getTilesPerIPU()
         self.leaves: list[Step] = []
 
     def leaf(self, step: Step, traffic_: TileTraffic | None = None) -> Step:
@@ -344,9 +346,9 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, name: str) -> Step:
     if src.containsAliases():  # an element sent to several places crosses the exchange once
         a_gid, a_gstep = lw.gids(src, a)
         gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
-        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia])
+        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia], lw.tiles_per_ipu)
     else:
-        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles)
+        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, tiles_per_ipu=lw.tiles_per_ipu)
     shared = bool(np.isin(unique_sorted(src.runs().var), unique_sorted(dst.runs().var)).any())
     plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=shared,
                           disjoint=True)  # a Copy's destination has no aliases

@@ -175,7 +175,7 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np
     return out
 
 
-def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout
+def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout, tiles_per_ipu: int
                     ) -> tuple[CopyPlan | SharedGather | None, CopyPlan | None, TileTraffic]:
     """Copy plans filling input buffers before compute and emptying output buffers after."""
     seg, p = plan.segments, plan.staged
@@ -198,10 +198,11 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
         buffer = seg_addr[s] + p.position[sel] * size
         vertex_tile = plan.tiles[seg.vertex[s]]
         if fill:
-            t = traffic(tile, vertex_tile, count, size, layout.num_tiles, p.gid[sel], p.gstep[sel])
+            t = traffic(tile, vertex_tile, count, size, layout.num_tiles, p.gid[sel], p.gstep[sel],
+                        tiles_per_ipu)
             plans.append(gather_into_buffers(home, buffer, count, step, size, seg.buffer[s], seg_addr[s], t))
         else:
-            t = traffic(vertex_tile, tile, count, size, layout.num_tiles)
+            t = traffic(vertex_tile, tile, count, size, layout.num_tiles, tiles_per_ipu=tiles_per_ipu)
             plans.append(CopyPlan.build(buffer, home, count, size, step, size, t, disjoint=True))
         total = total + t
     return plans[0], plans[1], total
@@ -275,7 +276,8 @@ class ComputeSetRunner:
         self.workers = target.getNumWorkerContexts()
         seg = plan.segments
         seg_addr = np.where(seg.length > 0, layout.address(plan.tiles[seg.vertex], seg.offset), 0)
-        self.exchange_in, self.exchange_out, self.traffic = _build_exchange(plan, seg_addr, layout)
+        self.exchange_in, self.exchange_out, self.traffic = _build_exchange(plan, seg_addr, layout,
+                                                                            target.getTilesPerIPU())
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
         image = Image(base)
