@@ -70,6 +70,8 @@ class Profile:
                               "host": int(cost.host.max(initial=0)),
                               "compute": int(cost.compute.max(initial=0))})
         used = layout.tile_total
+        per_ipu = t.getTilesPerIPU()
+        ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         return {
             "poplarVersion": {"string": "poplar-py 0.1.0"},
             "compilation": {
@@ -81,6 +83,7 @@ class Profile:
                 "autoMappedVariables": list(self.exe.mapping.auto_mapped),
                 "memory": {"byCategory": {k: int(v.sum()) for k, v in layout.usage.items()},
                            "total": int(used.sum())},
+                "ipus": [{"ipu": k, "memory": int(used[tiles].sum())} for k, tiles in enumerate(ipus)],
                 "tiles": [{"tile": i, "memory": {"total": int(used[i]), "outOfMemory": bool(
                     used[i] > t.getBytesPerTile()), "byCategory": {
                         k: int(v[i]) for k, v in layout.usage.items() if v[i]}}} for i in range(n)],
@@ -90,6 +93,8 @@ class Profile:
                 "totalCycles": int(total),
                 "tileAverages": {k: float(v.mean()) if n else 0.0 for k, v in by_tile.items()},
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
+                "ipus": [{"ipu": k, "tileAverages": {key: float(v[tiles].mean())
+                                                     for key, v in by_tile.items()}} for k, tiles in enumerate(ipus)],
                 "steps": step_rows,
                 "vertexTypes": [{"type": k, "instances": v[0], "cycles": v[1]}
                                 for k, v in sorted(self.record.vertex_cycles.items())],

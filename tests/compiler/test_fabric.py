@@ -64,3 +64,22 @@ def test_a_copy_that_crosses_ipus_pays_the_links_and_a_global_sync():
     assert across["globalExchange"] == math.ceil(4096 * 4 / RUNG_LINKS / link)
     assert across["sync"] == within["sync"] + target.globalSyncCycles > within["sync"]
     assert across["cycles"] == within["cycles"] + across["globalExchange"] + target.globalSyncCycles
+
+
+def test_the_profile_has_memory_and_cycles_per_ipu():
+    m = poplar.IPUModel()
+    m.numIPUs, m.tilesPerIPU = 2, 4
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    a = graph.addVariable(poplar.FLOAT, [1000], "a")
+    b = graph.addVariable(poplar.FLOAT, [10], "b")
+    graph.setTileMapping(a, 6)
+    graph.setTileMapping(b, 0)
+    engine = poplar.Engine(graph, prog.Copy(a[:10], b))
+    engine.load(device)
+    engine.run()
+    report = engine.getProfile()
+    memory = [ipu["memory"] for ipu in report["compilation"]["ipus"]]
+    assert memory[1] >= 4000 > memory[0] >= 40 and sum(memory) == report["compilation"]["memory"]["total"]
+    averages = [ipu["tileAverages"]["globalExchange"] for ipu in report["execution"]["ipus"]]
+    assert averages[0] == averages[1] == report["execution"]["tileAverages"]["globalExchange"] > 0
