@@ -72,6 +72,7 @@ class Profile:
         used = layout.tile_total
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
+        averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]
         return {
             "poplarVersion": {"string": "poplar-py 0.1.0"},
             "compilation": {
@@ -93,8 +94,7 @@ class Profile:
                 "totalCycles": int(total),
                 "tileAverages": {k: float(v.mean()) if n else 0.0 for k, v in by_tile.items()},
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
-                "ipus": [{"ipu": k, "tileAverages": {key: float(v[tiles].mean())
-                                                     for key, v in by_tile.items()}} for k, tiles in enumerate(ipus)],
+                "ipus": [{"ipu": k, "tileAverages": avg} for k, avg in enumerate(averages)],
                 "steps": step_rows,
                 "vertexTypes": [{"type": k, "instances": v[0], "cycles": v[1]}
                                 for k, v in sorted(self.record.vertex_cycles.items())],
