@@ -406,8 +406,69 @@ def _poplibs(rng: random.Random) -> Iterator[Case]:
                lambda w, r: popops.reduce(w.graph, w.t, [0], popops.Operation.ADD, "seq"), prepare=ready)
 
 
+def _extensions(rng: random.Random) -> Iterator[Case]:
+    """Virtual graphs, executables and stream callbacks."""
+    bad_views: list[tuple] = [(2.5,), (None,), ([1, 1],), ([0, 99],), (9,), (3, 1), ("a", 2), (0, 2, 3),
+                              ([],)]
+    for k, args in enumerate(bad_views):
+        yield Case(f"virtual-args-{k}", ("createVirtualGraph",),
+                   lambda w, a=args: w.graph.createVirtualGraph(*a))
+    yield Case("virtual-tile", ("tile 2",),
+               lambda w, v: v.setTileMapping(w.y, 2), prepare=lambda w: w.graph.createVirtualGraph(0, 2))
+    noise = bytes(rng.randrange(256) for _ in range(200))
+    for k, junk in enumerate([b"", b"POPLAR_PY_EXECUTABLE\n", b"\x7fELF" * 10, noise]):
+        def load(w: World, data: bytes = junk) -> None:
+            (w.tmp / "bad.exe").write_bytes(data)
+            poplar.Executable.deserialize(w.tmp / "bad.exe")
+
+        yield Case(f"executable-file-{k}", ("bad.exe",), load)
+    yield Case("executable-graph", ("compileGraph",), lambda w: poplar.compileGraph(None, prog.Sequence()))
+
+    def twice(w: World) -> tuple:
+        exe = poplar.compileGraph(w.graph, prog.Execute(w.cs))
+        return exe, poplar.Engine(exe)
+
+    yield Case("executable-twice", ("already built",), lambda w, r: poplar.Engine(r[0]), prepare=twice)
+
+    def streamed(w: World) -> poplar.Engine:
+        w.graph.addHostToDeviceFIFO("in", poplar.FLOAT, 3)
+        s = w.graph.addHostToDeviceFIFO("in2", poplar.FLOAT, 3)
+        engine = poplar.Engine(w.graph, prog.Copy(s, w.y))
+        engine.load(w.device)
+        return engine
+
+    for k, end in enumerate([-1, 99, 2.5, "3"]):
+        yield Case(f"stream-end-{k}", ("'in'", "end"),
+                   lambda w, e, x=end: e.connectStream("in", np.zeros(8, np.float32), x), prepare=streamed)
+    for k, cb in enumerate([3, "f", None, np.zeros(3)]):
+        yield Case(f"stream-callback-{k}", ("'in'",), lambda w, e, x=cb: e.connectStreamToCallback("in", x),
+                   prepare=streamed)
+
+    class BadPrefetch(poplar.StreamCallback):
+        def fetch(self, p: np.ndarray) -> None:
+            p[:] = 1.0
+
+        def prefetch(self, p: np.ndarray) -> Any:
+            return True
+
+    def bad_prefetch(w: World) -> Any:
+        w.graph.addHostToDeviceFIFO("in", poplar.FLOAT, 3)
+        return w.graph.addHostToDeviceFIFO("in2", poplar.FLOAT, 3)
+
+    yield Case("stream-prefetch-result", ("'in2'", "prefetch"),
+               lambda w, s: _prefetch_run(w, s, BadPrefetch()), prepare=bad_prefetch)
+
+
+def _prefetch_run(w: World, stream: Any, callback: Any) -> None:
+    options = {"exchange.streamBufferOverlap": "none"}
+    engine = poplar.Engine(w.graph, prog.Repeat(2, prog.Copy(stream, w.y)), options)
+    engine.load(w.device)
+    engine.connectStreamToCallback("in2", callback)
+    engine.run()
+
+
 GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime, _engine,
-              _poplibs]
+              _poplibs, _extensions]
 
 
 def cases() -> list[Case]:
