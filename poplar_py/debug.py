@@ -64,6 +64,11 @@ def isDebugName(value: object) -> bool:
     return isinstance(value, (str, DebugContext, DebugNameAndId))
 
 
+def label(name: object, debugContext: object, what: str) -> str:
+    """The name given to an API taking both ``name`` and ``debugContext`` (the context wins)."""
+    return debug_name(debugContext if debugContext is not None else name, what)
+
+
 def debug_name(value: object, what: str = "debug name") -> str:
     """The name a debug argument stands for: a string, a DebugContext or a DebugNameAndId
     (None for no name). Anything else raises InvalidArgumentError naming ``what``."""

@@ -31,7 +31,7 @@ from .block import contiguous_strides
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
 from .connections import FieldConnector, unknown_field
-from .debug import debug_name
+from .debug import debug_name, label
 from .errors import (
     GraphConnectionError,
     GraphMemoryAllocationError,
@@ -181,13 +181,13 @@ class Graph:
         """A new variable: ``addVariable(type, shape[, mappingMethod][, debugContext])``; the
         debug name (a string or a DebugContext) may also be given as ``name=``."""
         method = mappingMethod or VariableMappingMethod.NONE
-        label = debug_name(debugContext if debugContext is not None else name, "addVariable")
+        name = label(name, debugContext, "addVariable")
         for a in args:
             if isinstance(a, VariableMappingMethod):
                 method = a
             else:
-                label = debug_name(a, "addVariable")
-        t = self._new_variable(asType(type_), shape, label, constant=False)
+                name = debug_name(a, "addVariable")
+        t = self._new_variable(asType(type_), shape, name, constant=False)
         if method is VariableMappingMethod.LINEAR:
             n = t.numElements()
             if n:
@@ -201,11 +201,10 @@ class Graph:
                     debugContext: Any = None) -> Tensor:
         """A constant tensor: values is a scalar (fills every element), a list or a numpy array."""
         type_ = asType(type_)
-        label = debug_name(debugContext if debugContext is not None else name, "addConstant")
-        label = label or f"constant{self._vars.num_variables}"
-        n = math.prod(checked_shape(shape, f"constant '{label}'"))
-        values = _values(values, n, type_, f"constant '{label}'")  # checked before the graph changes
-        t = self._new_variable(type_, shape, label, constant=True)
+        name = label(name, debugContext, "addConstant") or f"constant{self._vars.num_variables}"
+        n = math.prod(checked_shape(shape, f"constant '{name}'"))
+        values = _values(values, n, type_, f"constant '{name}'")  # checked before the graph changes
+        t = self._new_variable(type_, shape, name, constant=True)
         self._initial[self._vars.num_variables - 1] = values
         return t
 
@@ -239,8 +238,8 @@ class Graph:
         if checked_int(N, "cloneN: N") * t.numElements() * t.elementType().size > self._vars.capacity:
             raise GraphMemoryAllocationError(f"cloneN: {N} clones of tensor '{t.name}' need more than all "
                                              f"{self._num_tiles} tiles hold ({self._vars.capacity} bytes)")
-        label = debug_name(name, "cloneN") or t.name
-        clones = [self.clone(t, f"{label}.clone{i}").expand([0]) for i in range(N)]
+        base = debug_name(name, "cloneN") or t.name
+        clones = [self.clone(t, f"{base}.clone{i}").expand([0]) for i in range(N)]
         return concat(clones, 0)
 
     def getVariable(self, var: VariableRef | int) -> Tensor:
@@ -373,8 +372,8 @@ class Graph:
         return self._codelets.lookup(name, required=False) is not None
 
     def addComputeSet(self, debugName: Any = "", debugContext: Any = None) -> ComputeSet:
-        label = debug_name(debugContext if debugContext is not None else debugName, "addComputeSet")
-        cs = ComputeSet(len(self._compute_sets), label or f"cs{len(self._compute_sets)}", self._vars.token)
+        name = label(debugName, debugContext, "addComputeSet")
+        cs = ComputeSet(len(self._compute_sets), name or f"cs{len(self._compute_sets)}", self._vars.token)
         self._compute_sets.append(cs.name)
         return cs
 

@@ -14,7 +14,7 @@ from typing import Any
 import networkx as nx
 
 from .arguments import is_int
-from .debug import debug_name
+from .debug import label
 from .errors import ProgramError, StreamError
 from .handles import ComputeSet, DataStream, Function
 from .tensor import Tensor
@@ -34,11 +34,6 @@ def _check_program(p: Any, what: str) -> Program:
     return p
 
 
-def _label(name: Any, debugContext: Any, what: str) -> str:
-    """A program's name: ``name`` or ``debugContext`` (a string or a poplar.DebugContext)."""
-    return debug_name(debugContext if debugContext is not None else name, what)
-
-
 def _check_scalar(t: Any, what: str) -> Tensor:
     if not isinstance(t, Tensor) or t.numElements() != 1:
         shape = t.shape() if isinstance(t, Tensor) else type(t).__name__
@@ -52,7 +47,7 @@ class Sequence(Program):
     def __init__(self, *programs: Program | Iterable[Program], name: Any = "",
                  debugContext: Any = None) -> None:
         self.programs: list[Program] = []
-        self.name = _label(name, debugContext, "Sequence")
+        self.name = label(name, debugContext, "Sequence")
         items: SequenceT[Any] = programs[0] if len(programs) == 1 and isinstance(programs[0], (list, tuple)) \
             else programs
         for p in items:
@@ -73,7 +68,7 @@ class Execute(Program):
         if not isinstance(cs, ComputeSet):
             raise ProgramError(f"Execute needs a ComputeSet, got {type(cs).__name__}")
         self.cs = cs
-        self.name = _label(name, debugContext, "Execute")
+        self.name = label(name, debugContext, "Execute")
 
 
 class Copy(Program):
@@ -83,7 +78,7 @@ class Copy(Program):
     def __init__(self, src: Tensor | DataStream, dst: Tensor | DataStream, dontOutline: bool = False,
                  name: Any = "", debugContext: Any = None) -> None:
         """``dontOutline`` (Poplar's code-sharing hint) changes nothing here: copies are not outlined."""
-        self.src, self.dst, self.name = src, dst, _label(name, debugContext, "Copy")
+        self.src, self.dst, self.name = src, dst, label(name, debugContext, "Copy")
         if isinstance(src, DataStream) and isinstance(dst, Tensor):
             if not src.toDevice:
                 raise ProgramError(f"Copy: stream '{src.handle()}' goes to the host; it cannot be a source")
@@ -128,7 +123,7 @@ class Repeat(Program):
         if not is_int(count) or count < 0:
             raise ProgramError(f"Repeat count must be a non-negative integer, got {count!r:.40}")
         self.count, self.body = int(count), _check_program(body, "Repeat body")
-        self.name = _label(name, debugContext, "Repeat")
+        self.name = label(name, debugContext, "Repeat")
 
 
 class RepeatWhileTrue(Program):
@@ -141,7 +136,7 @@ class RepeatWhileTrue(Program):
         self.cond = _check_program(cond, f"{type(self).__name__} condition")
         self.predicate = _check_scalar(predicate, f"{type(self).__name__} predicate")
         self.body = _check_program(body, f"{type(self).__name__} body")
-        self.name = _label(name, debugContext, type(self).__name__)
+        self.name = label(name, debugContext, type(self).__name__)
 
 
 class RepeatWhileFalse(RepeatWhileTrue):
@@ -158,7 +153,7 @@ class If(Program):
         self.predicate = _check_scalar(predicate, "If predicate")
         self.then = _check_program(trueBody, "If true body")
         self.orelse = _check_program(falseBody if falseBody is not None else Sequence(), "If false body")
-        self.name = _label(name, debugContext, "If")
+        self.name = label(name, debugContext, "If")
 
 
 class Switch(Program):
@@ -175,7 +170,7 @@ class Switch(Program):
             cases, default = None, cases
         self.cases: dict[int, Program] = {}
         self.default = _check_program(default if default is not None else Sequence(), "Switch default")
-        self.name = _label(name, debugContext, "Switch")
+        self.name = label(name, debugContext, "Switch")
         for value, body in cases or []:
             self.add(value, body)
 
@@ -194,7 +189,7 @@ class Call(Program):
     def __init__(self, function: Function, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(function, Function):
             raise ProgramError(f"Call needs a Function from graph.addFunction, got {type(function).__name__}")
-        self.function, self.name = function, _label(name, debugContext, "Call")
+        self.function, self.name = function, label(name, debugContext, "Call")
 
 
 class PrintTensor(Program):
@@ -214,7 +209,7 @@ class WriteUndef(Program):
     def __init__(self, tensor: Tensor, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(tensor, Tensor):
             raise ProgramError(f"WriteUndef needs a tensor, got {type(tensor).__name__}")
-        self.tensor, self.name = tensor, _label(name, debugContext, "WriteUndef")
+        self.tensor, self.name = tensor, label(name, debugContext, "WriteUndef")
 
 
 class SyncType(enum.Enum):
@@ -230,7 +225,7 @@ class Sync(Program):
                  debugContext: Any = None) -> None:
         if not isinstance(syncType, SyncType):
             raise ProgramError(f"Sync needs a SyncType, got {syncType!r:.40}")
-        self.syncType, self.name = syncType, _label(name, debugContext, "Sync")
+        self.syncType, self.name = syncType, label(name, debugContext, "Sync")
 
 
 def children(p: Program) -> list[Program]:
