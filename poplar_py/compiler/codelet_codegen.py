@@ -47,7 +47,7 @@ from .codelet_exprs import (
     storage_type,
 )
 from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
-from .codelet_loopver import LoopPlan, emit_guard, loop_points, plan_loop, plan_region
+from .codelet_loopver import LoopPlan, emit_guard, hoistable, loop_points, plan_loop, plan_region
 from .codelet_ops import MathLib, ScalarOps
 from .codelet_size import code_bytes
 from .codelet_types import (
@@ -330,6 +330,14 @@ class KernelBuilder(ExprLowering):
         stmts = self.unroller.expand(stmts, self.frame.types)
         k = 0
         while k < len(stmts):
+            loop = stmts[k]
+            if isinstance(loop, ast.For) and is_range(loop) and not self.b.block.is_terminated:
+                end = k + 1
+                while end < len(stmts) and self._simple(stmts[end]):
+                    end += 1
+                # the loop, and the straight-line code after it when one guard covers both
+                k = end if self._versioned_loop(loop, stmts[k + 1:end]) else k + 1
+                continue
             end = k
             while end < len(stmts) and self._simple(stmts[end]):
                 end += 1
@@ -479,10 +487,15 @@ class KernelBuilder(ExprLowering):
         if not is_range(node):
             self._loop(node, None)
             return
-        assert isinstance(node.iter, ast.Call)
+        self._versioned_loop(node, [])
+
+    def _versioned_loop(self, node: ast.For, after: list[ast.stmt]) -> bool:
+        """A range loop; with the straight-line statements ``after`` it too when one guard can
+        cover both (:func:`hoistable`). Whether it lowered ``after``."""
         node = self._flattened(node)
+        assert isinstance(node.iter, ast.Call)
         args = [self.ops.convert(self.expr(a), self.type(a), PY_INT) for a in node.iter.args]
-        start, stop, step = (
+        bounds = (
             (I64(0), args[0], I64(1))
             if len(args) == 1
             else (args[0], args[1], args[2] if len(args) == 3 else I64(1))
@@ -491,14 +504,28 @@ class KernelBuilder(ExprLowering):
         if self.checked and self.versioning:
             plan = plan_loop(node, self._typed, self.frame.types.locals, self.fields)
         if plan is None:
-            self._loop(node, (start, stop, step))
-            return
+            self._loop(node, bounds)
+            return False
+        region = self._region_plan(after) if after else None
+        if region is None or not hoistable(node, region):
+            region, after = None, []
+
+        def lower() -> None:
+            self._loop(node, bounds)
+            self._statements(after)
+
         # loop versioning (codelet_loopver): an unchecked copy when the guard proves every covered
         # access in bounds, else the checked loop (the same error record as without versioning)
-        runs, points = loop_points(self.b, plan.step, start, stop)
-        guard = self._guard(plan, points)
-        self._versioned(self.b.or_(self.b.not_(runs), guard), plan.ids,
-                        lambda: self._loop(node, (start, stop, step)))
+        runs, points = loop_points(self.b, plan.step, bounds[0], bounds[1])
+        guard = self.b.or_(self.b.not_(runs), self._guard(plan, points))
+        ids = plan.ids
+        if region is not None:
+            guard, ids = self.b.and_(guard, self._guard(region, [I64(0)])), ids | region.ids
+        self._versioned(guard, ids, lower)
+        return region is not None
+
+    def _region_plan(self, stmts: list[ast.stmt]) -> LoopPlan | None:
+        return plan_region(stmts, self._typed, self.frame.types.locals, self.fields, self.unchecked)
 
     def _guard(self, plan: LoopPlan, points: list[ir.Value]) -> ir.Value:
         return emit_guard(self.b, plan, points, self._guard_leaf, self._guard_size, self._guard_row)

@@ -17,7 +17,9 @@ modulo 2**64, so an index whose exact value lies in ``[0, len)`` is also what th
 When the guard holds, a copy of the loop runs with those accesses unchecked (the fast path);
 otherwise the original checked loop runs, so an error record is exactly that of a checked build.
 Both copies are lowered by the same code with the same cycle accounting, and the guard itself is
-free, so the cycle count does not depend on the path taken.
+free, so the cycle count does not depend on the path taken. Straight-line code gets the same
+treatment (:func:`plan_region`), and a loop with the straight-line code after it share one guard
+when :func:`hoistable` allows.
 """
 
 from __future__ import annotations
@@ -238,6 +240,18 @@ def plan_region(stmts: list[ast.stmt], type_of: Callable[[ast.AST], CType | None
     if len(accesses) < 2:
         return None
     return LoopPlan("", 0, tuple(accesses), {k: v[1] for k, v in an.subs.items()}, rows)
+
+
+def hoistable(loop: ast.For, region: LoopPlan) -> bool:
+    """Whether the guard of ``region`` (straight-line code right after ``loop``) reads nothing the
+    loop assigns, so that it can be evaluated before the loop: one guard then covers both, and the
+    loop's results reach the region's accesses in one unchecked copy (what LLVM's SLP vectoriser
+    needs to keep a register tile's sums in vectors up to their stores)."""
+    assert isinstance(loop.target, ast.Name)
+    assigned = set(assigned_names(loop.body)) | {loop.target.id}
+    read = [*(a.value for a in region.accesses), *(a.slice for a in region.accesses),
+            *(e for row in region.rows.values() for e in row), *region.subs.values()]
+    return not any(isinstance(n, ast.Name) and n.id in assigned for e in read for n in ast.walk(e))
 
 
 def _extremes(plan: LoopPlan) -> list[ast.Subscript]:

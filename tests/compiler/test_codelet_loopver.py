@@ -165,3 +165,51 @@ def test_straight_line_region_keeps_exact_records(tmp_path, mode):
     assert r.fields[0]["out"].tolist() == [0, 0, 3, 4]  # the stores before the failing one happened
     r = run_one(cls, mode, STRICT, x=x, out=np.zeros(4, np.float32), j=1)
     assert r.err is None and r.fields[0]["out"].tolist() == [0, 2, 3, 4]
+
+
+
+# n is an i64 (the index arithmetic loop versioning covers); MOVE may make the loop assign it
+SPAN = """
+class Span(Vertex):
+    a: Input[Vector[float]]
+    out: Output[Vector[float]]
+
+    def compute(self):
+        n = len(self.a) - 3
+        s = 0.0
+        t = 0.0
+        for k in range(len(self.a)):
+            s += self.a[k]
+            t += self.a[k] * 2.0
+            MOVE
+        self.out[n] = s
+        self.out[n + 1] = t
+        return True
+"""
+
+
+def versions(cls) -> int:
+    return len(re.findall(r"^ver\.fast[.0-9]*:", compile_codelet(cls, STRICT).ir, re.M))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_loop_and_the_region_after_it_share_one_guard(tmp_path, mode):
+    cls = load_module(tmp_path, SPAN.replace("MOVE", "pass")).Span
+    assert versions(cls) == 1
+    a = np.arange(1, 5, dtype=np.float32)
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(3, np.float32))
+    assert r.err is None and r.fields[0]["out"].tolist() == [0, 10, 20]
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(2, np.float32))  # out[n + 1] fails
+    assert (int(r.err["field"]), int(r.err["index"]), int(r.err["size"])) == (1, 2, 2)
+    assert r.fields[0]["out"].tolist() == [0, 10]  # the loop and the store before the failing one ran
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_region_reading_what_the_loop_assigns_keeps_its_own_guard(tmp_path, mode):
+    cls = load_module(tmp_path, SPAN.replace("MOVE", "n = k")).Span
+    assert versions(cls) == 2
+    a = np.arange(1, 5, dtype=np.float32)
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(5, np.float32))  # n is 3 after the loop
+    assert r.err is None and r.fields[0]["out"].tolist() == [0, 0, 0, 10, 20]
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(4, np.float32))
+    assert (int(r.err["field"]), int(r.err["index"]), int(r.err["size"])) == (1, 4, 4)
