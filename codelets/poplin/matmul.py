@@ -81,6 +81,7 @@ class MatMulBlock(MultiVertex):
             return True
         workers = self.numWorkers()
         n = len(self.out[0])
+        first, last, c0, c1 = 0, 0, 0, n
         if m >= workers:
             # Whole R-row units per worker; the last worker also takes the m % R rows.
             units = m // self.R
@@ -88,14 +89,14 @@ class MatMulBlock(MultiVertex):
             last = self.R * ((workerId + 1) * units // workers)
             if workerId == workers - 1:
                 last = m
-            product(self.a, self.b, self.out, first, last, 0, n, self.R, self.C)
-            return True
-        parts = min(max(workers // m, 1), max(n, 1))
-        row = workerId // parts
-        if row < m:
-            part = workerId % parts
-            product(self.a, self.b, self.out, row, row + 1, part * n // parts, (part + 1) * n // parts,
-                    self.R, self.C)
+        else:
+            parts = min(max(workers // m, 1), max(n, 1))
+            row = workerId // parts
+            if row < m:
+                part = workerId % parts
+                first, last = row, row + 1
+                c0, c1 = part * n // parts, (part + 1) * n // parts
+        product(self.a, self.b, self.out, first, last, c0, c1, self.R, self.C)
         return True
 
 

@@ -26,11 +26,13 @@ adds a constant per iteration: an induction variable that does not stop vectoris
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import llvmlite.ir as ir
 import numpy as np
+from llvmlite.ir import MetaDataString
 
 from ..vertex import Direction, FieldKind, FieldSpec
 from .codelet_exprs import (
@@ -47,7 +49,16 @@ from .codelet_exprs import (
     storage_type,
 )
 from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
-from .codelet_loopver import LoopPlan, emit_guard, hoistable, loop_points, plan_loop, plan_region
+from .codelet_loopver import (
+    LoopPlan,
+    assigned_names,
+    certain,
+    emit_guard,
+    hoistable,
+    loop_points,
+    plan_loop,
+    plan_region,
+)
 from .codelet_ops import MathLib, ScalarOps
 from .codelet_size import code_bytes
 from .codelet_types import (
@@ -160,6 +171,7 @@ class KernelBuilder(ExprLowering):
         self.unchecked: frozenset[int] = frozenset()  # accesses a versioned loop proved in bounds
         self.versioning = True  # False while lowering the checked copy of versioned code
         self.unroller = Unroller()
+        self.unrolling = True  # False in the rolled cold copy of versioned code
         self.oob = None
 
     # module structure ---------------------------------------------------------------------------
@@ -327,7 +339,8 @@ class KernelBuilder(ExprLowering):
 
     # statements ---------------------------------------------------------------------------------
     def _body(self, stmts: list[ast.stmt]) -> None:
-        stmts = self.unroller.expand(stmts, self.frame.types)
+        if self.unrolling:
+            stmts = self.unroller.expand(stmts, self.frame.types)
         k = 0
         while k < len(stmts):
             loop = stmts[k]
@@ -358,7 +371,7 @@ class KernelBuilder(ExprLowering):
                 # straight-line code: one guard for its accesses (codelet_loopver), as for loops
                 run = stmts[k:end]
                 guard = self._guard(plan, [I64(0)])
-                self._versioned(guard, plan.ids, lambda run=run: self._statements(run))
+                self._versioned(guard, plan.ids, *[lambda run=run: self._statements(run)] * 2)
                 k = end
                 continue
             self._statements(stmts[k:max(end, k + 1)])
@@ -492,7 +505,7 @@ class KernelBuilder(ExprLowering):
     def _versioned_loop(self, node: ast.For, after: list[ast.stmt]) -> bool:
         """A range loop; with the straight-line statements ``after`` it too when one guard can
         cover both (:func:`hoistable`). Whether it lowered ``after``."""
-        node = self._flattened(node)
+        original, node = node, self._flattened(node)
         assert isinstance(node.iter, ast.Call)
         args = [self.ops.convert(self.expr(a), self.type(a), PY_INT) for a in node.iter.args]
         bounds = (
@@ -514,6 +527,11 @@ class KernelBuilder(ExprLowering):
             self._loop(node, bounds)
             self._statements(after)
 
+        def lower_rolled() -> None:  # the cold copy when it can only end in an error
+            with self._rolled(original):
+                self._loop(original, bounds)
+            self._statements(after)
+
         # loop versioning (codelet_loopver): an unchecked copy when the guard proves every covered
         # access in bounds, else the checked loop (the same error record as without versioning)
         runs, points = loop_points(self.b, plan.step, bounds[0], bounds[1])
@@ -521,8 +539,36 @@ class KernelBuilder(ExprLowering):
         ids = plan.ids
         if region is not None:
             guard, ids = self.b.and_(guard, self._guard(region, [I64(0)])), ids | region.ids
-        self._versioned(guard, ids, lower)
+        exact = original is not node and certain(node.body + after, self._is_helper)
+        self._versioned(guard, ids, lower, lower_rolled if exact else lower)
         return region is not None
+
+    def _is_helper(self, call: ast.Call) -> bool:
+        return id(call) in self.frame.types.calls or id(call) in self.unroller.calls
+
+    @contextlib.contextmanager
+    def _rolled(self, loop: ast.For) -> Iterator[None]:
+        """Lower without unrolling, the local arrays ``loop`` uses copied to arrays of their own
+        (indexed by loop variables, they stay in memory; the originals stay in registers)."""
+        arrays = {n.id for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+        arrays -= set(assigned_names(loop.body))  # one the loop makes anew is its own already
+        moved = []
+        for name in sorted(arrays):
+            t = self.frame.types.locals.get(name)
+            slot = self.frame.slots.get(name)
+            if isinstance(t, VectorType) and t.size is not None and isinstance(slot, tuple):
+                array = ir.ArrayType(storage_type(t.elem), t.size)
+                home, copy_ = self.b.load(slot[0]), self.alloca_builder.alloca(array, name=f"{name}.rolled")
+                self.b.store(self.b.load(home, typ=array), copy_)
+                self.b.store(copy_, slot[0])
+                moved.append((slot[0], home, copy_, array))
+        outer, self.unrolling = self.unrolling, False
+        yield
+        self.unrolling = outer
+        if not self.b.block.is_terminated:
+            for ptr_slot, home, copy_, array in moved:
+                self.b.store(self.b.load(copy_, typ=array), home)
+                self.b.store(home, ptr_slot)
 
     def _region_plan(self, stmts: list[ast.stmt]) -> LoopPlan | None:
         return plan_region(stmts, self._typed, self.frame.types.locals, self.fields, self.unchecked)
@@ -532,6 +578,8 @@ class KernelBuilder(ExprLowering):
 
     def _flattened(self, node: ast.For) -> ast.For:
         """The loop with the loops of its body that unroll expanded (what loop versioning plans)."""
+        if not self.unrolling:
+            return node
         body = self.unroller.expand(node.body, self.frame.types)
         if body == node.body:
             return node
@@ -539,16 +587,18 @@ class KernelBuilder(ExprLowering):
         flat.body = body
         return flat
 
-    def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None]) -> None:
+    def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None],
+                   lower_checked: Callable[[], None]) -> None:
         """Lower code twice: with the accesses ``ids`` unchecked where ``guard`` holds, else checked
         (and not versioned again: the checked copy is the cold path)."""
         fast, slow, join = self._block("ver.fast"), self._block("ver.checked"), self._block("ver.join")
         self._cbr(guard, fast, slow, likely=True)
         outer = self.unchecked
-        for block, skip, versioning in ((fast, outer | ids, True), (slow, outer, False)):
+        copies = ((fast, outer | ids, True, lower), (slow, outer, False, lower_checked))
+        for block, skip, versioning, how in copies:
             self.b.position_at_end(block)
             self.unchecked, self.versioning = skip, versioning
-            lower()
+            how()
             if not self.b.block.is_terminated:
                 self._br(join)
         self.unchecked, self.versioning = outer, True
@@ -592,7 +642,12 @@ class KernelBuilder(ExprLowering):
         self.frame.loops.pop()
         self._goto(latch)
         self.b.store(self.b.add(self.b.load(counter), step, flags=step_flags), counter)
-        self._br(head)
+        back = self._br(head)
+        if not self.unrolling:  # the rolled cold copy: LLVM must not unroll it either
+            m = self.module
+            loop = m.add_metadata([MetaDataString(m, f"rolled.{len(m.metadata)}")])
+            loop.operands = (loop, m.add_metadata([MetaDataString(m, "llvm.loop.unroll.disable")]))
+            back.set_metadata("llvm.loop", loop)
         self.b.position_at_end(done)
 
     def _range_test(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:

@@ -89,7 +89,7 @@ class ExprLowering:
     counter: ir.Value  # the cycle counter slot
     pending: int  # cycles counted in the current block, not yet added to the counter
     unchecked: frozenset[int]  # id() of the accesses not to check (the fast path of a versioned loop)
-    oob: tuple[ir.Block, list[ir.Value]] | None  # the shared out-of-bounds exit and its value slots
+    oob: tuple[ir.Block, list[ir.PhiInstr]] | None  # the shared out-of-bounds exit and its values
     unroller: Unroller  # the copies of loops that unroll, and their types
     frames: list[Frame]
 
@@ -132,9 +132,9 @@ class ExprLowering:
             self.b.store(self.b.add(self.b.load(self.counter), I64(self.pending)), self.counter)
             self.pending = 0
 
-    def _br(self, target: ir.Block) -> None:
+    def _br(self, target: ir.Block) -> ir.Instruction:
         self._flush()
-        self.b.branch(target)
+        return self.b.branch(target)
 
     def _cbr(self, cond: ir.Value, then: ir.Block, other: ir.Block, likely: bool | None = None) -> None:
         self._flush()
@@ -266,28 +266,27 @@ class ExprLowering:
         data, size = self.expr(node.value)
         index = self.ops.convert(self.expr(node.slice), it, PY_INT)
         if self.checked and id(node) not in self.unchecked and not _in_bounds(index, size):
-            ok, bad = self._block("idx.ok"), self._block("idx.bad")
-            self._cbr(self.b.icmp_unsigned("<", index, size), ok, bad, likely=True)
-            self.b.position_at_end(bad)
-            self._out_of_bounds(vt.field, index, size, node.lineno)
-            self.b.position_at_end(ok)
+            self._check(self.b.icmp_unsigned("<", index, size), vt.field, index, size, node.lineno)
         return data, index
 
-    def _out_of_bounds(self, field_index: int, index: ir.Value, size: ir.Value, line: int) -> None:
-        """Fail with ERR_OUT_OF_BOUNDS through one shared block (every check only sets its values)."""
+    def _check(self, ok: ir.Value, field_index: int, index: ir.Value, size: ir.Value, line: int) -> None:
+        """Go on where ``ok`` holds, else fail with ERR_OUT_OF_BOUNDS: every check branches to one
+        shared exit block, whose phis take the failing access's values (no block per check)."""
         if self.oob is None:
-            slots = [self._alloca(I64, name) for name in ("oob.field", "oob.index", "oob.size", "oob.line")]
             block = self._block("out_of_bounds")
             b = ir.IRBuilder(block)
-            for k, slot in enumerate(slots, start=2):  # (lanes fail alike: lane 0 reports)
-                b.store(b.load(first_lane(slot)), b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
+            phis = [b.phi(I64, name) for name in ("oob.field", "oob.index", "oob.size", "oob.line")]
+            for k, phi in enumerate(phis, start=2):  # (lanes fail alike: lane 0 reports)
+                b.store(phi, b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
             b.store(b.load(first_lane(self.counter)), self.cyc_out)
             b.ret(I64(ERR_OUT_OF_BOUNDS))
-            self.oob = (block, slots)
-        block, slots = self.oob
-        for slot, v in zip(slots, (I64(field_index), index, size, I64(line))):
-            self.b.store(v, slot)
-        self._br(block)
+            self.oob = (block, phis)
+        block, phis = self.oob
+        go_on = self._block("idx.ok")
+        self._cbr(ok, go_on, block, likely=True)
+        for phi, v in zip(phis, (I64(field_index), index, size, I64(line))):
+            phi.add_incoming(first_lane(v), self.b.block)
+        self.b.position_at_end(go_on)
 
     def _element_ptr(self, node: ast.Subscript) -> tuple[ir.Value, ScalarType]:
         vt = self.type(node.value)

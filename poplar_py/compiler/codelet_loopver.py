@@ -19,7 +19,9 @@ otherwise the original checked loop runs, so an error record is exactly that of 
 Both copies are lowered by the same code with the same cycle accounting, and the guard itself is
 free, so the cycle count does not depend on the path taken. Straight-line code gets the same
 treatment (:func:`plan_region`), and a loop with the straight-line code after it share one guard
-when :func:`hoistable` allows.
+when :func:`hoistable` allows. When the guarded code is :func:`certain` to fail with the guard,
+the checked copy keeps its loops rolled (the codegen's cold path stays small: an error is all it
+can end in, and a failing vertex's cycles are never read).
 """
 
 from __future__ import annotations
@@ -252,6 +254,22 @@ def hoistable(loop: ast.For, region: LoopPlan) -> bool:
     read = [*(a.value for a in region.accesses), *(a.slice for a in region.accesses),
             *(e for row in region.rows.values() for e in row), *region.subs.values()]
     return not any(isinstance(n, ast.Name) and n.id in assigned for e in read for n in ast.walk(e))
+
+
+def certain(stmts: list[ast.stmt], is_helper: Callable[[ast.Call], bool]) -> bool:
+    """Whether ``stmts`` (a flattened loop body, or straight-line code) run every statement each
+    time, in order: no branch, early exit, short-circuit or helper call. A guard over them then
+    fails only when an access will fail (the loop runs, and an index at its first or last
+    iteration is out of bounds), so its checked copy only has to find which, and need not count
+    the cycles of a vertex that completes."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, (ast.If, ast.While, ast.For, ast.IfExp, ast.BoolOp, ast.Break, ast.Continue,
+                              ast.Return, ast.Assert)):
+                return False
+            if (isinstance(n, ast.Compare) and len(n.ops) > 1) or (isinstance(n, ast.Call) and is_helper(n)):
+                return False
+    return True
 
 
 def _extremes(plan: LoopPlan) -> list[ast.Subscript]:

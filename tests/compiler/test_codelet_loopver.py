@@ -213,3 +213,42 @@ def test_region_reading_what_the_loop_assigns_keeps_its_own_guard(tmp_path, mode
     assert r.err is None and r.fields[0]["out"].tolist() == [0, 0, 0, 10, 20]
     r = run_one(cls, mode, STRICT, a=a, out=np.zeros(4, np.float32))
     assert (int(r.err["field"]), int(r.err["index"]), int(r.err["size"])) == (1, 4, 4)
+
+
+# the k loop's body unrolls (c); a guard failing on it means an access fails, so its checked copy
+# is the rolled loop, with acc copied to an array of its own
+ROLLED = """
+from poplar_py import LocalArray
+
+
+class Tile(Vertex):
+    a: Input[Vector[float]]
+    out: Output[Vector[float]]
+    extra: Input[int]
+
+    def compute(self):
+        acc = LocalArray(float, 4)
+        for k in range(len(self.a) // 4 + self.extra):
+            for c in range(4):
+                acc[c] += self.a[k * 4 + c]  # ACCESS
+        for c in range(4):
+            self.out[c] = acc[c]
+        return True
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_certain_failure_takes_the_rolled_copy_with_the_exact_record(tmp_path, mode):
+    cls = load_module(tmp_path, ROLLED).Tile
+    assert "llvm.loop.unroll.disable" in compile_codelet(cls, STRICT).ir
+    a = np.arange(12, dtype=np.float32)
+    line = next(k for k, t in enumerate(ROLLED.splitlines(), 4) if "# ACCESS" in t)
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(4, np.float32), extra=1)
+    record = (int(r.err["field"]), int(r.err["index"]), int(r.err["size"]), int(r.err["line"]))
+    assert record == (0, 12, 12, line)
+    assert r.fields[0]["out"].tolist() == [0, 0, 0, 0]
+    r = run_one(cls, mode, STRICT, a=a, out=np.zeros(4, np.float32), extra=0)
+    assert r.err is None and r.fields[0]["out"].tolist() == [12, 15, 18, 21]
+    if mode == "native":
+        unchecked = run_one(cls, mode, UNCHECKED, a=a, out=np.zeros(4, np.float32), extra=0)
+        assert int(r.cycles[0]) == int(unchecked.cycles[0]) > 0
