@@ -26,13 +26,9 @@ adds a constant per iteration: an induction variable that does not stop vectoris
 from __future__ import annotations
 
 import ast
-import contextlib
-import copy
-from collections.abc import Callable, Iterator
 
 import llvmlite.ir as ir
 import numpy as np
-from llvmlite.ir import MetaDataString
 
 from ..vertex import Direction, FieldKind, FieldSpec
 from .codelet_exprs import (
@@ -43,20 +39,12 @@ from .codelet_exprs import (
     I64,
     PTR,
     STATUS_OK,
-    ExprLowering,
     Value,
     Vec,
     storage_type,
 )
 from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .codelet_loopver import (
-    LoopPlan,
-    assigned_names,
-    certain,
-    emit_guard,
-    hoistable,
-    loop_points,
-    plan_loop,
     plan_region,
 )
 from .codelet_ops import MathLib, ScalarOps
@@ -73,6 +61,7 @@ from .codelet_types import (
 )
 from .codelet_typing import TypedCodelet, is_range
 from .codelet_unroll import CycleMark, Unroller
+from .codelet_versioning import VersionedLowering
 
 VERTEX_OVERHEAD = 10
 #: lockstep lanes for codelets up to this modelled size: small bodies are the latency-bound ones,
@@ -146,7 +135,7 @@ def state_layout(fields: dict[str, FieldSpec]) -> tuple[np.dtype, ir.LiteralStru
     return np.dtype({"names": names, "formats": formats}, align=True), ir.LiteralStructType(elements), slots
 
 
-class KernelBuilder(ExprLowering):
+class KernelBuilder(VersionedLowering):
     """Lowers one TypedCodelet to an llvmlite module: module structure and statements."""
 
     def __init__(
@@ -502,108 +491,6 @@ class KernelBuilder(ExprLowering):
             return
         self._versioned_loop(node, [])
 
-    def _versioned_loop(self, node: ast.For, after: list[ast.stmt]) -> bool:
-        """A range loop; with the straight-line statements ``after`` it too when one guard can
-        cover both (:func:`hoistable`). Whether it lowered ``after``."""
-        original, node = node, self._flattened(node)
-        assert isinstance(node.iter, ast.Call)
-        args = [self.ops.convert(self.expr(a), self.type(a), PY_INT) for a in node.iter.args]
-        bounds = (
-            (I64(0), args[0], I64(1))
-            if len(args) == 1
-            else (args[0], args[1], args[2] if len(args) == 3 else I64(1))
-        )
-        plan = None
-        if self.checked and self.versioning:
-            plan = plan_loop(node, self._typed, self.frame.types.locals, self.fields)
-        if plan is None:
-            self._loop(node, bounds)
-            return False
-        region = self._region_plan(after) if after else None
-        if region is None or not hoistable(node, region):
-            region, after = None, []
-
-        def lower() -> None:
-            self._loop(node, bounds)
-            self._statements(after)
-
-        def lower_rolled() -> None:  # the cold copy when it can only end in an error
-            with self._rolled(original):
-                self._loop(original, bounds)
-            self._statements(after)
-
-        # loop versioning (codelet_loopver): an unchecked copy when the guard proves every covered
-        # access in bounds, else the checked loop (the same error record as without versioning)
-        runs, points = loop_points(self.b, plan.step, bounds[0], bounds[1])
-        guard = self.b.or_(self.b.not_(runs), self._guard(plan, points))
-        ids = plan.ids
-        if region is not None:
-            guard, ids = self.b.and_(guard, self._guard(region, [I64(0)])), ids | region.ids
-        exact = original is not node and certain(node.body + after, self._is_helper)
-        self._versioned(guard, ids, lower, lower_rolled if exact else lower)
-        return region is not None
-
-    def _is_helper(self, call: ast.Call) -> bool:
-        return id(call) in self.frame.types.calls or id(call) in self.unroller.calls
-
-    @contextlib.contextmanager
-    def _rolled(self, loop: ast.For) -> Iterator[None]:
-        """Lower without unrolling, the local arrays ``loop`` uses copied to arrays of their own
-        (indexed by loop variables, they stay in memory; the originals stay in registers)."""
-        arrays = {n.id for s in loop.body for n in ast.walk(s) if isinstance(n, ast.Name)}
-        arrays -= set(assigned_names(loop.body))  # one the loop makes anew is its own already
-        moved = []
-        for name in sorted(arrays):
-            t = self.frame.types.locals.get(name)
-            slot = self.frame.slots.get(name)
-            if isinstance(t, VectorType) and t.size is not None and isinstance(slot, tuple):
-                array = ir.ArrayType(storage_type(t.elem), t.size)
-                home, copy_ = self.b.load(slot[0]), self.alloca_builder.alloca(array, name=f"{name}.rolled")
-                self.b.store(self.b.load(home, typ=array), copy_)
-                self.b.store(copy_, slot[0])
-                moved.append((slot[0], home, copy_, array))
-        outer, self.unrolling = self.unrolling, False
-        yield
-        self.unrolling = outer
-        if not self.b.block.is_terminated:
-            for ptr_slot, home, copy_, array in moved:
-                self.b.store(self.b.load(copy_, typ=array), home)
-                self.b.store(home, ptr_slot)
-
-    def _region_plan(self, stmts: list[ast.stmt]) -> LoopPlan | None:
-        return plan_region(stmts, self._typed, self.frame.types.locals, self.fields, self.unchecked)
-
-    def _guard(self, plan: LoopPlan, points: list[ir.Value]) -> ir.Value:
-        return emit_guard(self.b, plan, points, self._guard_leaf, self._guard_size, self._guard_row)
-
-    def _flattened(self, node: ast.For) -> ast.For:
-        """The loop with the loops of its body that unroll expanded (what loop versioning plans)."""
-        if not self.unrolling:
-            return node
-        body = self.unroller.expand(node.body, self.frame.types)
-        if body == node.body:
-            return node
-        flat = copy.copy(node)
-        flat.body = body
-        return flat
-
-    def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None],
-                   lower_checked: Callable[[], None]) -> None:
-        """Lower code twice: with the accesses ``ids`` unchecked where ``guard`` holds, else checked
-        (and not versioned again: the checked copy is the cold path)."""
-        fast, slow, join = self._block("ver.fast"), self._block("ver.checked"), self._block("ver.join")
-        self._cbr(guard, fast, slow, likely=True)
-        outer = self.unchecked
-        copies = ((fast, outer | ids, True, lower), (slow, outer, False, lower_checked))
-        for block, skip, versioning, how in copies:
-            self.b.position_at_end(block)
-            self.unchecked, self.versioning = skip, versioning
-            how()
-            if not self.b.block.is_terminated:
-                self._br(join)
-        self.unchecked, self.versioning = outer, True
-        self.b.position_at_end(join)
-
     def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None) -> None:
         """The loop itself: over range(start, stop, step) when ``bounds`` is given, else a vector."""
         counter = self._alloca(I64, "for.i")
@@ -643,11 +530,8 @@ class KernelBuilder(ExprLowering):
         self._goto(latch)
         self.b.store(self.b.add(self.b.load(counter), step, flags=step_flags), counter)
         back = self._br(head)
-        if not self.unrolling:  # the rolled cold copy: LLVM must not unroll it either
-            m = self.module
-            loop = m.add_metadata([MetaDataString(m, f"rolled.{len(m.metadata)}")])
-            loop.operands = (loop, m.add_metadata([MetaDataString(m, "llvm.loop.unroll.disable")]))
-            back.set_metadata("llvm.loop", loop)
+        if not self.unrolling:
+            self._keep_rolled(back)
         self.b.position_at_end(done)
 
     def _range_test(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:

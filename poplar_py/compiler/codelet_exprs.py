@@ -161,31 +161,6 @@ class ExprLowering:
             self.b.store(v, self.b.gep(self.err, [I32(0), I32(k)], source_etype=ERR_STRUCT))
         self._ret_status(status)
 
-    # guards of versioned code (codelet_loopver): invariant values, no cycles counted --------------
-    def _guard_leaf(self, e: ast.expr) -> ir.Value:
-        if isinstance(e, ast.Call):  # len(v)
-            return self._guard_size(e.args[0])
-        assert isinstance(e, ast.Name)
-        v, t = self._eName(e), self.type(e)
-        assert not isinstance(v, tuple) and isinstance(t, ScalarType)
-        return self.ops.convert(v, t, PY_INT)
-
-    def _guard_size(self, container: ast.expr) -> ir.Value:
-        v = self._eName(container) if isinstance(container, ast.Name) else self.expr(container)
-        assert isinstance(v, tuple)
-        return v[1]
-
-    def _guard_row(self, table: ast.expr, index: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """Whether an i128 index of a vector list is in bounds, and then its row's length (i128,
-        0 otherwise: the table is only read in bounds)."""
-        data, n = self._eName(table) if isinstance(table, ast.Name) else self.expr(table)  # type: ignore[misc]
-        i128 = ir.IntType(128)
-        ok = self.b.icmp_unsigned("<", index, self.b.sext(n, i128))
-        slot = self._alloca(I64, "row.size")
-        with self.b.if_then(ok):
-            self.b.store(self._row(data, self.b.trunc(index, I64))[1], slot)
-        return ok, self.b.sext(self.b.load(slot), i128)
-
     # expressions --------------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Value:
         return getattr(self, "_e" + type(node).__name__)(node)
