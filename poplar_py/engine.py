@@ -176,8 +176,8 @@ class Engine:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
         if stream.replicatedMode() is ReplicatedStreamMode.BROADCAST and stream.toDevice:
             if replicaIndex is not None:
-                raise StreamError(f"{what}: stream '{stream.handle()}' is BROADCAST: one host end serves every "
-                                  f"replica, so it takes no replicaIndex (got {replicaIndex!r:.40})")
+                raise StreamError(f"{what}: stream '{stream.handle()}' is BROADCAST: one host end serves "
+                                  f"every replica, so it takes no replicaIndex (got {replicaIndex!r:.40})")
             return [0]
         if replicaIndex is None:
             return list(range(self._exe.replication.factor))
@@ -186,8 +186,8 @@ class Engine:
     def _replica(self, replicaIndex: Any, what: str) -> int:
         replicas = self._exe.replication.factor
         if not is_int(replicaIndex) or not 0 <= replicaIndex < replicas:
-            raise GraphReplicationError(f"{what}: replica index {replicaIndex!r:.40} is out of range: the graph "
-                                        f"has {replicas} replica(s), 0..{replicas - 1}")
+            raise GraphReplicationError(f"{what}: replica index {replicaIndex!r:.40} is out of range: the "
+                                        f"graph has {replicas} replica(s), 0..{replicas - 1}")
         return int(replicaIndex)
 
     def _connect(self, stream: DataStream, hosts: dict[int, HostStream]) -> None:

@@ -222,9 +222,10 @@ class CrossReplicaCopy(Program):
             raise ProgramError(f"CrossReplicaCopy needs two tensors, got ({type(src).__name__}, "
                                f"{type(dst).__name__})")
         Copy(src, dst)  # the same checks as a copy within a replica
-        if not isinstance(replicaMap, dict) or not all(is_int(k) and is_int(v) for k, v in replicaMap.items()):
-            raise GraphReplicationError(f"CrossReplicaCopy: the replica map must be a dict of replica index to "
-                                        f"replica index, got {replicaMap!r:.60}")
+        items = replicaMap.items() if isinstance(replicaMap, dict) else None
+        if items is None or not all(is_int(k) and is_int(v) for k, v in items):
+            raise GraphReplicationError(f"CrossReplicaCopy: the replica map must be a dict of replica index "
+                                        f"to replica index, got {replicaMap!r:.60}")
         mapping = {int(k): int(v) for k, v in replicaMap.items()}
         if sorted(mapping.values()) != sorted(mapping):
             raise GraphReplicationError(f"CrossReplicaCopy: the replica map {mapping} is not a permutation "

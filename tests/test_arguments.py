@@ -178,7 +178,7 @@ def test_debug_contexts_name_things(graph):
 
 
 def test_replication_factor_is_checked(device):
-    with pytest.raises(poplar.GraphReplicationError, match="replication factor 4 does not divide .* 1 IPUs"):
+    with pytest.raises(poplar.GraphReplicationError, match=r"replication factor 4 does not divide .* 1 IPUs"):
         poplar.Graph(device, replication_factor=4)
     with pytest.raises(InvalidArgumentError, match="replication_factor"):
         poplar.Graph(device, replication_factor=2.0)

@@ -146,8 +146,9 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
+        name = p.name or f"Copy({p.src.name} -> {p.dst.name})"
         return _tensor_copy(lw, p.src, p.dst, lw.replica_runs(p.src, "Copy source"),
-                            lw.replica_runs(p.dst, "Copy destination"), p.name or f"Copy({p.src.name} -> {p.dst.name})")
+                            lw.replica_runs(p.dst, "Copy destination"), name)
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
     assert isinstance(stream, DataStream) and isinstance(t, Tensor)
@@ -193,7 +194,8 @@ def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
     sources = sorted(p.replicaMap)
     src = lw.replica_runs(p.src, "CrossReplicaCopy source", sources)
     dst = lw.replica_runs(p.dst, "CrossReplicaCopy destination", [p.replicaMap[r] for r in sources])
-    return _tensor_copy(lw, p.src, p.dst, src, dst, p.name or f"CrossReplicaCopy({p.src.name} -> {p.dst.name})")
+    name = p.name or f"CrossReplicaCopy({p.src.name} -> {p.dst.name})"
+    return _tensor_copy(lw, p.src, p.dst, src, dst, name)
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:

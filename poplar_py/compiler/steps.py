@@ -109,7 +109,8 @@ class StreamCopyStep(HostStep):
         stream = ends[replica] if ends is not None else None
         if stream is None:
             which = f" for replica {replica}" if len(self.plans) > 1 and not self.broadcast else ""
-            raise StreamError(f"stream '{self.handle}' is not connected{which}: call engine.connectStream first")
+            raise StreamError(f"stream '{self.handle}' is not connected{which}: call engine.connectStream "
+                              "first")
         return stream
 
     def run(self, m: Machine) -> None:
