@@ -40,7 +40,7 @@ def test_a_replicated_graph_sees_one_replica():
 
 
 def test_replication_factor_must_divide_the_ipus():
-    with pytest.raises(GraphReplicationError, match=r"replication factor 3 does not divide the target's 4 IPUs"):
+    with pytest.raises(GraphReplicationError, match=r"factor 3 does not divide the target.s 4 IPUs"):
         poplar.Graph(model(4), replication_factor=3)
 
 
