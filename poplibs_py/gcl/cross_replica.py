@@ -19,7 +19,15 @@ from poplar_py.errors import GraphReplicationError
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from .operators import CONDITION, LOCAL, RECEIVED, CollectiveOperator, checked_op, checked_tensor, combine_expr
+from .operators import (
+    CONDITION,
+    LOCAL,
+    RECEIVED,
+    CollectiveOperator,
+    checked_op,
+    checked_tensor,
+    combine_expr,
+)
 from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
 
 __all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
@@ -140,8 +148,8 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     t = checked_tensor(graph, t, name)
     replicas = graph.getReplicationFactor()
     if not isinstance(rootReplica, int) or not 0 <= rootReplica < replicas:
-        raise GraphReplicationError(f"{name}: root replica {rootReplica!r:.40} is out of range: the graph has "
-                                    f"{replicas} replica(s), 0..{replicas - 1}")
+        raise GraphReplicationError(f"{name}: root replica {rootReplica!r:.40} is out of range: the graph "
+                                    f"has {replicas} replica(s), 0..{replicas - 1}")
     out = graph.clone(t, f"{name}/out")
     if t.numElements() == 0:
         return out
