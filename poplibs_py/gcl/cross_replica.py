@@ -1,10 +1,11 @@
 """Cross-replica collectives (GCL's ``Collectives.hpp``), built from ring steps.
 
 Each collective copies its input into a work buffer (a row per replica, columns spread over
-the tiles), runs ring steps (:mod:`.ring`) in which every replica sends one row to the next
-over the IPU-Links with a ``CrossReplicaCopy`` and popops vertices combine what arrived with
-the local row, and copies the result out. An all-reduce is a reduce-scatter then an
-all-gather: each replica sends ``2 (R - 1) / R`` of the data, the ring's bandwidth bound.
+the tiles), rotates it by the replica's ring position, runs ring steps (:mod:`.ring`) in which
+every replica sends one row to the next over the IPU-Links with a ``CrossReplicaCopy`` and
+popops vertices combine what arrived with a local row, rotates back and copies the result
+out. An all-reduce is a reduce-scatter then an all-gather: each replica sends ``2 (R - 1) / R``
+of the data, the ring's bandwidth bound.
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
 from .operators import (
-    CONDITION,
-    LOCAL,
-    RECEIVED,
     CollectiveOperator,
     checked_op,
     checked_tensor,
@@ -37,29 +35,32 @@ __all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCr
 def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
     expr = combine_expr(op)
 
-    def run(received: Tensor, local: Tensor, out: Tensor, prog: prog_.Sequence) -> None:
-        popops.mapWithOutput(graph, expr, [received, local], out, prog, f"gcl/{op.value}")
+    def run(received: Tensor, local: Tensor, prog: prog_.Sequence) -> None:
+        popops.mapInPlace(graph, expr, [local, received], prog, f"gcl/{op.value}")
     return run
 
 
 def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
           name: str) -> tuple[Tensor, Tensor]:
-    """The work buffer holding ``t``'s chunks (squared for SQUARE_ADD) and the offset holding this
-    replica's ring position."""
+    """The work buffer holding ``t``'s chunks (squared for SQUARE_ADD), rotated by this replica's
+    ring position, and the tensor holding that position."""
     size, parts = chunks(t, ring.size)
     buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
-    return buf, ring.position(graph, prog, name)
+    position = ring.position(graph, prog, name)
+    return ring.rotate(graph, buf, position, prog, f"{name}/rotate"), position
 
 
 def _rows(buf: Tensor) -> list[Tensor]:
     return [buf[j] for j in range(buf.dim(0))]
 
 
-def _unload(ring: Ring, buf: Tensor, out: Tensor, prog: prog_.Sequence) -> None:
-    """The buffer's rows back to ``out``'s chunks."""
+def _unload(graph: Graph, ring: Ring, rotated: Tensor, position: Tensor, out: Tensor, prog: prog_.Sequence,
+            name: str) -> None:
+    """A rotated buffer's rows back to ``out``'s chunks."""
+    buf = ring.unrotate(graph, rotated, position, prog, f"{name}/unrotate")
     parts = chunks(out, ring.size)[1]
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=False)
 
@@ -76,12 +77,12 @@ def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, pr
             prog.add(prog_.Copy(t, out))
         return
     ring = Ring.of(graph)
-    buf, offset = _load(graph, ring, t, op, prog, name)
-    row = reduce_scatter(graph, ring, buf, offset, _combine(graph, op), prog, f"{name}/reduceScatter")
+    rotated, position = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, f"{name}/reduceScatter")
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
-    all_gather(graph, ring, buf, row, offset, prog, f"{name}/allGather")
-    _unload(ring, buf, out, prog)
+    all_gather(ring, rotated, 1, prog)
+    _unload(graph, ring, rotated, position, out, prog, name)
 
 
 def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
@@ -114,8 +115,8 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
     ring = Ring.of(graph)
-    buf, offset = _load(graph, ring, t, op, prog, name)
-    row = reduce_scatter(graph, ring, buf, offset, _combine(graph, op), prog, name)
+    rotated, _ = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
     return row
@@ -132,9 +133,10 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     out = graph.cloneN(t, ring.size, f"{name}/out")
     if t.numElements() == 0:
         return out
-    buf = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
-    offset = ring.position(graph, prog, name)
-    all_gather(graph, ring, buf, t.flatten(), offset, prog, name)
+    rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
+    prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
+    all_gather(ring, rotated, 0, prog)
+    buf = ring.unrotate(graph, rotated, ring.position(graph, prog, name), prog, f"{name}/unrotate")
     copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(buf), to_rows=False)
     return out
 
@@ -154,16 +156,16 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     if t.numElements() == 0:
         return out
     ring = Ring.of(graph)
-    buf, offset = _load(graph, ring, t, None, prog, name)
+    rotated, position = _load(graph, ring, t, None, prog, name)
     index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
     is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
                          f"{name}/isRoot")
-    keep_root = pe.Select(LOCAL, RECEIVED, CONDITION)
+    keep_root = pe.Select(pe.PlaceHolder(1), pe.PlaceHolder(2), pe.PlaceHolder(3))
 
-    def combine(received: Tensor, local: Tensor, dst: Tensor, body: prog_.Sequence) -> None:
-        popops.mapWithOutput(graph, keep_root, [received, local, is_root], dst, body, f"{name}/keepRoot")
+    def combine(received: Tensor, local: Tensor, body: prog_.Sequence) -> None:
+        popops.mapInPlace(graph, keep_root, [local, received, is_root], body, f"{name}/keepRoot")
 
-    row = reduce_scatter(graph, ring, buf, offset, combine, prog, f"{name}/scatter")
-    all_gather(graph, ring, buf, row, offset, prog, f"{name}/allGather")
-    _unload(ring, buf, out, prog)
+    reduce_scatter(graph, ring, rotated, combine, prog, f"{name}/scatter")
+    all_gather(ring, rotated, 1, prog)
+    _unload(graph, ring, rotated, position, out, prog, name)
     return out

@@ -28,24 +28,23 @@ class CollectiveOperator(enum.Enum):
     LOCAL = "LOCAL"
 
 
-#: placeholders: the received partial, the local one, a condition
-RECEIVED, LOCAL, CONDITION = (pe.PlaceHolder(i) for i in (1, 2, 3))
+_A, _B = pe.PlaceHolder(1), pe.PlaceHolder(2)
 
-#: the received partial combined with the local one
+#: two partials combined (each operator is commutative: the order does not matter)
 _COMBINE = {
-    CollectiveOperator.ADD: pe.Add(RECEIVED, LOCAL),
-    CollectiveOperator.MEAN: pe.Add(RECEIVED, LOCAL),
-    CollectiveOperator.SQUARE_ADD: pe.Add(RECEIVED, LOCAL),
-    CollectiveOperator.MUL: pe.Mul(RECEIVED, LOCAL),
-    CollectiveOperator.MIN: pe.Min(RECEIVED, LOCAL),
-    CollectiveOperator.MAX: pe.Max(RECEIVED, LOCAL),
-    CollectiveOperator.LOGICAL_AND: pe.And(RECEIVED, LOCAL),
-    CollectiveOperator.LOGICAL_OR: pe.Or(RECEIVED, LOCAL),
+    CollectiveOperator.ADD: pe.Add(_A, _B),
+    CollectiveOperator.MEAN: pe.Add(_A, _B),
+    CollectiveOperator.SQUARE_ADD: pe.Add(_A, _B),
+    CollectiveOperator.MUL: pe.Mul(_A, _B),
+    CollectiveOperator.MIN: pe.Min(_A, _B),
+    CollectiveOperator.MAX: pe.Max(_A, _B),
+    CollectiveOperator.LOGICAL_AND: pe.And(_A, _B),
+    CollectiveOperator.LOGICAL_OR: pe.Or(_A, _B),
 }
 
 
 def combine_expr(op: CollectiveOperator) -> pe.Expr:
-    """``f(received, local)`` for a reducing operator."""
+    """``f(a, b)`` combining two partials, for a reducing operator."""
     return _COMBINE[op]
 
 

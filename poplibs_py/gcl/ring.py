@@ -5,12 +5,16 @@ IPU per replica the ladder's Hamiltonian cycle (0, 1, 3, 5, ..., 6, 4, 2), so th
 hop is one link group; with whole rungs per replica the replicas in order (the way back
 runs against the forward traffic, on idle link directions).
 
-Every replica runs the same program, so which fragment a replica sends at a step cannot be
-written into the program: each replica reads it at run time from a one-element offset that
-starts at its position on the ring (looked up with its replication index) and steps back by
-one each step. Fragments are rows of a buffer whose columns are spread over the tiles with
-all rows of a column on one tile, so ``popops.dynamicSlice``/``dynamicUpdate`` at that offset
-stay on the tile: each step is a cross-replica copy over the links and one compute set.
+Every replica runs the same program, but which fragment a replica sends at a step depends on
+its place on the ring. So each replica first rotates its buffer of fragments (one row each) by
+its ring position, read at run time (its replication index looked up in a table): row j of the
+rotated buffer is fragment ``position + j``. Then every step names the same rows on every
+replica: at reduce-scatter step k each replica sends row ``-k`` and combines what arrives into
+row ``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
+``-k``. Rotating is a ``popops.dynamicSlice`` of the buffer viewed twice over, and the buffer's
+columns are spread over the tiles with every row of a column on one tile, so it stays on the
+tile; each ring step is one cross-replica copy over the links and, when reducing, one popops
+compute set.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from .. import popops
 from ..popops import expr as pe
 from ..poputil import calcLinearTileMapping
 
-#: writes ``f(received, local)`` into ``out``
-Combine = Callable[[Tensor, Tensor, Tensor, prog_.Sequence], None]
+#: writes ``f(received, local)`` into ``local``
+Combine = Callable[[Tensor, Tensor, prog_.Sequence], None]
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,20 @@ class Ring:
         index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
         return popops.dynamicSlice(graph, table, index.reshape([1]), [0], [1], prog, f"{name}/position")
 
-    def step_back(self, graph: Graph, offset: Tensor, prog: prog_.Sequence, name: str) -> None:
-        """``offset = (offset - 1) mod R`` on the tile holding it."""
-        step = pe.Rem(pe.Add(pe.PlaceHolder(1), pe.Const(self.size - 1)), pe.Const(self.size))
-        popops.mapInPlace(graph, step, [offset], prog, f"{name}/next")
+    def rotate(self, graph: Graph, buf: Tensor, offset: Tensor, prog: prog_.Sequence, name: str) -> Tensor:
+        """A new tensor whose row j is ``buf``'s row ``offset + j`` (mod R), on the same tiles."""
+        return popops.dynamicSlice(graph, concat([buf, buf]), offset, [0], [self.size], prog, name)
+
+    def unrotate(self, graph: Graph, rotated: Tensor, position: Tensor, prog: prog_.Sequence,
+                 name: str) -> Tensor:
+        """The inverse of ``rotate(buf, position)``."""
+        back = pe.Rem(pe.Sub(pe.Const(self.size), pe.PlaceHolder(1)), pe.Const(self.size))
+        offset = popops.map(graph, back, [position], prog, f"{name}/offset")
+        return self.rotate(graph, rotated, offset, prog, name)
+
+    def row(self, rotated: Tensor, k: int) -> Tensor:
+        """Row ``k`` (mod R) of a rotated buffer."""
+        return rotated[k % self.size]
 
     def fragment_order(self) -> list[int]:
         """The chunk each buffer row holds: row j holds chunk ``order[j - 1]``, so that the replica
@@ -103,35 +117,21 @@ def copy_rows(prog: prog_.Sequence, sources: list[Tensor], rows: list[Tensor], t
         prog.add(prog_.Copy(a, b) if to_rows else prog_.Copy(b, a))
 
 
-def reduce_scatter(graph: Graph, ring: Ring, buf: Tensor, offset: Tensor, combine: Combine,
-                   prog: prog_.Sequence, name: str) -> Tensor:
-    """Ring reduce-scatter of ``buf``'s rows (one per replica). ``offset`` holds this replica's ring
-    position; afterwards it holds ``position + 1`` and the returned tensor that row, combined
-    over every replica. R - 1 steps, each a cross-replica copy of one row and a combine."""
-    slice_prog = prog_.Sequence()
-    local = popops.dynamicSlice(graph, buf, offset, [0], [1], slice_prog, f"{name}/slice")[0]
-    send, recv = graph.clone(local, f"{name}/send"), graph.clone(local, f"{name}/recv")
-    prog.add(slice_prog)
-    prog.add(prog_.Copy(local, send))
-    body = prog_.Sequence([prog_.CrossReplicaCopy(send, recv, ring.forward)])
-    ring.step_back(graph, offset, body, name)
-    body.add(slice_prog)
-    combine(recv, local, send, body)
-    prog.add(prog_.Repeat(ring.size - 1, body))
-    return send
+def reduce_scatter(graph: Graph, ring: Ring, rotated: Tensor, combine: Combine, prog: prog_.Sequence,
+                   name: str) -> Tensor:
+    """Ring reduce-scatter of a rotated buffer's rows: R - 1 steps, each a cross-replica copy of one
+    row and a combine into another. Returns row 1 (fragment ``position + 1``), combined over
+    every replica."""
+    received = graph.clone(rotated[0], f"{name}/received")
+    for k in range(ring.size - 1):
+        prog.add(prog_.CrossReplicaCopy(ring.row(rotated, -k), received, ring.forward))
+        combine(received, ring.row(rotated, -k - 1), prog)
+    return ring.row(rotated, 1)
 
 
-def all_gather(graph: Graph, ring: Ring, buf: Tensor, row: Tensor, offset: Tensor, prog: prog_.Sequence,
-               name: str) -> None:
-    """Ring all-gather into ``buf``: this replica's ``row`` goes to row ``offset``, then R - 1
-    steps each pass the last row received to the next replica, which stores it at its own
-    (stepped back) offset."""
-    send, recv = graph.clone(row, f"{name}/send"), graph.clone(row, f"{name}/recv")
-    update = prog_.Sequence()
-    popops.dynamicUpdate(graph, buf, recv.expand([0]), offset, [0], [1], update, f"{name}/store")
-    prog.add(prog_.Copy(row, recv))
-    prog.add(update)
-    body = prog_.Sequence([prog_.Copy(recv, send), prog_.CrossReplicaCopy(send, recv, ring.forward)])
-    ring.step_back(graph, offset, body, name)
-    body.add(update)
-    prog.add(prog_.Repeat(ring.size - 1, body))
+def all_gather(ring: Ring, rotated: Tensor, first: int, prog: prog_.Sequence) -> None:
+    """Ring all-gather in a rotated buffer whose row ``first`` is this replica's: R - 1 steps, each
+    passing the row received last (first this replica's) into the next replica's row before it."""
+    for k in range(ring.size - 1):
+        prog.add(prog_.CrossReplicaCopy(ring.row(rotated, first - k), ring.row(rotated, first - k - 1),
+                                        ring.forward))
