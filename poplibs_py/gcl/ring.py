@@ -11,14 +11,15 @@ its ring position, read at run time (its replication index looked up in a table)
 rotated buffer is fragment ``position + j``. Then every step names the same rows on every
 replica: at reduce-scatter step k each replica sends row ``-k`` and combines what arrives into
 row ``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
-``-k``. Rotating is a ``popops.dynamicSlice`` of the buffer viewed twice over, and the buffer's
-columns are spread over the tiles with every row of a column on one tile, so it stays on the
-tile; each ring step is one cross-replica copy over the links and, when reducing, one popops
-compute set.
+``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices reading the offset; the
+buffer's columns are spread over the tiles with every row of a column on one tile, so it
+stays on the tile. Each ring step is one cross-replica copy over the links and, when
+reducing, one compute set of popops vertices.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,8 +27,9 @@ from poplar_py import UNSIGNED_INT, Graph, Tensor, concat
 from poplar_py import program as prog_
 
 from .. import popops
+from ..codelets import add_library
 from ..popops import expr as pe
-from ..poputil import calcLinearTileMapping
+from ..poputil import calcLinearTileMapping, templateVertex
 
 #: writes ``f(received, local)`` into ``local``
 Combine = Callable[[Tensor, Tensor, prog_.Sequence], None]
@@ -68,8 +70,26 @@ class Ring:
         return popops.dynamicSlice(graph, table, index.reshape([1]), [0], [1], prog, f"{name}/position")
 
     def rotate(self, graph: Graph, buf: Tensor, offset: Tensor, prog: prog_.Sequence, name: str) -> Tensor:
-        """A new tensor whose row j is ``buf``'s row ``offset + j`` (mod R), on the same tiles."""
-        return popops.dynamicSlice(graph, concat([buf, buf]), offset, [0], [self.size], prog, name)
+        """A new tensor mapped like ``buf`` whose row j is ``buf``'s row ``offset + j`` (mod R):
+        one compute set of ``gcl::Rotate`` vertices, each on the tile of its columns."""
+        vertex = templateVertex("gcl::Rotate", buf.elementType())
+        if not graph.hasCodelet(vertex):
+            add_library(graph, "gcl")
+        out = graph.clone(buf, name)
+        cs = graph.addComputeSet(name)
+        size = graph.getTarget().getTypeSize(buf.elementType())
+        workers = graph.getTarget().getNumWorkerContexts()
+        for tile, intervals in enumerate(graph.getTileMapping(buf[0])):
+            for iv in intervals:
+                for a, b in _split(iv.begin(), iv.end(), workers):
+                    v = graph.addVertex(cs, vertex, {"offset": offset[0],
+                                                     "base": buf.slice([0, a], [self.size, b]).flatten(),
+                                                     "out": out.slice([0, a], [self.size, b]).flatten()})
+                    graph.setInitialValue(v["numRows"], self.size)
+                    graph.setTileMapping(v, tile)
+                    graph.setPerfEstimate(v, rotate_cycles(self.size, (b - a) * size))
+        prog.add(prog_.Execute(cs))
+        return out
 
     def unrotate(self, graph: Graph, rotated: Tensor, position: Tensor, prog: prog_.Sequence,
                  name: str) -> Tensor:
@@ -86,6 +106,19 @@ class Ring:
         """The chunk each buffer row holds: row j holds chunk ``order[j - 1]``, so that the replica
         that ends a reduce-scatter holding row ``position + 1`` holds its own chunk."""
         return [self.order[(j - 1) % self.size] for j in range(self.size)]
+
+
+def rotate_cycles(rows: int, nbytes: int) -> int:
+    """Worker cycles of a ``gcl::Rotate`` vertex: entry and a few per row, then 64-bit loads and
+    stores, 8 bytes a cycle (the rate of on-tile copies in the cycle model)."""
+    return 20 + 5 * rows + -(-rows * nbytes // 8)
+
+
+def _split(begin: int, end: int, parts: int) -> list[tuple[int, int]]:
+    """``[begin, end)`` in at most ``parts`` near-equal pieces."""
+    count = min(parts, end - begin)
+    cuts = [begin + (end - begin) * k // count for k in range(count + 1)]
+    return list(itertools.pairwise(cuts))
 
 
 def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) -> Tensor:
