@@ -41,26 +41,24 @@ def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
 
 
 def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
-          name: str) -> tuple[Tensor, Tensor]:
+          name: str) -> Tensor:
     """The work buffer holding ``t``'s chunks (squared for SQUARE_ADD), rotated by this replica's
-    ring position, and the tensor holding that position."""
+    ring position."""
     size, parts = chunks(t, ring.size)
     buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
-    position = ring.position(graph, prog, name)
-    return ring.rotate(graph, buf, position, prog, f"{name}/rotate"), position
+    return ring.rotate(graph, buf, prog, f"{name}/rotate")
 
 
 def _rows(buf: Tensor) -> list[Tensor]:
     return [buf[j] for j in range(buf.dim(0))]
 
 
-def _unload(graph: Graph, ring: Ring, rotated: Tensor, position: Tensor, out: Tensor, prog: prog_.Sequence,
-            name: str) -> None:
+def _unload(graph: Graph, ring: Ring, rotated: Tensor, out: Tensor, prog: prog_.Sequence, name: str) -> None:
     """A rotated buffer's rows back to ``out``'s chunks."""
-    buf = ring.unrotate(graph, rotated, position, prog, f"{name}/unrotate")
+    buf = ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
     parts = chunks(out, ring.size)[1]
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=False)
 
@@ -77,12 +75,12 @@ def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, pr
             prog.add(prog_.Copy(t, out))
         return
     ring = Ring.of(graph)
-    rotated, position = _load(graph, ring, t, op, prog, name)
+    rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, f"{name}/reduceScatter")
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
     all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, position, out, prog, name)
+    _unload(graph, ring, rotated, out, prog, name)
 
 
 def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
@@ -115,7 +113,7 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
     ring = Ring.of(graph)
-    rotated, _ = _load(graph, ring, t, op, prog, name)
+    rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
@@ -136,7 +134,7 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
     prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
     all_gather(ring, rotated, 0, prog)
-    buf = ring.unrotate(graph, rotated, ring.position(graph, prog, name), prog, f"{name}/unrotate")
+    buf = ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
     copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(buf), to_rows=False)
     return out
 
@@ -156,7 +154,7 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     if t.numElements() == 0:
         return out
     ring = Ring.of(graph)
-    rotated, position = _load(graph, ring, t, None, prog, name)
+    rotated = _load(graph, ring, t, None, prog, name)
     index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
     is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
                          f"{name}/isRoot")
@@ -167,5 +165,5 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
 
     reduce_scatter(graph, ring, rotated, combine, prog, f"{name}/scatter")
     all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, position, out, prog, name)
+    _unload(graph, ring, rotated, out, prog, name)
     return out

@@ -7,14 +7,14 @@ runs against the forward traffic, on idle link directions).
 
 Every replica runs the same program, but which fragment a replica sends at a step depends on
 its place on the ring. So each replica first rotates its buffer of fragments (one row each) by
-its ring position, read at run time (its replication index looked up in a table): row j of the
-rotated buffer is fragment ``position + j``. Then every step names the same rows on every
-replica: at reduce-scatter step k each replica sends row ``-k`` and combines what arrives into
-row ``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
-``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices reading the offset; the
-buffer's columns are spread over the tiles with every row of a column on one tile, so it
-stays on the tile. Each ring step is one cross-replica copy over the links and, when
-reducing, one compute set of popops vertices.
+its ring position, found at run time from its replication index: row j of the rotated buffer
+is fragment ``position + j``. Then every step names the same rows on every replica: at
+reduce-scatter step k each replica sends row ``-k`` and combines what arrives into row
+``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
+``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices; the buffer's columns are
+spread over the tiles with every row of a column on one tile, and each tile has its own copy
+of the replication index, so it stays on the tile. Each ring step is one cross-replica copy
+over the links and, when reducing, one compute set of popops vertices.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from poplar_py import UNSIGNED_INT, Graph, Tensor, concat
+from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog_
 
-from .. import popops
 from ..codelets import add_library
-from ..popops import expr as pe
 from ..poputil import calcLinearTileMapping, templateVertex
 
 #: writes ``f(received, local)`` into ``local``
@@ -59,44 +57,39 @@ class Ring:
         """The replica map of one hop."""
         return {r: self.order[(i + 1) % self.size] for i, r in enumerate(self.order)}
 
-    def position(self, graph: Graph, prog: prog_.Sequence, name: str) -> Tensor:
-        """A new UNSIGNED_INT [1] tensor holding this replica's position on the ring."""
-        positions = [0] * self.size
-        for i, r in enumerate(self.order):
-            positions[r] = i
-        table = graph.addConstant(UNSIGNED_INT, [self.size], positions, f"{name}/ringPositions")
-        graph.setTileMapping(table, 0)
-        index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
-        return popops.dynamicSlice(graph, table, index.reshape([1]), [0], [1], prog, f"{name}/position")
-
-    def rotate(self, graph: Graph, buf: Tensor, offset: Tensor, prog: prog_.Sequence, name: str) -> Tensor:
-        """A new tensor mapped like ``buf`` whose row j is ``buf``'s row ``offset + j`` (mod R):
-        one compute set of ``gcl::Rotate`` vertices, each on the tile of its columns."""
+    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str, inverse: bool = False
+               ) -> Tensor:
+        """A new tensor mapped like ``buf`` whose row j is ``buf``'s row ``p + j`` (mod R), p this
+        replica's ring position (``-p``: ``inverse`` undoes a rotation). One compute set of
+        ``gcl::Rotate`` vertices, each on the tile of its columns, reading the replication index
+        from a constant on that tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
+        positions = [0] * self.size
+        for i, r in enumerate(self.order):
+            positions[r] = i
         out = graph.clone(buf, name)
         cs = graph.addComputeSet(name)
         size = graph.getTarget().getTypeSize(buf.elementType())
         workers = graph.getTarget().getNumWorkerContexts()
         for tile, intervals in enumerate(graph.getTileMapping(buf[0])):
+            if not intervals:
+                continue
+            replica = graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}")
+            graph.setTileMapping(replica, tile)
             for iv in intervals:
                 for a, b in _split(iv.begin(), iv.end(), workers):
-                    v = graph.addVertex(cs, vertex, {"offset": offset[0],
-                                                     "base": buf.slice([0, a], [self.size, b]).flatten(),
-                                                     "out": out.slice([0, a], [self.size, b]).flatten()})
+                    v = graph.addVertex(cs, vertex, {"replica": replica,
+                                                     "base": buf.slice([0, a], [self.size, b]),
+                                                     "out": out.slice([0, a], [self.size, b])})
+                    graph.setInitialValue(v["positions"], positions)
                     graph.setInitialValue(v["numRows"], self.size)
+                    graph.setInitialValue(v["inverse"], inverse)
                     graph.setTileMapping(v, tile)
                     graph.setPerfEstimate(v, rotate_cycles(self.size, (b - a) * size))
         prog.add(prog_.Execute(cs))
         return out
-
-    def unrotate(self, graph: Graph, rotated: Tensor, position: Tensor, prog: prog_.Sequence,
-                 name: str) -> Tensor:
-        """The inverse of ``rotate(buf, position)``."""
-        back = pe.Rem(pe.Sub(pe.Const(self.size), pe.PlaceHolder(1)), pe.Const(self.size))
-        offset = popops.map(graph, back, [position], prog, f"{name}/offset")
-        return self.rotate(graph, rotated, offset, prog, name)
 
     def row(self, rotated: Tensor, k: int) -> Tensor:
         """Row ``k`` (mod R) of a rotated buffer."""
