@@ -134,18 +134,18 @@ def test_collectives_cross_the_links_in_ring_steps():
 def test_a_tensor_of_another_graph_is_named():
     h, other = Replicated(2), Replicated(2)
     foreign = other.graph.addVariable(poplar.FLOAT, [4], "foreign")
-    with pytest.raises(PoplibsArgumentError, match="allReduceCrossReplica: .*'foreign' belongs to another graph"):
+    with pytest.raises(PoplibsArgumentError, match=r"allReduceCrossReplica: .*'foreign' belongs to another"):
         gcl.allReduceCrossReplica(h.graph, foreign, Op.ADD, h.seq)
-    with pytest.raises(PoplibsArgumentError, match="allGatherCrossReplica: .*'foreign' belongs to another graph"):
+    with pytest.raises(PoplibsArgumentError, match=r"allGatherCrossReplica: .*'foreign' belongs to another"):
         gcl.allGatherCrossReplica(h.graph, foreign, h.seq)
-    with pytest.raises(PoplibsArgumentError, match="broadcastCrossReplica: .*must be a tensor"):
+    with pytest.raises(PoplibsArgumentError, match=r"broadcastCrossReplica: .*must be a tensor"):
         gcl.broadcastCrossReplica(h.graph, [1.0], h.seq)
 
 
 def test_bad_operators_and_roots_are_named():
     h = Replicated(2)
     t = h.tensor(np.zeros([2, 3], np.float32))
-    with pytest.raises(PoplibsArgumentError, match="op must be a gcl.CollectiveOperator, got 'ADD'"):
+    with pytest.raises(PoplibsArgumentError, match=r"op must be a gcl\.CollectiveOperator, got 'ADD'"):
         gcl.allReduceCrossReplica(h.graph, t, "ADD", h.seq)
     with pytest.raises(PoplibsError, match="LOCAL is not a reduction"):
         gcl.reduceScatterCrossReplica(h.graph, t, Op.LOCAL, h.seq)

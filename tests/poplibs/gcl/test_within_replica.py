@@ -79,5 +79,5 @@ def test_within_replica_errors_name_the_tensor():
     with pytest.raises(PoplibsError, match=r"tensor 'x' of shape \[3, 4\] needs an outer dimension of 2"):
         gcl.allReduceWithinReplica(graph, graph.addVariable(poplar.FLOAT, [3, 4], "x"), Op.ADD, seq)
     _, other = graph_of(2)
-    with pytest.raises(PoplibsArgumentError, match="allGatherWithinReplica: .*'y' belongs to another graph"):
+    with pytest.raises(PoplibsArgumentError, match=r"allGatherWithinReplica: .*'y' belongs to another graph"):
         gcl.allGatherWithinReplica(graph, other.addVariable(poplar.FLOAT, [2], "y"), seq)
