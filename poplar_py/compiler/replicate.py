@@ -49,10 +49,6 @@ class Replication:
         order = range(self.factor) if replicas is None else replicas
         return Runs.concat([self.shifted(runs, r) for r in order])
 
-    def replica_of_tiles(self, num_tiles: int) -> np.ndarray:
-        """The replica each tile of the device belongs to."""
-        return np.arange(num_tiles, dtype=_I64) // self.tiles
-
 
 def replicate(graph: GraphIR, mapping: TileMapping) -> tuple[GraphIR, TileMapping, Replication]:
     """The graph and its complete mapping with every replica expanded (unchanged when R is 1)."""

@@ -5,7 +5,8 @@ the tiles), rotates it by the replica's ring position, runs ring steps (:mod:`.r
 every replica sends one row to the next over the IPU-Links with a ``CrossReplicaCopy`` and
 popops vertices combine what arrived with a local row, rotates back and copies the result
 out. An all-reduce is a reduce-scatter then an all-gather: each replica sends ``2 (R - 1) / R``
-of the data, the ring's bandwidth bound.
+of the data, the ring's bandwidth bound. ``options`` (GCL's option flags) are accepted and
+ignored.
 """
 
 from __future__ import annotations

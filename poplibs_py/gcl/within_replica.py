@@ -4,7 +4,8 @@
 The tensor's outer dimension is the IPU: ``t[i]`` is IPU i's partial (and should be mapped
 to IPU i). Within a replica every IPU's part of the program is written out, so each ring
 step is one ordinary copy of a chunk from every IPU to the next over the IPU-Links, and for
-a reduction one popops compute set combining what arrived with the local chunk.
+a reduction one popops compute set combining what arrived with the local chunk. ``options``
+are accepted and ignored.
 """
 
 from __future__ import annotations
