@@ -11,7 +11,7 @@ links for more). Target: within 1.3x of the bound from 1 MB up.
     python benchmarks/bench_collectives.py [--tiles N] [--max-mb M] [--replicas 2,4,8,16]
 
 ``--tiles`` sets tilesPerIPU (default 1472, a Mk2 IPU); the 16-replica cases with 64 MB use a
-model of 368 tiles per IPU (a quarter IPU) unless ``--tiles`` is given, to keep host memory and
+model of 736 tiles per IPU (half an IPU) unless ``--tiles`` is given, to keep host memory and
 time sane; the output says so on those lines.
 """
 
@@ -24,7 +24,7 @@ from poplar_py.compiler.fabric import fabric_graph
 from poplibs_py import gcl, popops, poputil
 
 SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KB ... 64 MB
-SMALL_MODEL_TILES = 368
+SMALL_MODEL_TILES = 736
 
 
 def ring_link_bytes_per_cycle(target: poplar.Target, replicas: int) -> float:

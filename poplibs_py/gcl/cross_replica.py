@@ -42,24 +42,25 @@ def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
 
 
 def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
-          name: str) -> Tensor:
-    """The work buffer holding ``t``'s chunks (squared for SQUARE_ADD), rotated by this replica's
-    ring position."""
+          name: str) -> tuple[Tensor, Tensor]:
+    """A work buffer holding ``t``'s chunks (squared for SQUARE_ADD), and that buffer rotated by
+    this replica's ring position."""
     size, parts = chunks(t, ring.size)
     buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
-    return ring.rotate(graph, buf, prog, f"{name}/rotate")
+    return buf, ring.rotate(graph, buf, prog, f"{name}/rotate")
 
 
 def _rows(buf: Tensor) -> list[Tensor]:
     return [buf[j] for j in range(buf.dim(0))]
 
 
-def _unload(graph: Graph, ring: Ring, rotated: Tensor, out: Tensor, prog: prog_.Sequence, name: str) -> None:
-    """A rotated buffer's rows back to ``out``'s chunks."""
-    buf = ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
+def _unload(graph: Graph, ring: Ring, rotated: Tensor, buf: Tensor, out: Tensor, prog: prog_.Sequence,
+            name: str) -> None:
+    """A rotated buffer's rows back to ``out``'s chunks, through the work buffer ``buf``."""
+    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True, out=buf)
     parts = chunks(out, ring.size)[1]
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=False)
 
@@ -76,12 +77,12 @@ def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, pr
             prog.add(prog_.Copy(t, out))
         return
     ring = Ring.of(graph)
-    rotated = _load(graph, ring, t, op, prog, name)
+    buf, rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, f"{name}/reduceScatter")
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
     all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, out, prog, name)
+    _unload(graph, ring, rotated, buf, out, prog, name)
 
 
 def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
@@ -114,7 +115,7 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
     ring = Ring.of(graph)
-    rotated = _load(graph, ring, t, op, prog, name)
+    _, rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
@@ -155,7 +156,7 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     if t.numElements() == 0:
         return out
     ring = Ring.of(graph)
-    rotated = _load(graph, ring, t, None, prog, name)
+    buf, rotated = _load(graph, ring, t, None, prog, name)
     index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
     is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
                          f"{name}/isRoot")
@@ -166,5 +167,5 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
 
     reduce_scatter(graph, ring, rotated, combine, prog, f"{name}/scatter")
     all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, out, prog, name)
+    _unload(graph, ring, rotated, buf, out, prog, name)
     return out

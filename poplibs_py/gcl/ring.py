@@ -57,19 +57,19 @@ class Ring:
         """The replica map of one hop."""
         return {r: self.order[(i + 1) % self.size] for i, r in enumerate(self.order)}
 
-    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str, inverse: bool = False
-               ) -> Tensor:
-        """A new tensor mapped like ``buf`` whose row j is ``buf``'s row ``p + j`` (mod R), p this
-        replica's ring position (``-p``: ``inverse`` undoes a rotation). One compute set of
-        ``gcl::Rotate`` vertices, each on the tile of its columns, reading the replication index
-        from a constant on that tile."""
+    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str, inverse: bool = False,
+               out: Tensor | None = None) -> Tensor:
+        """``out`` (by default a new tensor mapped like ``buf``), whose row j becomes ``buf``'s row
+        ``p + j`` (mod R), p this replica's ring position (``-p``: ``inverse`` undoes a rotation).
+        One compute set of ``gcl::Rotate`` vertices, each on the tile of its columns, reading the
+        replication index from a constant on that tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
         positions = [0] * self.size
         for i, r in enumerate(self.order):
             positions[r] = i
-        out = graph.clone(buf, name)
+        out = graph.clone(buf, name) if out is None else out
         cs = graph.addComputeSet(name)
         size = graph.getTarget().getTypeSize(buf.elementType())
         workers = graph.getTarget().getNumWorkerContexts()
