@@ -167,6 +167,13 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
               row("Tile average sync cycles:", avg["sync"])]
+    if len(ex.get("ipus", [])) > 1:
+        memory = {i["ipu"]: i["memory"] for i in comp.get("ipus", [])}
+        lines += ["", "  Per IPU (memory; tile average compute, IPU exchange, global exchange, sync cycles):"]
+        for i in ex["ipus"]:
+            a = i["tileAverages"]
+            lines.append(f"    IPU {i['ipu']}: {memory.get(i['ipu'], 0):,} B; {a['compute']:,.1f}, "
+                         f"{a['exchange']:,.1f}, {a['globalExchange']:,.1f}, {a['sync']:,.1f}")
     if ex["vertexTypes"]:
         lines += ["", "  Cycles by vertex type (estimated):"]
         width = max(len(v["type"]) for v in ex["vertexTypes"])

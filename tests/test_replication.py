@@ -236,6 +236,7 @@ def test_profile_describes_the_replicas():
                  "Memory per Replica:     4.9 MB"):
         assert line in text
     assert len(engine.getProfile()["execution"]["ipus"]) == 4  # cycles per IPU, every replica's
+    assert "    IPU 3: " in text and "Per IPU (memory;" in text
 
 
 def test_a_replica_streams_on_its_own_host_link():
