@@ -172,8 +172,18 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
 
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
-    return [(values, host_plan(layout, Runs.single(var, 0, values.size, 1), values.dtype.itemsize, True)[0])
-            for var, values in graph.initial if values.size]
+    """(values, plan writing them): one plan per element size for every constant and initial
+    value (a replicated graph has many small ones), the values as their raw bits."""
+    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for var, values in graph.initial:
+        if values.size:
+            by_size.setdefault(values.dtype.itemsize, []).append((var, values))
+    plans = []
+    for size, items in sorted(by_size.items()):
+        bits = np.concatenate([values.reshape(-1).view(f"u{size}") for _, values in items])
+        runs = Runs.concat([Runs.single(var, 0, values.size, 1) for var, values in items])
+        plans.append((bits, host_plan(layout, runs, size, True)[0]))
+    return plans
 
 
 def _host_transfer(h: HostHandleIR, layout: MemoryLayout, replication: Replication) -> HostTransfer:
