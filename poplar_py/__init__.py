@@ -9,6 +9,7 @@ from .errors import (
                      GraphConnectionError,
                      GraphCycleError,
                      GraphMemoryAllocationError,
+                     GraphReplicationError,
                      InvalidArgumentError,
                      InvalidMachineModelError,
                      InvalidOptionError,
@@ -32,9 +33,11 @@ from .graph import (
                      FieldRef,
                      Function,
                      Graph,
+                     ReplicatedStreamMode,
                      TensorCloneMethod,
                      VariableMappingMethod,
                      VertexRef,
+                     replication_factor,
 )
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
@@ -100,6 +103,7 @@ __all__ = [
                      "GraphConnectionError",
                      "GraphCycleError",
                      "GraphMemoryAllocationError",
+                     "GraphReplicationError",
                      "IPUModel",
                      "InOut",
                      "Input",
@@ -117,6 +121,7 @@ __all__ = [
                      "PoplarError",
                      "PoplarTypeError",
                      "ProgramError",
+                     "ReplicatedStreamMode",
                      "StreamCallback",
                      "StreamError",
                      "Target",
@@ -141,4 +146,5 @@ __all__ = [
                      "compileGraph",
                      "concat",
                      "program",
+                     "replication_factor",
 ]

@@ -21,12 +21,19 @@ import numpy as np
 
 from .arguments import is_int
 from .compiler.costs import RunRecord
-from .compiler.lower import Machine
 from .compiler.pipeline import CompiledGraph, HostTransfer
-from .errors import InvalidArgumentError, InvalidOptionError, PoplarError, ProgramError, StreamError
+from .compiler.steps import Machine
+from .errors import (
+    GraphReplicationError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    PoplarError,
+    ProgramError,
+    StreamError,
+)
 from .executable import Executable, compileGraph
 from .graph import Graph
-from .handles import DataStream
+from .handles import DataStream, ReplicatedStreamMode
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
@@ -113,11 +120,17 @@ class Engine:
         programs[programIndex].run(self._machine)
 
     # ---- streams -----------------------------------------------------------------------------
-    def connectStream(self, handle: str, buffer: Any, end: Any = None) -> None:
+    def connectStream(self, handle: str, buffer: Any, end: Any = None, replicaIndex: Any = None) -> None:
         """Connect a FIFO to a host numpy array, used as a circular buffer: each copy takes
         (or fills) the next ``numElements`` elements, wrapping at the end. ``end`` (an int), as
-        Poplar's end pointer, uses only the first ``end`` elements of the flattened array."""
+        Poplar's end pointer, uses only the first ``end`` elements of the flattened array.
+
+        In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it every
+        replica reads the array (each from its own position). A device-to-host stream writes a
+        buffer per replica, so each replica needs its own (``replicaIndex``); a ``BROADCAST``
+        stream has one host end for all replicas and takes no replica index."""
         stream = self._stream_decl(handle)
+        replicas = self._replicas_of(stream, replicaIndex, "connectStream")
         if not isinstance(buffer, np.ndarray):
             raise StreamError(f"stream '{handle}': connect a numpy array, got {type(buffer).__name__}")
         if buffer.dtype != stream.elementType().dtype:
@@ -127,6 +140,9 @@ class Engine:
             raise StreamError(f"stream '{handle}': the host array must be C-contiguous")
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
+        if not stream.toDevice and len(replicas) > 1:
+            raise StreamError(f"stream '{handle}' goes to the host from each of {len(replicas)} replicas: "
+                              "connect one array per replica with replicaIndex=r")
         flat = buffer.reshape(-1)
         if end is not None:
             if not is_int(end) or not 0 <= end <= flat.size:
@@ -135,30 +151,54 @@ class Engine:
             flat = flat[:end]
         if flat.size == 0 and stream.numElements():
             raise StreamError(f"stream '{handle}': the host array is empty")
-        self._connect(handle, ArrayStream(flat))
+        self._connect(stream, {r: ArrayStream(flat) for r in replicas})
 
-    def connectStreamToCallback(self, handle: str, callback: StreamCallback | Callable[[np.ndarray], Any]
-                                ) -> None:
+    def connectStreamToCallback(self, handle: str, callback: StreamCallback | Callable[[np.ndarray], Any],
+                                replicaIndex: Any = None) -> None:
         """Connect a FIFO to a :class:`~poplar_py.StreamCallback` (Poplar's fetch, prefetch,
         complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
         with each transfer's buffer, which it fills (host-to-device) or reads. A new callback
-        replaces the old one, whose prefetched data is invalidated."""
-        self._stream_decl(handle)
+        replaces the old one, whose prefetched data is invalidated. In a replicated graph the
+        callback serves replica ``replicaIndex``, or (None) every replica, called once for each."""
+        stream = self._stream_decl(handle)
+        replicas = self._replicas_of(stream, replicaIndex, "connectStreamToCallback")
         if isinstance(callback, StreamCallback):
             prefetch = self._options.flag("exchange.enablePrefetch") \
                 and self._options["exchange.streamBufferOverlap"] == "none"
-            self._connect(handle, CallbackStream(callback, handle, prefetch))
+            self._connect(stream, {r: CallbackStream(callback, handle, prefetch) for r in replicas})
         elif callable(callback):
-            self._connect(handle, FunctionStream(callback))
+            self._connect(stream, {r: FunctionStream(callback) for r in replicas})
         else:
             raise StreamError(f"stream '{handle}': connect a poplar.StreamCallback or a function, got "
                               f"{type(callback).__name__}")
 
-    def _connect(self, handle: str, host: HostStream) -> None:
-        old = self._machine.streams.get(handle)
-        if old is not None:
-            old.disconnect()
-        self._machine.streams[handle] = host
+    def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
+        """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
+        if stream.replicatedMode() is ReplicatedStreamMode.BROADCAST and stream.toDevice:
+            if replicaIndex is not None:
+                raise StreamError(f"{what}: stream '{stream.handle()}' is BROADCAST: one host end serves "
+                                  f"every replica, so it takes no replicaIndex (got {replicaIndex!r:.40})")
+            return [0]
+        if replicaIndex is None:
+            return list(range(self._exe.replication.factor))
+        return [self._replica(replicaIndex, f"{what}('{stream.handle()}')")]
+
+    def _replica(self, replicaIndex: Any, what: str) -> int:
+        replicas = self._exe.replication.factor
+        if not is_int(replicaIndex) or not 0 <= replicaIndex < replicas:
+            raise GraphReplicationError(f"{what}: replica index {replicaIndex!r:.40} is out of range: the "
+                                        f"graph has {replicas} replica(s), 0..{replicas - 1}")
+        return int(replicaIndex)
+
+    def _connect(self, stream: DataStream, hosts: dict[int, HostStream]) -> None:
+        broadcast = stream.toDevice and stream.replicatedMode() is ReplicatedStreamMode.BROADCAST
+        ends = self._machine.streams.setdefault(
+            stream.handle(), [None] * (1 if broadcast else self._exe.replication.factor))
+        for r, host in hosts.items():
+            old = ends[r]
+            if old is not None:
+                old.disconnect()
+            ends[r] = host
 
     def _stream_decl(self, handle: str) -> DataStream:
         streams = self._exe.streams
@@ -180,9 +220,12 @@ class Engine:
                               f"(create one with graph.{kind})")
         return info
 
-    def writeTensor(self, handle: str, data: Any, dataEnd: Any = None) -> None:
-        """Write host data into the tensor behind a ``createHostWrite`` handle."""
+    def writeTensor(self, handle: str, data: Any, dataEnd: Any = None, replicaIndex: Any = None) -> None:
+        """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
+        ``replicaIndex``, or (None) on every replica."""
         t = self._transfer(handle, write=True)
+        replicas = range(len(t.plans)) if replicaIndex is None \
+            else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
         if data is None or isinstance(data, (str, bytes)):
             raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {data!r:.40}")
         arr = np.asarray(data)
@@ -194,13 +237,18 @@ class Engine:
         if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") and arr.dtype != t.dtype:
             raise StreamError(f"writeTensor('{handle}'): cannot write {arr.dtype} data to a {t.dtype} tensor")
         host = np.ascontiguousarray(arr.reshape(-1).astype(t.dtype, copy=False))
-        t.plan.execute(host.ctypes.data, self._base())
+        base = self._base()
+        for r in replicas:
+            t.plans[r].execute(host.ctypes.data, base)
 
-    def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None) -> np.ndarray:
-        """Read the tensor behind a ``createHostRead`` handle (into ``out`` if given)."""
+    def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None,
+                   replicaIndex: Any = 0) -> np.ndarray:
+        """Read the tensor behind a ``createHostRead`` handle on replica ``replicaIndex`` (into
+        ``out`` if given)."""
         t = self._transfer(handle, write=False)
+        replica = self._replica(replicaIndex, f"readTensor('{handle}')")
         values = np.empty(t.shape, dtype=t.dtype)
-        t.plan.execute(self._base(), values.ctypes.data)
+        t.plans[replica].execute(self._base(), values.ctypes.data)
         if out is None:
             return values
         if not isinstance(out, np.ndarray) or out.size != t.size or out.dtype != t.dtype:

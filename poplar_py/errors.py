@@ -88,3 +88,9 @@ class MissingCycleEstimateError(PoplarError):
 
 class InvalidMachineModelError(PoplarError, ValueError):
     """IPUModel fields that describe no possible device."""
+
+
+class GraphReplicationError(PoplarError, ValueError):
+    """An invalid use of replication (Poplar's ``graph_replication_error``): a replication factor
+    that does not divide the IPUs, a replica map that is not a permutation, a replica index out
+    of range."""

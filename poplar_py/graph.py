@@ -35,23 +35,24 @@ from .debug import debug_name, label
 from .errors import (
     GraphConnectionError,
     GraphMemoryAllocationError,
+    GraphReplicationError,
     InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
     TensorCreationError,
 )
-from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, VertexRef
+from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, ReplicatedStreamMode, VertexRef
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import unique_sorted
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
-from .types import Type, asType
+from .types import UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import EDGE_COLUMNS, PERF, TILE, FieldSlot, VertexTable
 
-__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "TensorCloneMethod",
-           "VariableMappingMethod", "VertexRef"]
+__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "ReplicatedStreamMode",
+           "TensorCloneMethod", "VariableMappingMethod", "VertexRef", "replication_factor"]
 
 
 class VariableMappingMethod(enum.Enum):
@@ -66,6 +67,10 @@ class TensorCloneMethod(enum.Enum):
 
 
 PerfEstimator = Callable[..., Any]
+
+
+class replication_factor(int):  # noqa: N801 (Poplar's name)
+    """A replication factor, as Poplar's strong type: ``Graph(target, poplar.replication_factor(2))``."""
 
 
 def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
@@ -84,15 +89,24 @@ class Graph:
 
     ``Graph(target)`` or ``Graph(device)``. Variables start unmapped; map them with
     ``setTileMapping`` (or let the compiler map what is left, see DESIGN §4).
+
+    ``Graph(target, replication_factor=R)`` builds one replica of a program that runs on R
+    replicas of ``numIPUs / R`` IPUs each: ``getTarget()`` is one replica's, and the Engine
+    gives every replica its own tile memories (and copies of variables and vertices).
     """
 
     def __init__(self, target: Target | Device, replication_factor: int = 1) -> None:
-        self._target = target.getTarget() if isinstance(target, Device) else target
-        if not isinstance(self._target, Target):
+        device = target.getTarget() if isinstance(target, Device) else target
+        if not isinstance(device, Target):
             raise InvalidArgumentError(f"Graph needs a Target or a Device, got {target!r:.60}")
-        if checked_int(replication_factor, "Graph: replication_factor", 1) != 1:
-            raise PoplarError(f"Graph: replication_factor={replication_factor}: replication is not "
-                              "supported yet (use replication_factor=1)")
+        replicas = checked_int(replication_factor, "Graph: replication_factor", 1)
+        if device.getNumIPUs() % replicas:
+            raise GraphReplicationError(f"Graph: replication factor {replicas} does not divide the target's "
+                                        f"{device.getNumIPUs()} IPUs (numIPUs)")
+        self._replicas = replicas
+        self._target = device if replicas == 1 else replace(device, numIPUs=device.getNumIPUs() // replicas)
+        self._device_target = device
+        self._replica_index_constants: list[int] = []
         self._num_tiles = self._target.getNumTiles()
         self._tiles: list[int] | None = None  # a virtual graph's tiles (absolute), by relative id
         self._top = self
@@ -116,6 +130,17 @@ class Graph:
 
     def getTopLevelGraph(self) -> Graph:
         return self._top
+
+    def getReplicationFactor(self) -> int:
+        return self._replicas
+
+    def addReplicationIndexConstant(self, debugContext: Any = "") -> Tensor:
+        """An UNSIGNED_INT scalar constant, on this graph's tile 0, whose value is r on replica r."""
+        name = debug_name(debugContext, "addReplicationIndexConstant") or "replicationIndex"
+        t = self.addConstant(UNSIGNED_INT, [], 0, name)
+        self.setTileMapping(t, 0)
+        self._replica_index_constants.append(self._vars.num_variables - 1)
+        return t
 
     def owns(self, t: object) -> bool:
         """Whether ``t`` is a tensor of this graph (virtual graphs share their top-level
@@ -485,17 +510,24 @@ class Graph:
         self._check_own(t, f"createHostRead('{handle}')")
         self._host_handles[handle] = HostHandle(handle, t, write=False)
 
-    def addHostToDeviceFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
+    def addHostToDeviceFIFO(self, handle: str, type_: Type | object, numElements: int, *args: Any,
+                            replicatedMode: ReplicatedStreamMode | None = None, options: Any = None
+                            ) -> DataStream:
+        """A host-to-device FIFO: ``(handle, type, numElements[, replicatedMode][, options])``. In a
+        replicated graph each replica reads its own host stream (``REPLICATE``, the default), or
+        all read one (``BROADCAST``)."""
         self._new_handle(handle)
+        modes = [a for a in (*args, replicatedMode) if isinstance(a, ReplicatedStreamMode)]
         s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
-                       toDevice=True)
+                       toDevice=True, replicatedMode_=modes[0] if modes else ReplicatedStreamMode.REPLICATE,
+                       replicationFactor_=self._replicas)
         self._streams[handle] = s
         return s
 
     def addDeviceToHostFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
         self._new_handle(handle)
         s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
-                       toDevice=False)
+                       toDevice=False, replicationFactor_=self._replicas)
         self._streams[handle] = s
         return s
 
@@ -520,4 +552,5 @@ class Graph:
         return ir.GraphIR(
             self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
-            tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators))
+            tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators),
+            self._replicas, self._device_target, tuple(self._replica_index_constants))

@@ -6,6 +6,7 @@ everything else lives in the graph's tables.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -48,6 +49,14 @@ class Function:
         return self.id
 
 
+class ReplicatedStreamMode(enum.Enum):
+    """How a host-to-device FIFO of a replicated graph feeds the replicas: each replica from its
+    own host stream (REPLICATE), or every replica from one (BROADCAST)."""
+
+    REPLICATE = "REPLICATE"
+    BROADCAST = "BROADCAST"
+
+
 @dataclass(frozen=True)
 class DataStream:
     """A host FIFO: each stream copy moves ``numElements`` elements of ``type``."""
@@ -56,6 +65,8 @@ class DataStream:
     type_: Type
     numElements_: int
     toDevice: bool
+    replicatedMode_: ReplicatedStreamMode = ReplicatedStreamMode.REPLICATE
+    replicationFactor_: int = 1
 
     def handle(self) -> str:
         return self.handle_
@@ -65,6 +76,12 @@ class DataStream:
 
     def numElements(self) -> int:
         return self.numElements_
+
+    def replicatedMode(self) -> ReplicatedStreamMode:
+        return self.replicatedMode_
+
+    def replicationFactor(self) -> int:
+        return self.replicationFactor_
 
 
 class VertexRef:

@@ -38,7 +38,7 @@ class Profile:
     def __init__(self, graph: GraphIR, exe: CompiledGraph, record: RunRecord) -> None:
         self.exe = exe
         self.record = record
-        self.model = CostModel(exe.target)
+        self.model = CostModel(exe.target, exe.replication.factor)
         self.graph_counts = {"numVertices": len(graph.vertices), "numEdges": graph.vertices.num_edges,
                              "numVariables": len(graph.variables), "numComputeSets": len(graph.compute_sets)}
         self.compute_sets = [{"name": name, "vertices": _vertex_counts(graph.vertices, cs)}
@@ -49,6 +49,7 @@ class Profile:
         t = self.exe.target
         layout = self.exe.layout
         n = t.getNumTiles()
+        replicas = self.exe.replication.factor
         by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "globalExchange", "host",
                                             "sync")}
         total = 0
@@ -78,7 +79,10 @@ class Profile:
             "compilation": {
                 "target": {"type": "IpuModel", "architecture": t.getTargetArchString(),
                            "numIPUs": t.getNumIPUs(), "tilesPerIpu": t.getTilesPerIPU(), "numTiles": n,
-                           "bytesPerTile": t.getBytesPerTile(), "clockFrequency": t.getTileClockFrequency()},
+                           "bytesPerTile": t.getBytesPerTile(), "clockFrequency": t.getTileClockFrequency(),
+                           "numReplicas": replicas, "ipusPerReplica": t.getNumIPUs() // replicas,
+                           "tilesPerReplica": n // replicas,
+                           "memoryPerReplica": n // replicas * t.getBytesPerTile()},
                 "graph": self.graph_counts,
                 "computeSets": self.compute_sets,
                 "autoMappedVariables": list(self.exe.mapping.auto_mapped),
@@ -127,6 +131,10 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
              f"  Memory Per-Tile:        {per_tile / 1024:,.1f} kB",
              f"  Total Memory:           {per_tile * tiles / 1024 / 1024:,.1f} MB",
              f"  Clock Speed (approx):   {t['clockFrequency'] / 1e6:,.1f} MHz",
+             f"  Number of Replicas:     {t.get('numReplicas', 1):,}",
+             f"  IPUs per Replica:       {t.get('ipusPerReplica', t['numIPUs']):,}",
+             f"  Tiles per Replica:      {t.get('tilesPerReplica', tiles):,}",
+             f"  Memory per Replica:     {t.get('memoryPerReplica', per_tile * tiles) / 1024 / 1024:,.1f} MB",
              "", "Graph:"]
     g = comp["graph"]
     for label, key in (("vertices", "numVertices"), ("edges", "numEdges"), ("variables", "numVariables"),
@@ -159,6 +167,13 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
               row("Tile average sync cycles:", avg["sync"])]
+    if len(ex.get("ipus", [])) > 1:
+        memory = {i["ipu"]: i["memory"] for i in comp.get("ipus", [])}
+        lines += ["", "  Per IPU (memory; tile average compute, IPU exchange, global exchange, sync cycles):"]
+        for i in ex["ipus"]:
+            a = i["tileAverages"]
+            lines.append(f"    IPU {i['ipu']}: {memory.get(i['ipu'], 0):,} B; {a['compute']:,.1f}, "
+                         f"{a['exchange']:,.1f}, {a['globalExchange']:,.1f}, {a['sync']:,.1f}")
     if ex["vertexTypes"]:
         lines += ["", "  Cycles by vertex type (estimated):"]
         width = max(len(v["type"]) for v in ex["vertexTypes"])

@@ -15,7 +15,7 @@ import networkx as nx
 
 from .arguments import is_int
 from .debug import label
-from .errors import ProgramError, StreamError
+from .errors import GraphReplicationError, ProgramError, StreamError
 from .handles import ComputeSet, DataStream, Function
 from .tensor import Tensor
 from .types import INT, UNSIGNED_INT
@@ -210,6 +210,37 @@ class WriteUndef(Program):
         if not isinstance(tensor, Tensor):
             raise ProgramError(f"WriteUndef needs a tensor, got {type(tensor).__name__}")
         self.tensor, self.name = tensor, label(name, debugContext, "WriteUndef")
+
+
+class CrossReplicaCopy(Program):
+    """Copy ``src`` of each replica r to ``dst`` of replica ``replicaMap[r]``; the map (a dict of
+    replica to replica) must be a permutation of all the graph's replicas."""
+
+    def __init__(self, src: Tensor, dst: Tensor, replicaMap: dict[int, int], name: Any = "",
+                 debugContext: Any = None) -> None:
+        if not isinstance(src, Tensor) or not isinstance(dst, Tensor):
+            raise ProgramError(f"CrossReplicaCopy needs two tensors, got ({type(src).__name__}, "
+                               f"{type(dst).__name__})")
+        Copy(src, dst)  # the same checks as a copy within a replica
+        items = replicaMap.items() if isinstance(replicaMap, dict) else None
+        if items is None or not all(is_int(k) and is_int(v) for k, v in items):
+            raise GraphReplicationError(f"CrossReplicaCopy: the replica map must be a dict of replica index "
+                                        f"to replica index, got {replicaMap!r:.60}")
+        mapping = {int(k): int(v) for k, v in replicaMap.items()}
+        if sorted(mapping.values()) != sorted(mapping):
+            raise GraphReplicationError(f"CrossReplicaCopy: the replica map {mapping} is not a permutation "
+                                        "(each replica must send once and receive once)")
+        self.src, self.dst, self.replicaMap = src, dst, mapping
+        self.name = label(name, debugContext, "CrossReplicaCopy")
+
+
+class AssumeEqualAcrossReplicas(Program):
+    """Tell the compiler that ``t`` holds the same values on every replica (no data moves)."""
+
+    def __init__(self, t: Tensor, name: Any = "", debugContext: Any = None) -> None:
+        if not isinstance(t, Tensor):
+            raise ProgramError(f"AssumeEqualAcrossReplicas needs a tensor, got {type(t).__name__}")
+        self.tensor, self.name = t, label(name, debugContext, "AssumeEqualAcrossReplicas")
 
 
 class SyncType(enum.Enum):

@@ -41,9 +41,10 @@ def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
 class CostModel:
     """The target's figures, as per-tile cycle counts of the phases of a step."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, replicas: int = 1) -> None:
         self.target = target
         n = target.getNumTiles()
+        self.replica_of_tile = np.arange(n) // (n // replicas)
         relative = np.arange(n) % target.getTilesPerIPU() // 32 if target.relativeSyncDelay \
             else np.zeros(n, dtype=np.int64)
         self.barrier = target.syncCycles + relative  # cycles of one sync, per tile
@@ -71,8 +72,10 @@ class CostModel:
         return _ceil_div(traffic.bytes_local, self.target.getMemcpyBytesPerCycle())
 
     def host(self, traffic: TileTraffic) -> np.ndarray:
-        """Host exchange cycles: the whole transfer at the host rate, every tile waiting."""
-        total = int((traffic.bytes_in + traffic.bytes_out).sum())
+        """Host exchange cycles: the whole transfer at the host rate, every tile waiting. Each
+        replica has its own host link, so the replica moving the most bytes sets the time."""
+        moved = np.bincount(self.replica_of_tile, weights=traffic.bytes_in + traffic.bytes_out)
+        total = int(moved.max(initial=0))
         return np.full(self.target.getNumTiles(), -(-total // self.target.hostExchangeBytesPerCycle),
                        dtype=np.int64)
 

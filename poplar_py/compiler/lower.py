@@ -1,233 +1,52 @@
 """Pass: lower control programs into executable steps.
 
-Every leaf program becomes a step with a precomputed plan (which bytes move where,
-which kernel runs on which state table) that knows how to run itself on a
-:class:`Machine` and what it costs (:class:`~poplar_py.compiler.costs.StepCost`);
-control programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees.
-One table, :data:`STEPS`, says which step each kind of program becomes: lowering
-dispatches on it, and running a step is calling its ``run``.
+Every leaf program becomes a step (:mod:`~poplar_py.compiler.steps`) with a precomputed
+plan (which bytes move where, which kernel runs on which state table) that knows how to
+run itself on a :class:`~poplar_py.compiler.steps.Machine` and what it costs; control
+programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees. One table,
+:data:`STEPS`, says which step each kind of program becomes: lowering dispatches on it,
+and running a step is calling its ``run``.
+
+In a replicated graph a leaf step covers every replica (the tensors' elements of all
+replicas, one replica after another); control flow reads its predicates on replica 0, since
+every replica runs the same program (Poplar requires them to agree).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import IO, ClassVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import program as prog
-from ..errors import ProgramError, StreamError
-from ..handles import DataStream
+from ..errors import GraphReplicationError, ProgramError
+from ..handles import DataStream, ReplicatedStreamMode
 from ..ir import GraphIR
-from ..printing import format_tensor
 from ..regions import Runs, unique_sorted
-from ..streams import HostStream
 from ..tensor import Tensor
-from ..types import Type
 from .computeset import ComputeSetPlans
-from .costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
-from .layout import Located, MemoryLayout
+from .layout import MemoryLayout
+from .replicate import Replication
+from .steps import (
+    CallStep,
+    CopyStep,
+    ExecuteStep,
+    IfStep,
+    PrintStep,
+    RepeatStep,
+    ScalarRef,
+    SequenceStep,
+    Step,
+    StreamCopyStep,
+    SwitchStep,
+    SyncStep,
+    WhileStep,
+)
 from .vertex_tables import ComputeSetRunner
 
 _I64 = np.int64
-
-
-@dataclass
-class Machine:
-    """The running device: tile memories, connected host streams, where PrintTensor writes,
-    the lowered functions and the record of what ran."""
-
-    arena: np.ndarray
-    record: RunRecord
-    functions: list[Step]
-    streams: dict[str, HostStream] = field(default_factory=dict)
-    out: IO[str] | None = None
-
-    @property
-    def base(self) -> int:
-        return self.arena.ctypes.data
-
-
-@dataclass(frozen=True)
-class ScalarRef:
-    """One element in tile memory, read by control flow (predicates, Switch control)."""
-
-    address: int
-    dtype: np.dtype
-    name: str
-
-    def read(self, m: Machine) -> int | float:
-        return m.arena[self.address:self.address + self.dtype.itemsize].view(self.dtype)[0].item()
-
-
-@dataclass
-class Step:
-    label: str
-    id: int = field(default=-1, init=False)  # leaf steps: their index in LoweredPrograms.leaves
-    traffic: TileTraffic | None = field(default=None, init=False)
-    kind: ClassVar[str] = ""  # a leaf step's kind in the profile
-
-    def run(self, m: Machine) -> None:
-        raise NotImplementedError
-
-    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
-        """Cycles per tile of one run of this (leaf) step."""
-        assert self.traffic is not None
-        local = model.local(self.traffic)
-        return StepCost(self.kind, model.sync(self.traffic), model.exchange(self.traffic), model.zero, local,
-                        local, model.global_exchange(self.traffic))
-
-
-@dataclass
-class CopyStep(Step):
-    plan: CopyPlan
-    kind: ClassVar[str] = "DoExchange"
-
-    def run(self, m: Machine) -> None:
-        self.plan.execute(m.base, m.base)
-        m.record.counts[self.id] += 1
-
-
-@dataclass
-class HostStep(Step):
-    """A leaf that moves data between the host and tile memory (stream copy, print)."""
-
-    kind: ClassVar[str] = "StreamCopy"
-
-    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
-        assert self.traffic is not None
-        return StepCost(self.kind, model.barrier, model.exchange(self.traffic), model.host(self.traffic),
-                        model.zero, model.zero)
-
-
-@dataclass
-class StreamCopyStep(HostStep):
-    handle: str
-    to_device: bool
-    plan: CopyPlan  # host buffer <-> arena
-    dtype: np.dtype
-    n: int
-
-    def run(self, m: Machine) -> None:
-        stream = m.streams.get(self.handle)
-        if stream is None:
-            raise StreamError(f"stream '{self.handle}' is not connected: call engine.connectStream first")
-        if self.to_device:
-            data = stream.to_device(self.n, self.dtype)
-            self.plan.execute(data.ctypes.data, m.base)
-            stream.transferred()
-        else:
-            data = np.empty(self.n, dtype=self.dtype)
-            self.plan.execute(m.base, data.ctypes.data)
-            stream.from_device(data)
-        m.record.counts[self.id] += 1
-
-
-@dataclass
-class PrintStep(HostStep):
-    title: str
-    plan: CopyPlan  # arena -> host buffer
-    type: Type
-    shape: tuple[int, ...]
-
-    def run(self, m: Machine) -> None:
-        values = np.empty(self.shape, dtype=self.type.dtype)
-        self.plan.execute(m.base, values.ctypes.data)
-        out = m.out or sys.stdout
-        out.write(format_tensor(self.title, values) + "\n")
-        out.flush()
-        m.record.counts[self.id] += 1
-
-
-@dataclass
-class ExecuteStep(Step):
-    runner: ComputeSetRunner
-    kind: ClassVar[str] = "OnTileExecute"
-
-    def run(self, m: Machine) -> None:
-        self.runner.run(m.arena, m.record, self.id)
-        m.record.counts[self.id] += 1
-
-    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
-        assert self.traffic is not None
-        compute, active = self.runner.compute_cycles(record, self.id)
-        local = model.local(self.traffic)
-        return StepCost(self.kind, model.sync(self.traffic, self.runner.syncs), model.exchange(self.traffic),
-                        model.zero, compute + local, active + local, model.global_exchange(self.traffic))
-
-
-@dataclass
-class SyncStep(Step):
-    kind: ClassVar[str] = "Sync"
-
-    def run(self, m: Machine) -> None:
-        m.record.counts[self.id] += 1
-
-
-@dataclass
-class SequenceStep(Step):
-    steps: list[Step]
-
-    def run(self, m: Machine) -> None:
-        for s in self.steps:
-            s.run(m)
-
-
-@dataclass
-class RepeatStep(Step):
-    count: int
-    body: Step
-
-    def run(self, m: Machine) -> None:
-        body = self.body
-        for _ in range(self.count):
-            body.run(m)
-
-
-@dataclass
-class WhileStep(Step):
-    cond: Step
-    predicate: ScalarRef
-    loop_while: bool
-    body: Step
-
-    def run(self, m: Machine) -> None:
-        while True:
-            self.cond.run(m)
-            if bool(self.predicate.read(m)) != self.loop_while:
-                return
-            self.body.run(m)
-
-
-@dataclass
-class IfStep(Step):
-    predicate: ScalarRef
-    then: Step
-    orelse: Step
-
-    def run(self, m: Machine) -> None:
-        (self.then if self.predicate.read(m) else self.orelse).run(m)
-
-
-@dataclass
-class SwitchStep(Step):
-    control: ScalarRef
-    cases: dict[int, Step]
-    default: Step
-
-    def run(self, m: Machine) -> None:
-        self.cases.get(int(self.control.read(m)), self.default).run(m)
-
-
-@dataclass
-class CallStep(Step):
-    function: int
-
-    def run(self, m: Machine) -> None:
-        m.functions[self.function].run(m)
 
 
 @dataclass
@@ -260,8 +79,10 @@ def host_plan(layout: MemoryLayout, runs: Runs, size: int, to_device: bool) -> t
 class Lowerer:
     """Turns programs into steps, with the layout and compute-set plans of one graph."""
 
-    def __init__(self, graph: GraphIR, layout: MemoryLayout, compute_sets: ComputeSetPlans) -> None:
+    def __init__(self, graph: GraphIR, layout: MemoryLayout, compute_sets: ComputeSetPlans,
+                 replication: Replication) -> None:
         self.graph = graph
+        self.replication = replication
         self.layout = layout
         self.compute_sets = compute_sets
         self.runners: dict[int, ComputeSetRunner] = {}
@@ -283,23 +104,23 @@ class Lowerer:
         raise ProgramError(f"cannot lower program of type {type(p).__name__}")
 
     def runs(self, t: Tensor, what: str) -> Runs:
+        """``t``'s elements on replica 0."""
         if t.variables is not self.graph.tensors:
             raise ProgramError(f"{what}: tensor '{t.name}' belongs to another graph")
         return t.runs()
 
-    def locate(self, t: Tensor, what: str) -> tuple[Located, np.ndarray]:
-        """Where ``t``'s elements live, and each piece's arena address."""
-        located = self.layout.locate(self.runs(t, what))
-        return located, self.layout.address(located.tile, located.offset)
-
-    def gids(self, t: Tensor, located: Located) -> tuple[np.ndarray, np.ndarray]:
-        return located.gids(t.runs(), self.graph.variables.bases)
+    def replica_runs(self, t: Tensor, what: str, replicas: Sequence[int] | None = None) -> Runs:
+        """``t``'s elements on every replica (or on ``replicas``), one replica after another."""
+        return self.replication.runs(self.runs(t, what), replicas)
 
     def host_plan(self, t: Tensor, what: str, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
+        """Replica 0's plan between a host buffer and ``t``."""
         return host_plan(self.layout, self.runs(t, what), t.elementType().size, to_device)
 
     def scalar(self, t: Tensor, what: str) -> ScalarRef:
-        _, address = self.locate(t, what)
+        """Replica 0's copy of a one-element tensor (control flow reads it)."""
+        located = self.layout.locate(self.runs(t, what))
+        address = self.layout.address(located.tile, located.offset)
         return ScalarRef(int(address[0]), t.elementType().dtype, t.name)
 
     def runner(self, cs_id: int) -> ComputeSetRunner:
@@ -325,34 +146,56 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
-        return _tensor_copy(lw, p.src, p.dst, p.name)
+        name = p.name or f"Copy({p.src.name} -> {p.dst.name})"
+        return _tensor_copy(lw, p.src, p.dst, lw.replica_runs(p.src, "Copy source"),
+                            lw.replica_runs(p.dst, "Copy destination"), name)
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
     assert isinstance(stream, DataStream) and isinstance(t, Tensor)
-    plan, host = lw.host_plan(t, "Copy", to_device)
+    runs, size = lw.runs(t, "Copy"), t.elementType().size
+    plans, moved = [], TileTraffic.empty(lw.num_tiles)
+    for r in range(lw.replication.factor):  # each replica's transfer between the host and its tiles
+        plan, host = host_plan(lw.layout, lw.replication.shifted(runs, r), size, to_device)
+        plans.append(plan)
+        moved = moved + host
     label = p.name or (f"StreamCopy({stream.handle()} -> {t.name})" if to_device
                        else f"StreamCopy({t.name} -> {stream.handle()})")
-    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plan, t.elementType().dtype,
-                                  t.numElements()), host)
+    broadcast = to_device and stream.replicatedMode() is ReplicatedStreamMode.BROADCAST
+    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plans, broadcast, t.elementType().dtype,
+                                  t.numElements()), moved)
 
 
-def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, name: str) -> Step:
-    a, a_addr = lw.locate(src, "Copy source")
-    b, b_addr = lw.locate(dst, "Copy destination")
+def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs, name: str) -> Step:
+    """A copy of the elements ``src_runs`` to ``dst_runs`` (in flattened order), planned once."""
+    a, b = lw.layout.locate(src_runs), lw.layout.locate(dst_runs)
+    a_addr, b_addr = lw.layout.address(a.tile, a.offset), lw.layout.address(b.tile, b.offset)
     start, count, ia, ib = align_pieces(a.flat, a.count, b.flat, b.count)
     size = np.full(count.size, src.elementType().size, _I64)
     src_addr = a_addr[ia] + (start - a.flat[ia]) * a.step[ia]
     dst_addr = b_addr[ib] + (start - b.flat[ib]) * b.step[ib]
     if src.containsAliases():  # an element sent to several places crosses the exchange once
-        a_gid, a_gstep = lw.gids(src, a)
+        a_gid, a_gstep = a.gids(src_runs, lw.graph.variables.bases)
         gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
         t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia], lw.tiles_per_ipu)
     else:
         t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, tiles_per_ipu=lw.tiles_per_ipu)
-    shared = bool(np.isin(unique_sorted(src.runs().var), unique_sorted(dst.runs().var)).any())
+    shared = bool(np.isin(unique_sorted(src_runs.var), unique_sorted(dst_runs.var)).any())
     plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=shared,
                           disjoint=True)  # a Copy's destination has no aliases
-    return lw.leaf(CopyStep(name or f"Copy({src.name} -> {dst.name})", plan), t)
+    return lw.leaf(CopyStep(name, plan), t)
+
+
+def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
+    """Replica r's ``src`` to replica ``replicaMap[r]``'s ``dst``: one copy over all replicas."""
+    replicas = lw.replication.factor
+    if sorted(p.replicaMap) != list(range(replicas)):
+        raise GraphReplicationError(f"CrossReplicaCopy: the replica map {p.replicaMap} is not a permutation "
+                                    f"of the graph's {replicas} replica(s) 0..{replicas - 1}")
+    sources = sorted(p.replicaMap)
+    src = lw.replica_runs(p.src, "CrossReplicaCopy source", sources)
+    dst = lw.replica_runs(p.dst, "CrossReplicaCopy destination", [p.replicaMap[r] for r in sources])
+    name = p.name or f"CrossReplicaCopy({p.src.name} -> {p.dst.name})"
+    return _tensor_copy(lw, p.src, p.dst, src, dst, name)
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:
@@ -392,6 +235,11 @@ def _write_undef(lw: Lowerer, p: prog.WriteUndef) -> Step:
     return SequenceStep(p.name or f"WriteUndef({p.tensor.name})", [])
 
 
+def _assume_equal(lw: Lowerer, p: prog.AssumeEqualAcrossReplicas) -> Step:
+    lw.runs(p.tensor, "AssumeEqualAcrossReplicas")
+    return SequenceStep(p.name or f"AssumeEqualAcrossReplicas({p.tensor.name})", [])
+
+
 def _sync(lw: Lowerer, p: prog.Sync) -> Step:
     return lw.leaf(SyncStep(p.name or f"Sync({p.syncType.value})"))
 
@@ -401,13 +249,14 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
     prog.Sequence: _sequence, prog.Execute: _execute, prog.Copy: _copy, prog.Repeat: _repeat,
     prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
     prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
+    prog.CrossReplicaCopy: _cross_replica_copy, prog.AssumeEqualAcrossReplicas: _assume_equal,
 }
 
 
 def lower_programs(graph: GraphIR, programs: list[prog.Program], layout: MemoryLayout,
-                   compute_sets: ComputeSetPlans) -> LoweredPrograms:
+                   compute_sets: ComputeSetPlans, replication: Replication) -> LoweredPrograms:
     prog.check_acyclic(programs, graph.functions)
-    lowerer = Lowerer(graph, layout, compute_sets)
+    lowerer = Lowerer(graph, layout, compute_sets, replication)
     functions = [lowerer.lower(f) for f in graph.functions]
     entries = [lowerer.lower(p) for p in programs]
     return LoweredPrograms(entries, functions, lowerer.leaves, list(lowerer.runners.values()))

@@ -1,6 +1,6 @@
 """The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
-    complete tile mapping -> lay out variables -> plan compute sets -> account control code
+    complete tile mapping -> expand replicas -> lay out variables -> plan compute sets -> account control code
     -> check memory -> fix addresses -> lower programs
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
@@ -30,16 +30,18 @@ from .exchange import CopyPlan
 from .layout import MemoryLayout, layout_memory
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
+from .replicate import Replication, replicate
 
 _I64 = np.int64
 
 
 @dataclass(frozen=True)
 class HostTransfer:
-    """How ``writeTensor``/``readTensor`` move one handle's tensor (host buffer <-> arena)."""
+    """How ``writeTensor``/``readTensor`` move one handle's tensor (host buffer <-> arena), one
+    plan per replica."""
 
     write: bool
-    plan: CopyPlan
+    plans: tuple[CopyPlan, ...]
     dtype: np.dtype
     shape: tuple[int, ...]
 
@@ -60,6 +62,7 @@ class CompiledGraph:
     lowered: LoweredPrograms
     initial_values: list[tuple[np.ndarray, CopyPlan]]  # (values, plan writing them) per variable
     host_transfers: dict[str, HostTransfer]
+    replication: Replication
     pass_times: dict[str, float] = field(default_factory=dict)
 
 
@@ -69,6 +72,7 @@ class _State:
     programs: list[prog.Program]
     options: EngineOptions
     mapping: TileMapping | None = None
+    replication: Replication | None = None
     layout: MemoryLayout | None = None
     compute_sets: ComputeSetPlans | None = None
     lowered: LoweredPrograms | None = None
@@ -76,6 +80,11 @@ class _State:
 
 def _complete_mapping(s: _State) -> None:
     s.mapping = complete_mapping(s.graph, s.options.flag("tileMapping.strict"))
+
+
+def _expand_replicas(s: _State) -> None:
+    assert s.mapping is not None
+    s.graph, s.mapping, s.replication = replicate(s.graph, s.mapping)
 
 
 def _lay_out_variables(s: _State) -> None:
@@ -125,11 +134,13 @@ def _fix_addresses(s: _State) -> None:
 
 def _lower_programs(s: _State) -> None:
     assert s.layout is not None and s.compute_sets is not None
-    s.lowered = lower_programs(s.graph, s.programs, s.layout, s.compute_sets)
+    assert s.replication is not None
+    s.lowered = lower_programs(s.graph, s.programs, s.layout, s.compute_sets, s.replication)
 
 
 PASSES = [
     ("complete tile mapping", _complete_mapping),
+    ("expand replicas", _expand_replicas),
     ("lay out variables", _lay_out_variables),
     ("plan compute sets", _plan_compute_sets),
     ("account control code", _account_control_code),
@@ -153,16 +164,29 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
         times[name] = time.perf_counter() - start
         if debug:
             print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
-    assert state.layout is not None and state.lowered is not None and state.mapping is not None
-    transfers = {name: _host_transfer(h, state.layout) for name, h in graph.host_handles.items()}
-    return CompiledGraph(graph.target, graph.streams, options, state.mapping, state.layout, state.lowered,
-                      _initial_values(graph, state.layout), transfers, times)
+    layout, replication = state.layout, state.replication
+    assert layout is not None and state.lowered is not None and state.mapping is not None and replication
+    transfers = {name: _host_transfer(h, layout, replication) for name, h in graph.host_handles.items()}
+    return CompiledGraph(state.graph.target, graph.streams, options, state.mapping, layout, state.lowered,
+                         _initial_values(state.graph, layout), transfers, replication, times)
 
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
-    return [(values, host_plan(layout, Runs.single(var, 0, values.size, 1), values.dtype.itemsize, True)[0])
-            for var, values in graph.initial if values.size]
+    """(values, plan writing them): one plan per element size for every constant and initial
+    value (a replicated graph has many small ones), the values as their raw bits."""
+    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for var, values in graph.initial:
+        if values.size:
+            by_size.setdefault(values.dtype.itemsize, []).append((var, values))
+    plans = []
+    for size, items in sorted(by_size.items()):
+        bits = np.concatenate([values.reshape(-1).view(f"u{size}") for _, values in items])
+        runs = Runs.concat([Runs.single(var, 0, values.size, 1) for var, values in items])
+        plans.append((bits, host_plan(layout, runs, size, True)[0]))
+    return plans
 
 
-def _host_transfer(h: HostHandleIR, layout: MemoryLayout) -> HostTransfer:
-    return HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype, h.shape)
+def _host_transfer(h: HostHandleIR, layout: MemoryLayout, replication: Replication) -> HostTransfer:
+    plans = tuple(host_plan(layout, replication.shifted(h.runs, r), h.type.size, h.write)[0]
+                  for r in range(replication.factor))
+    return HostTransfer(h.write, plans, h.type.dtype, h.shape)

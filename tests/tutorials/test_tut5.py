@@ -1,10 +1,13 @@
 """Tutorial 5 (logistic regression on the shipped 8x8 digits), run as a user runs it."""
 
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tutorials/tut5_ml/regression_demo.py"
@@ -37,3 +40,29 @@ def test_percent_data_dir_and_ipu_flag(tmp_path):
         ("1", "50"), ("1", "100"), ("2", "50"), ("2", "100")]
     hw = run(tmp_path, "-IPU", "1", "10")
     assert hw.returncode == 1 and hw.stdout.startswith("Using the IPU\n") and "no IPU hardware" in hw.stderr
+
+
+def test_data_parallel_training_on_four_replicas(tmp_path):
+    result = run(tmp_path, "1", "100", "--replicas", "4")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Training on 4 replicas: each takes 75 images of every batch of 300" in out
+    assert "Number of Replicas:     4" in out and "Number of IPUs:         4" in out
+    lines = re.findall(r"^Epoch (\d+) \((\d+)%\), accuracy (\d+)%$", out, re.M)
+    assert [(e, p) for e, p, _ in lines] == [("1", "20"), ("1", "40"), ("1", "60"), ("1", "80"), ("1", "100")]
+    assert int(lines[-1][2]) >= 80
+
+
+def test_replicas_keep_identical_weights(capsys):
+    spec = importlib.util.spec_from_file_location("regression_demo", DEMO)
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    engine = demo.train(1, 10, demo.DIGITS, replicas=4)
+    capsys.readouterr()
+    weights = [engine.readTensor("weightsOut", replicaIndex=r) for r in range(4)]
+    biases = [engine.readTensor("biasesOut", replicaIndex=r) for r in range(4)]
+    initial = np.random.default_rng(demo.SEED).standard_normal(10 * 64).astype(np.float32).reshape(10, 64)
+    assert not np.allclose(weights[0], initial)  # it trained
+    for r in range(1, 4):
+        np.testing.assert_array_equal(weights[r], weights[0])
+        np.testing.assert_array_equal(biases[r], biases[0])

@@ -7,6 +7,7 @@ model (``poplin.matMul``, ``popops.add``, ``popnn.nonLinearity(SOFTMAX)``), ``po
 ``popops.scaledAddTo``. The host runs the program once per batch and prints the running accuracy.
 
     poplar-py run tutorials/tut5_ml/regression_demo.py [-IPU] [epochs] [percent] [--data DIR]
+                                                      [--replicas R]
 
 * ``-IPU``: the original then uses hardware; poplar-py has none, so it says so and exits with 1.
 * ``epochs`` (default 50) and ``percent`` of the images to use (default 100), as the original:
@@ -14,6 +15,13 @@ model (``poplin.matMul``, ``popops.add``, ``popnn.nonLinearity(SOFTMAX)``), ``po
 * ``--data DIR`` (anywhere on the line): a directory holding MNIST's ``train-images-idx3-ubyte``
   and ``train-labels-idx1-ubyte``. Without it the program trains on the shipped 8x8 digits
   (``data/``, 1,797 images of 64 pixels; see ``data/README.md``).
+* ``--replicas R`` (a poplar-py addition): data-parallel training on R replicas of one IPU each
+  (the device gets R IPUs). Every replica takes its share of each batch (``batchSize // R``
+  consecutive images of it) from its own stream, computes the gradients of its image, and the
+  replicas average them with ``gcl.allReduceInPlaceCrossReplica(MEAN)`` before each replica makes
+  the same update, so the weights stay identical on every replica. One update now averages R
+  images, so ``eta`` is multiplied by R (the linear scaling rule) to cover the same distance in an
+  epoch. The accuracy counts every replica's correct predictions.
 
 Differences from the original, all because of the smaller default data set:
 
@@ -38,7 +46,7 @@ import numpy as np
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplibs_py import poplin, popnn, popops, poputil
+from poplibs_py import gcl, poplin, popnn, popops, poputil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mnist import readMNISTData, readMNISTLabels  # the tutorial's own reader
@@ -49,22 +57,26 @@ ETA_DIGITS = 0.1
 SEED = 5489
 
 
-def parse_args(argv: list[str]) -> tuple[bool, int, float, Path]:
-    """(useIPU, epochs, percent, data directory), read as the original reads argv."""
+def parse_args(argv: list[str]) -> tuple[bool, int, float, Path, int]:
+    """(useIPU, epochs, percent, data directory, replicas), read as the original reads argv."""
     args = list(argv[1:])
-    data = DIGITS
-    if "--data" in args:
-        i = args.index("--data")
-        if i + 1 >= len(args):
-            sys.exit("usage: regression_demo.py [-IPU] [epochs] [percent] [--data DIR]")
-        data = Path(args[i + 1])
-        del args[i:i + 2]
+    data, replicas = DIGITS, 1
+    for flag in ("--data", "--replicas"):
+        if flag in args:
+            i = args.index(flag)
+            if i + 1 >= len(args):
+                sys.exit("usage: regression_demo.py [-IPU] [epochs] [percent] [--data DIR] [--replicas R]")
+            if flag == "--data":
+                data = Path(args[i + 1])
+            else:
+                replicas = int(args[i + 1])
+            del args[i:i + 2]
     use_ipu = bool(args) and args[0] == "-IPU"
     if use_ipu:
         args = args[1:]
     epochs = int(args[0]) if args else 50
     percent = float(args[1]) if len(args) == 2 else 100.0
-    return use_ipu, epochs, percent, data
+    return use_ipu, epochs, percent, data, replicas
 
 
 def createRandomInitializers(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -73,25 +85,36 @@ def createRandomInitializers(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def main(argv: list[str]) -> int:
-    use_ipu, epochs, percent, data_dir = parse_args(argv)
+    use_ipu, epochs, percent, data_dir, replicas = parse_args(argv)
     if use_ipu:
         print("Using the IPU")
         print("poplar-py simulates the IPU Model only: there is no IPU hardware to attach to "
               "(run without -IPU)", file=sys.stderr)
         return 1
     print("Using the IPU Model")
+    train(epochs, percent, data_dir, replicas)
+    return 0
+
+
+def train(epochs: int, percent: float, data_dir: Path, replicas: int = 1) -> poplar.Engine:
+    """Build the model on a device of ``replicas`` IPUs, train it, print the status lines and
+    return the engine (``weightsOut`` and ``biasesOut`` read W and b back, on any replica)."""
     ipuModel = poplar.IPUModel()
-    ipuModel.numIPUs = 1
+    ipuModel.numIPUs = replicas
     ipuModel.tilesPerIPU = 4
     device = ipuModel.createDevice()
 
     data, total, pixels = readMNISTData(data_dir / "train-images-idx3-ubyte")
     labels = readMNISTLabels(data_dir / "train-labels-idx1-ubyte")
     numberOfImages = int(np.floor(percent / 100.0 * total))
-    eta = ETA_DIGITS if data_dir == DIGITS else ETA_MNIST
+    eta = (ETA_DIGITS if data_dir == DIGITS else ETA_MNIST) * replicas
     batchSize = max(1, min(300, numberOfImages // 2))
+    share = batchSize // replicas  # images of each batch that one replica trains on
+    if replicas > 1:
+        print(f"Training on {replicas} replicas: each takes {share} images of every batch of {batchSize}; "
+              "gradients all-reduced (MEAN) before each update")
 
-    graph = poplar.Graph(device.getTarget())
+    graph = poplar.Graph(device.getTarget(), replication_factor=replicas)
     popops.addCodelets(graph)
     poplin.addCodelets(graph)
     popnn.addCodelets(graph)
@@ -108,6 +131,8 @@ def main(argv: list[str]) -> int:
         poputil.mapTensorLinearly(graph, t)
     graph.createHostWrite("weights", W)
     graph.createHostWrite("biases", b)
+    graph.createHostRead("weightsOut", W)
+    graph.createHostRead("biasesOut", b)
 
     # One SGD step for the image in x and the label in expected.
     mProg = prog.Sequence()
@@ -117,8 +142,16 @@ def main(argv: list[str]) -> int:
                                   "softmax(Wx+b)")
     mProg.add(popnn.calcLoss(graph, softmaxY, expected, loss, delta, numCorrect, popnn.CROSS_ENTROPY_LOSS,
                              "dE/d(Wx+b)"))
-    popops.scaledAddTo(graph, b, delta.transpose(), -eta, mProg, debugName="b += -eta * dE/db")
-    wGrad = poplin.matMul(graph, delta.transpose(), x.transpose(), mProg, "dE/dW")
+    if replicas == 1:
+        popops.scaledAddTo(graph, b, delta.transpose(), -eta, mProg, debugName="b += -eta * dE/db")
+        wGrad = poplin.matMul(graph, delta.transpose(), x.transpose(), mProg, "dE/dW")
+    else:
+        # Every replica's gradients, averaged over the replicas, then the same update everywhere.
+        wGrad = poplin.matMul(graph, delta.transpose(), x.transpose(), mProg, "dE/dW")
+        gradients = poplar.concat([wGrad.flatten(), delta.flatten()])
+        gcl.allReduceInPlaceCrossReplica(graph, gradients, gcl.CollectiveOperator.MEAN, mProg,
+                                         "mean gradients")
+        popops.scaledAddTo(graph, b, delta.transpose(), -eta, mProg, debugName="b += -eta * dE/db")
     popops.scaledAddTo(graph, W, wGrad, -eta, mProg, debugName="W += -eta * dE/dW")
 
     # Streams: images and labels in, the number of correct predictions out.
@@ -131,28 +164,37 @@ def main(argv: list[str]) -> int:
     graph.setTileMapping(zero, 0)
     trainProg = prog.Sequence([
         prog.Copy(zero, numCorrect),
-        prog.Repeat(batchSize, prog.Sequence([prog.Copy(dataIn, x), prog.Copy(labelIn, expected), mProg])),
+        prog.Repeat(share, prog.Sequence([prog.Copy(dataIn, x), prog.Copy(labelIn, expected), mProg])),
         prog.Copy(numCorrect, numCorrectOut),
     ])
 
     engine = poplar.Engine(graph, trainProg, {"debug.retainDebugInformation": "true"})
     engine.load(device)
-    hNumCorrect = np.zeros(1, dtype=np.uint32)
-    engine.connectStream("data", np.ascontiguousarray(data[:numberOfImages * pixels]))
-    engine.connectStream("labels", np.ascontiguousarray(labels[:numberOfImages]))
-    engine.connectStream("hostNumCorrect", hNumCorrect)
+    batches = numberOfImages // batchSize
+    images = data[:numberOfImages * pixels].reshape(numberOfImages, pixels)
+    hNumCorrect = np.zeros((replicas, 1), dtype=np.uint32)
+    if replicas == 1:
+        engine.connectStream("data", np.ascontiguousarray(data[:numberOfImages * pixels]))
+        engine.connectStream("labels", np.ascontiguousarray(labels[:numberOfImages]))
+        engine.connectStream("hostNumCorrect", hNumCorrect[0])
+    else:
+        for r in range(replicas):  # replica r: images [r * share, (r + 1) * share) of every batch
+            mine = np.concatenate([np.arange(k * batchSize + r * share, k * batchSize + (r + 1) * share)
+                                   for k in range(batches)])
+            engine.connectStream("data", np.ascontiguousarray(images[mine]).reshape(-1), replicaIndex=r)
+            engine.connectStream("labels", np.ascontiguousarray(labels[mine]), replicaIndex=r)
+            engine.connectStream("hostNumCorrect", hNumCorrect[r], replicaIndex=r)
 
     rng = np.random.default_rng(SEED)
     engine.writeTensor("weights", createRandomInitializers(rng, 10 * pixels).reshape(10, pixels))
     engine.writeTensor("biases", createRandomInitializers(rng, 10).reshape(10, 1))
 
-    batches = numberOfImages // batchSize
     totalCorrect = totalTested = 0
     for epoch in range(1, epochs + 1):
         for batch in range(1, batches + 1):
             engine.run(0)
-            totalCorrect += int(hNumCorrect[0])
-            totalTested += batchSize
+            totalCorrect += int(hNumCorrect.sum())
+            totalTested += share * replicas
             if epoch == 1 and batch == 1:
                 engine.printProfileSummary(sys.stdout)
             # Status line: all divisions are integer divisions, as in the original.
@@ -160,7 +202,7 @@ def main(argv: list[str]) -> int:
                 print(f"Epoch {epoch} ({batch * 100 // batches}%), accuracy "
                       f"{totalCorrect * 100 // totalTested}%", flush=True)
                 totalCorrect = totalTested = 0
-    return 0
+    return engine
 
 
 if __name__ == "__main__":

@@ -1,0 +1,21 @@
+"""gcl: Graphcore Communication Library collectives, across replicas and across the IPUs of
+one replica.
+
+Each collective adds cross-replica copies (or copies between IPUs) and popops vertices to the
+caller's graph, in ring steps as GCL builds them, so they run on the simulated tiles and
+links and are costed like any other step; nothing is computed on the host.
+"""
+
+from .cross_replica import (
+    allGatherCrossReplica,
+    allReduceCrossReplica,
+    allReduceInPlaceCrossReplica,
+    broadcastCrossReplica,
+    reduceScatterCrossReplica,
+)
+from .operators import CollectiveOperator
+from .within_replica import allGatherWithinReplica, allReduceWithinReplica
+
+__all__ = ["CollectiveOperator", "allGatherCrossReplica", "allGatherWithinReplica", "allReduceCrossReplica",
+           "allReduceInPlaceCrossReplica", "allReduceWithinReplica", "broadcastCrossReplica",
+           "reduceScatterCrossReplica"]

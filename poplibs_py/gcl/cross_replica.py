@@ -1,0 +1,171 @@
+"""Cross-replica collectives (GCL's ``Collectives.hpp``), built from ring steps.
+
+Each collective copies its input into a work buffer (a row per replica, columns spread over
+the tiles), rotates it by the replica's ring position, runs ring steps (:mod:`.ring`) in which
+every replica sends one row to the next over the IPU-Links with a ``CrossReplicaCopy`` and
+popops vertices combine what arrived with a local row, rotates back and copies the result
+out. An all-reduce is a reduce-scatter then an all-gather: each replica sends ``2 (R - 1) / R``
+of the data, the ring's bandwidth bound. ``options`` (GCL's option flags) are accepted and
+ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poplar_py import Graph, Tensor
+from poplar_py import program as prog_
+from poplar_py.debug import debug_name
+from poplar_py.errors import GraphReplicationError
+
+from .. import popops
+from ..popops import expr as pe
+from ..poputil import PoplibsError
+from .operators import (
+    CollectiveOperator,
+    checked_op,
+    checked_tensor,
+    combine_expr,
+)
+from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
+
+__all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
+           "broadcastCrossReplica", "reduceScatterCrossReplica"]
+
+
+def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
+    expr = combine_expr(op)
+
+    def run(received: Tensor, local: Tensor, prog: prog_.Sequence) -> None:
+        popops.mapInPlace(graph, expr, [local, received], prog, f"gcl/{op.value}")
+    return run
+
+
+def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
+          name: str) -> tuple[Tensor, Tensor]:
+    """A work buffer holding ``t``'s chunks (squared for SQUARE_ADD), and that buffer rotated by
+    this replica's ring position."""
+    size, parts = chunks(t, ring.size)
+    buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
+    copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
+    if op is CollectiveOperator.SQUARE_ADD:
+        popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
+    return buf, ring.rotate(graph, buf, prog, f"{name}/rotate")
+
+
+def _rows(buf: Tensor) -> list[Tensor]:
+    return [buf[j] for j in range(buf.dim(0))]
+
+
+def _unload(graph: Graph, ring: Ring, rotated: Tensor, buf: Tensor, out: Tensor, prog: prog_.Sequence,
+            name: str) -> None:
+    """A rotated buffer's rows back to ``out``'s chunks, through the work buffer ``buf``."""
+    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True, out=buf)
+    parts = chunks(out, ring.size)[1]
+    copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=False)
+
+
+def _mean(graph: Graph, ring: Ring, row: Tensor, prog: prog_.Sequence, name: str) -> None:
+    popops.mapInPlace(graph, pe.Divide(pe.PlaceHolder(1), pe.Const(ring.size)), [row], prog, f"{name}/mean")
+
+
+def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
+                name: str) -> None:
+    """``out`` = ``t`` combined over every replica (``out`` may be ``t``)."""
+    if op is CollectiveOperator.LOCAL or t.numElements() == 0:
+        if out is not t:
+            prog.add(prog_.Copy(t, out))
+        return
+    ring = Ring.of(graph)
+    buf, rotated = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, f"{name}/reduceScatter")
+    if op is CollectiveOperator.MEAN:
+        _mean(graph, ring, row, prog, name)
+    all_gather(ring, rotated, 1, prog)
+    _unload(graph, ring, rotated, buf, out, prog, name)
+
+
+def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
+                          debugContext: Any = "", options: dict | None = None) -> Tensor:
+    """A new tensor (mapped like ``t``) holding ``t`` combined by ``op`` over every replica, the
+    same on all of them. On the tiles: a ring reduce-scatter then a ring all-gather, 2 (R - 1)
+    steps, each a cross-replica copy of ``1/R`` of the data and popops vertices combining it."""
+    name = debug_name(debugContext) or "allReduceCrossReplica"
+    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    out = graph.clone(t, f"{name}/out")
+    _all_reduce(graph, t, out, op, prog, name)
+    return out
+
+
+def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
+                                 debugContext: Any = "", options: dict | None = None) -> None:
+    """``t`` = ``t`` combined by ``op`` over every replica (as allReduceCrossReplica)."""
+    name = debug_name(debugContext) or "allReduceInPlaceCrossReplica"
+    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    _all_reduce(graph, t, t, op, prog, name)
+
+
+def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
+                              debugContext: Any = "", options: dict | None = None) -> Tensor:
+    """A new 1-D tensor of ``ceil(n / R)`` elements: on replica r, chunk r of the flattened ``t``
+    combined over every replica (past the end of ``t``, the last shards hold zeros combined).
+    On the tiles: R - 1 ring steps of a cross-replica copy and a combine."""
+    name = debug_name(debugContext) or "reduceScatterCrossReplica"
+    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    if op is CollectiveOperator.LOCAL:
+        raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
+    ring = Ring.of(graph)
+    _, rotated = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
+    if op is CollectiveOperator.MEAN:
+        _mean(graph, ring, row, prog, name)
+    return row
+
+
+def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugContext: Any = "",
+                          options: dict | None = None) -> Tensor:
+    """A new tensor of shape ``[R, *t.shape()]`` whose row r is replica r's ``t``, on every replica
+    (each row mapped like ``t``). On the tiles: R - 1 ring steps, each a cross-replica copy of
+    the last row received, stored at its place by a dynamicUpdate."""
+    name = debug_name(debugContext) or "allGatherCrossReplica"
+    t = checked_tensor(graph, t, name)
+    ring = Ring.of(graph)
+    out = graph.cloneN(t, ring.size, f"{name}/out")
+    if t.numElements() == 0:
+        return out
+    rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
+    prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
+    all_gather(ring, rotated, 0, prog)
+    buf = ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
+    copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(buf), to_rows=False)
+    return out
+
+
+def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootReplica: int = 0,
+                          debugContext: Any = "", options: dict | None = None) -> Tensor:
+    """A new tensor (mapped like ``t``) holding replica ``rootReplica``'s ``t`` on every replica.
+    On the tiles: a ring reduce-scatter whose combine keeps the root's row as it passes (a
+    popops select), then a ring all-gather: 2 (R - 1) steps of ``1/R`` of the data."""
+    name = debug_name(debugContext) or "broadcastCrossReplica"
+    t = checked_tensor(graph, t, name)
+    replicas = graph.getReplicationFactor()
+    if not isinstance(rootReplica, int) or not 0 <= rootReplica < replicas:
+        raise GraphReplicationError(f"{name}: root replica {rootReplica!r:.40} is out of range: the graph "
+                                    f"has {replicas} replica(s), 0..{replicas - 1}")
+    out = graph.clone(t, f"{name}/out")
+    if t.numElements() == 0:
+        return out
+    ring = Ring.of(graph)
+    buf, rotated = _load(graph, ring, t, None, prog, name)
+    index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
+    is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
+                         f"{name}/isRoot")
+    keep_root = pe.Select(pe.PlaceHolder(1), pe.PlaceHolder(2), pe.PlaceHolder(3))
+
+    def combine(received: Tensor, local: Tensor, body: prog_.Sequence) -> None:
+        popops.mapInPlace(graph, keep_root, [local, received, is_root], body, f"{name}/keepRoot")
+
+    reduce_scatter(graph, ring, rotated, combine, prog, f"{name}/scatter")
+    all_gather(ring, rotated, 1, prog)
+    _unload(graph, ring, rotated, buf, out, prog, name)
+    return out

@@ -1,0 +1,163 @@
+"""The ring that cross-replica collectives run on, as GCL builds it.
+
+Replicas pass fragments to their neighbour on a ring that follows the IPU-Links: with one
+IPU per replica the ladder's Hamiltonian cycle (0, 1, 3, 5, ..., 6, 4, 2), so that every
+hop is one link group; with whole rungs per replica the replicas in order (the way back
+runs against the forward traffic, on idle link directions).
+
+Every replica runs the same program, but which fragment a replica sends at a step depends on
+its place on the ring. So each replica first rotates its buffer of fragments (one row each) by
+its ring position, found at run time from its replication index: row j of the rotated buffer
+is fragment ``position + j``. Then every step names the same rows on every replica: at
+reduce-scatter step k each replica sends row ``-k`` and combines what arrives into row
+``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
+``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices; the buffer's columns are
+spread over the tiles with every row of a column on one tile, and each tile has its own copy
+of the replication index, so it stays on the tile. Each ring step is one cross-replica copy
+over the links and, when reducing, one compute set of popops vertices.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from poplar_py import Graph, Tensor, concat
+from poplar_py import program as prog_
+
+from ..codelets import add_library
+from ..poputil import calcLinearTileMapping, templateVertex
+
+#: writes ``f(received, local)`` into ``local``
+Combine = Callable[[Tensor, Tensor, prog_.Sequence], None]
+
+
+@dataclass(frozen=True)
+class Ring:
+    """The replicas in ring order; each sends to the next."""
+
+    order: tuple[int, ...]
+
+    @staticmethod
+    def of(graph: Graph) -> Ring:
+        replicas, ipus = graph.getReplicationFactor(), graph.getTarget().getNumIPUs()
+        if ipus == 1 and replicas > 2:
+            odd = list(range(1, replicas, 2))
+            even = [r for r in range(replicas - 1, 0, -1) if r % 2 == 0]
+            return Ring((0, *odd, *even))
+        return Ring(tuple(range(replicas)))
+
+    @property
+    def size(self) -> int:
+        return len(self.order)
+
+    @property
+    def forward(self) -> dict[int, int]:
+        """The replica map of one hop."""
+        return {r: self.order[(i + 1) % self.size] for i, r in enumerate(self.order)}
+
+    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str, inverse: bool = False,
+               out: Tensor | None = None) -> Tensor:
+        """``out`` (by default a new tensor mapped like ``buf``), whose row j becomes ``buf``'s row
+        ``p + j`` (mod R), p this replica's ring position (``-p``: ``inverse`` undoes a rotation).
+        One compute set of ``gcl::Rotate`` vertices, each on the tile of its columns, reading the
+        replication index from a constant on that tile."""
+        vertex = templateVertex("gcl::Rotate", buf.elementType())
+        if not graph.hasCodelet(vertex):
+            add_library(graph, "gcl")
+        positions = [0] * self.size
+        for i, r in enumerate(self.order):
+            positions[r] = i
+        out = graph.clone(buf, name) if out is None else out
+        cs = graph.addComputeSet(name)
+        size = graph.getTarget().getTypeSize(buf.elementType())
+        workers = graph.getTarget().getNumWorkerContexts()
+        for tile, intervals in enumerate(graph.getTileMapping(buf[0])):
+            if not intervals:
+                continue
+            replica = graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}")
+            graph.setTileMapping(replica, tile)
+            for iv in intervals:
+                for a, b in _split(iv.begin(), iv.end(), workers):
+                    v = graph.addVertex(cs, vertex, {"replica": replica,
+                                                     "base": buf.slice([0, a], [self.size, b]),
+                                                     "out": out.slice([0, a], [self.size, b])})
+                    graph.setInitialValue(v["positions"], positions)
+                    graph.setInitialValue(v["numRows"], self.size)
+                    graph.setInitialValue(v["inverse"], inverse)
+                    graph.setTileMapping(v, tile)
+                    graph.setPerfEstimate(v, rotate_cycles(self.size, (b - a) * size))
+        prog.add(prog_.Execute(cs))
+        return out
+
+    def row(self, rotated: Tensor, k: int) -> Tensor:
+        """Row ``k`` (mod R) of a rotated buffer."""
+        return rotated[k % self.size]
+
+    def fragment_order(self) -> list[int]:
+        """The chunk each buffer row holds: row j holds chunk ``order[j - 1]``, so that the replica
+        that ends a reduce-scatter holding row ``position + 1`` holds its own chunk."""
+        return [self.order[(j - 1) % self.size] for j in range(self.size)]
+
+
+def rotate_cycles(rows: int, nbytes: int) -> int:
+    """Worker cycles of a ``gcl::Rotate`` vertex: entry and a few per row, then 64-bit loads and
+    stores, 8 bytes a cycle (the rate of on-tile copies in the cycle model)."""
+    return 20 + 5 * rows + -(-rows * nbytes // 8)
+
+
+def _split(begin: int, end: int, parts: int) -> list[tuple[int, int]]:
+    """``[begin, end)`` in at most ``parts`` near-equal pieces."""
+    count = min(parts, end - begin)
+    cuts = [begin + (end - begin) * k // count for k in range(count + 1)]
+    return list(itertools.pairwise(cuts))
+
+
+def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) -> Tensor:
+    """A new [rows, cols] tensor whose columns are spread linearly over the tiles, each column's
+    rows on one tile."""
+    buf = graph.addVariable(type_, [rows, cols], name)
+    size = graph.getTarget().getTypeSize(type_)
+    mapping = calcLinearTileMapping(graph, [cols], max(1, 128 // size),
+                                    graph.getTarget().getVectorWidth(type_))
+    for tile, intervals in enumerate(mapping):
+        for iv in intervals:
+            graph.setTileMapping(buf.slice([0, iv.begin()], [rows, iv.end()]), tile)
+    return buf
+
+
+def chunks(t: Tensor, count: int) -> tuple[int, list[Tensor]]:
+    """The flattened ``t`` cut into ``count`` chunks of ``ceil(n / count)`` elements (the last
+    ones shorter or empty), with that chunk size."""
+    flat, n = t.flatten(), t.numElements()
+    size = -(-n // count)
+    return size, [flat.slice(min(k * size, n), min((k + 1) * size, n)) for k in range(count)]
+
+
+def copy_rows(prog: prog_.Sequence, sources: list[Tensor], rows: list[Tensor], to_rows: bool) -> None:
+    """One copy between each source and the start of its row (or back), skipping empty ones."""
+    pairs = [(s, r.slice(0, s.numElements())) for s, r in zip(sources, rows) if s.numElements()]
+    if pairs:
+        a, b = concat([p[0] for p in pairs]), concat([p[1] for p in pairs])
+        prog.add(prog_.Copy(a, b) if to_rows else prog_.Copy(b, a))
+
+
+def reduce_scatter(graph: Graph, ring: Ring, rotated: Tensor, combine: Combine, prog: prog_.Sequence,
+                   name: str) -> Tensor:
+    """Ring reduce-scatter of a rotated buffer's rows: R - 1 steps, each a cross-replica copy of one
+    row and a combine into another. Returns row 1 (fragment ``position + 1``), combined over
+    every replica."""
+    received = graph.clone(rotated[0], f"{name}/received")
+    for k in range(ring.size - 1):
+        prog.add(prog_.CrossReplicaCopy(ring.row(rotated, -k), received, ring.forward))
+        combine(received, ring.row(rotated, -k - 1), prog)
+    return ring.row(rotated, 1)
+
+
+def all_gather(ring: Ring, rotated: Tensor, first: int, prog: prog_.Sequence) -> None:
+    """Ring all-gather in a rotated buffer whose row ``first`` is this replica's: R - 1 steps, each
+    passing the row received last (first this replica's) into the next replica's row before it."""
+    for k in range(ring.size - 1):
+        prog.add(prog_.CrossReplicaCopy(ring.row(rotated, first - k), ring.row(rotated, first - k - 1),
+                                        ring.forward))

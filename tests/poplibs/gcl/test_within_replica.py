@@ -1,0 +1,83 @@
+"""gcl's collectives across the IPUs of one replica, against numpy."""
+
+import numpy as np
+import pytest
+
+import poplar_py as poplar
+from poplar_py import program as prog
+from poplibs_py import gcl, popops
+from poplibs_py.poputil import PoplibsArgumentError, PoplibsError
+
+Op = gcl.CollectiveOperator
+
+
+def graph_of(ipus: int, replicas: int = 1):
+    model = poplar.IPUModel()
+    model.numIPUs, model.tilesPerIPU = ipus * replicas, 4
+    device = model.createDevice()
+    graph = poplar.Graph(device, replication_factor=replicas)
+    popops.addCodelets(graph)
+    return device, graph
+
+
+def partials(graph, shape, name="t"):
+    """A [numIPUs, *shape] tensor whose row i lives on IPU i's tiles."""
+    ipus, per_ipu = graph.getTarget().getNumIPUs(), graph.getTarget().getTilesPerIPU()
+    t = graph.addVariable(poplar.FLOAT, [ipus, *shape], name)
+    for i in range(ipus):
+        graph.setTileMapping(t[i], i * per_ipu + i % per_ipu)
+    graph.createHostWrite(name, t)
+    return t
+
+
+def run(device, graph, seq, inputs, outputs, replica=0):
+    for i, t in enumerate(outputs):
+        graph.createHostRead(f"out{i}", t)
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    for name, values in inputs.items():
+        engine.writeTensor(name, values)
+    engine.run(0)
+    return engine, [engine.readTensor(f"out{i}", replicaIndex=replica) for i in range(len(outputs))]
+
+
+@pytest.mark.parametrize("ipus", [1, 2, 3, 4])
+@pytest.mark.parametrize("op,reference", [(Op.ADD, np.sum), (Op.MEAN, np.mean), (Op.MAX, np.max),
+                                          (Op.SQUARE_ADD, lambda x, axis: (x * x).sum(axis))])
+def test_all_reduce_within_replica(ipus, op, reference):
+    device, graph = graph_of(ipus)
+    t = partials(graph, [2, 5])
+    seq = prog.Sequence()
+    out = gcl.allReduceWithinReplica(graph, t, op, seq)
+    data = np.random.default_rng(ipus).standard_normal([ipus, 2, 5]).astype(np.float32)
+    engine, (result,) = run(device, graph, seq, {"t": data}, [out])
+    for i in range(ipus):
+        np.testing.assert_allclose(result[i], reference(data, axis=0), rtol=1e-5, atol=1e-6)
+    assert graph.getTileMapping(out) == graph.getTileMapping(t)
+    if ipus > 1:  # the ring steps crossed the IPU-Links
+        assert engine.getProfile()["execution"]["tileAverages"]["globalExchange"] > 0
+
+
+def test_all_gather_within_replica_of_a_replicated_graph():
+    device, graph = graph_of(2, replicas=2)
+    t = partials(graph, [3])
+    seq = prog.Sequence()
+    out = gcl.allGatherWithinReplica(graph, t, seq)
+    assert out.shape() == [2, 2, 3]
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    _, (result,) = run(device, graph, seq, {"t": data}, [out], replica=1)
+    np.testing.assert_array_equal(result, np.stack([data, data]))
+    per_ipu = graph.getTarget().getTilesPerIPU()
+    for i in range(2):  # IPU i's copy lives on IPU i
+        tiles = [k for k, iv in enumerate(graph.getTileMapping(out[i])) if iv]
+        assert all(k // per_ipu == i for k in tiles)
+
+
+def test_within_replica_errors_name_the_tensor():
+    _, graph = graph_of(2)
+    seq = prog.Sequence()
+    with pytest.raises(PoplibsError, match=r"tensor 'x' of shape \[3, 4\] needs an outer dimension of 2"):
+        gcl.allReduceWithinReplica(graph, graph.addVariable(poplar.FLOAT, [3, 4], "x"), Op.ADD, seq)
+    _, other = graph_of(2)
+    with pytest.raises(PoplibsArgumentError, match=r"allGatherWithinReplica: .*'y' belongs to another graph"):
+        gcl.allGatherWithinReplica(graph, other.addVariable(poplar.FLOAT, [2], "y"), seq)
