@@ -61,7 +61,7 @@ from .codelet_types import (
 )
 from .codelet_typing import TypedCodelet, is_range
 from .codelet_unroll import CycleMark, Unroller
-from .codelet_versioning import VersionedLowering
+from .codelet_versioning import UNROLL_OFF, VersionedLowering
 
 VERTEX_OVERHEAD = 10
 #: lockstep lanes for codelets up to this modelled size: small bodies are the latency-bound ones,
@@ -491,8 +491,10 @@ class KernelBuilder(VersionedLowering):
             return
         self._versioned_loop(node, [])
 
-    def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None) -> None:
-        """The loop itself: over range(start, stop, step) when ``bounds`` is given, else a vector."""
+    def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None,
+              hints: tuple[tuple[str, bool | None], ...] = ()) -> None:
+        """The loop itself: over range(start, stop, step) when ``bounds`` is given, else a vector;
+        ``hints``: LLVM loop options it gets (codelet_versioning)."""
         counter = self._alloca(I64, "for.i")
         head, body, latch, done = (self._block(f"for.{x}") for x in ("head", "body", "latch", "end"))
         if bounds is not None:
@@ -530,8 +532,10 @@ class KernelBuilder(VersionedLowering):
         self._goto(latch)
         self.b.store(self.b.add(self.b.load(counter), step, flags=step_flags), counter)
         back = self._br(head)
-        if not self.unrolling:
-            self._keep_rolled(back)
+        if not self.unrolling:  # the rolled cold copy: LLVM must not unroll it either
+            hints = (*hints, UNROLL_OFF)
+        if hints:
+            self._loop_hints(back, hints)
         self.b.position_at_end(done)
 
     def _range_test(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:

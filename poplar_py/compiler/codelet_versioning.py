@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 import llvmlite.ir as ir
 from llvmlite.ir import MetaDataString
 
-from .codelet_exprs import I64, ExprLowering, storage_type
+from .codelet_exprs import I1, I64, ExprLowering, storage_type
 from .codelet_loopver import (
     LoopPlan,
     assigned_names,
@@ -31,6 +31,10 @@ from .codelet_loopver import (
 )
 from .codelet_types import PY_INT, ScalarType, VectorType
 
+#: LLVM loop options: a name, and a boolean value or none
+UNROLL_OFF = ("llvm.loop.unroll.disable", None)
+VECTORIZE_OFF = ("llvm.loop.vectorize.enable", False)
+
 
 class VersionedLowering(ExprLowering):
     """Versioned loops and regions; :class:`KernelBuilder` supplies the statement lowering."""
@@ -39,7 +43,8 @@ class VersionedLowering(ExprLowering):
     versioning: bool  # False while lowering the checked copy of versioned code
     unrolling: bool  # False in the rolled cold copy
 
-    def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None) -> None:
+    def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None,
+              hints: tuple[tuple[str, bool | None], ...] = ()) -> None:
         raise NotImplementedError
 
     def _statements(self, stmts: list[ast.stmt]) -> None:
@@ -59,15 +64,19 @@ class VersionedLowering(ExprLowering):
         plan = None
         if self.checked and self.versioning:
             plan = plan_loop(node, self._typed, self.frame.types.locals, self.fields)
+        # a body of unrolled copies is SLP's to vectorise: the loop vectoriser, once it may
+        # reassociate, treats every sum of a register tile as a reduction and spills them (a
+        # fastMath matMul ran 6x slower than a strict one)
+        hints = (VECTORIZE_OFF,) if original is not node and self.flags else ()
         if plan is None:
-            self._loop(node, bounds)
+            self._loop(node, bounds, hints)
             return False
         region = self._region_plan(after) if after else None
         if region is None or not hoistable(node, region):
             region, after = None, []
 
         def lower() -> None:
-            self._loop(node, bounds)
+            self._loop(node, bounds, hints)
             self._statements(after)
 
         def lower_rolled() -> None:  # the cold copy when it can only end in an error
@@ -115,11 +124,14 @@ class VersionedLowering(ExprLowering):
                 self.b.store(self.b.load(copy_, typ=array), home)
                 self.b.store(home, ptr_slot)
 
-    def _keep_rolled(self, back_edge: ir.Instruction) -> None:
-        """Tell LLVM not to unroll the loop ``back_edge`` closes (a loop of the rolled copy)."""
+    def _loop_hints(self, back_edge: ir.Instruction, hints: tuple[tuple[str, bool | None], ...]) -> None:
+        """Give the loop ``back_edge`` closes the LLVM loop options ``hints``."""
         m = self.module
-        loop = m.add_metadata([MetaDataString(m, f"rolled.{len(m.metadata)}")])  # a loop id of its own
-        loop.operands = (loop, m.add_metadata([MetaDataString(m, "llvm.loop.unroll.disable")]))
+        loop = m.add_metadata([MetaDataString(m, f"loop.{len(m.metadata)}")])  # a loop id of its own
+        options = [m.add_metadata([MetaDataString(m, name)] if value is None
+                                  else [MetaDataString(m, name), ir.Constant(I1, value)])
+                   for name, value in hints]
+        loop.operands = (loop, *options)
         back_edge.set_metadata("llvm.loop", loop)
 
     def _region_plan(self, stmts: list[ast.stmt]) -> LoopPlan | None:

@@ -252,3 +252,14 @@ def test_certain_failure_takes_the_rolled_copy_with_the_exact_record(tmp_path, m
     if mode == "native":
         unchecked = run_one(cls, mode, UNCHECKED, a=a, out=np.zeros(4, np.float32), extra=0)
         assert int(r.cycles[0]) == int(unchecked.cycles[0]) > 0
+
+
+def test_fast_math_leaves_an_unrolled_body_to_slp(tmp_path):
+    """With fastMath, the loop vectoriser would treat each of acc's sums as a reduction (a
+    matMul register tile spilled: 6x slower); the loop holding unrolled copies is kept from it."""
+    cls = load_module(tmp_path, ROLLED).Tile
+    assert '"llvm.loop.vectorize.enable", i1 false' in compile_codelet(cls, KernelOptions(fast_math=True)).ir
+    assert "llvm.loop.vectorize.enable" not in compile_codelet(cls, STRICT).ir
+    r = run_one(cls, "native", KernelOptions(fast_math=True), a=np.arange(12, dtype=np.float32),
+                out=np.zeros(4, np.float32), extra=0)
+    assert r.err is None and r.fields[0]["out"].tolist() == [12, 15, 18, 21]
