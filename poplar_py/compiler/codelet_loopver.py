@@ -261,7 +261,8 @@ def certain(stmts: list[ast.stmt], is_helper: Callable[[ast.Call], bool]) -> boo
     time, in order: no branch, early exit, short-circuit or helper call. A guard over them then
     fails only when an access will fail (the loop runs, and an index at its first or last
     iteration is out of bounds), so its checked copy only has to find which, and need not count
-    the cycles of a vertex that completes."""
+    the cycles of a vertex that completes. (The exception: index arithmetic that wraps past 2**63
+    back into bounds; the vertex then completes with the same results, its cycles counted rolled.)"""
     for s in stmts:
         for n in ast.walk(s):
             if isinstance(n, (ast.If, ast.While, ast.For, ast.IfExp, ast.BoolOp, ast.Break, ast.Continue,
