@@ -33,7 +33,7 @@ from .errors import (
 )
 from .executable import Executable, compileGraph
 from .graph import Graph
-from .handles import DataStream, ReplicatedStreamMode
+from .handles import DataStream
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
@@ -174,7 +174,7 @@ class Engine:
 
     def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
-        if stream.replicatedMode() is ReplicatedStreamMode.BROADCAST and stream.toDevice:
+        if stream.isBroadcast():
             if replicaIndex is not None:
                 raise StreamError(f"{what}: stream '{stream.handle()}' is BROADCAST: one host end serves "
                                   f"every replica, so it takes no replicaIndex (got {replicaIndex!r:.40})")
@@ -191,9 +191,8 @@ class Engine:
         return int(replicaIndex)
 
     def _connect(self, stream: DataStream, hosts: dict[int, HostStream]) -> None:
-        broadcast = stream.toDevice and stream.replicatedMode() is ReplicatedStreamMode.BROADCAST
         ends = self._machine.streams.setdefault(
-            stream.handle(), [None] * (1 if broadcast else self._exe.replication.factor))
+            stream.handle(), [None] * (1 if stream.isBroadcast() else self._exe.replication.factor))
         for r, host in hosts.items():
             old = ends[r]
             if old is not None:

@@ -83,6 +83,11 @@ class DataStream:
     def replicationFactor(self) -> int:
         return self.replicationFactor_
 
+    def isBroadcast(self) -> bool:
+        """Whether one host end feeds every replica (a BROADCAST host-to-device FIFO). A
+        poplar-py addition."""
+        return self.toDevice and self.replicatedMode_ is ReplicatedStreamMode.BROADCAST
+
 
 class VertexRef:
     """Handle to a vertex; ``v["field"]`` gives a :class:`FieldRef`."""

@@ -44,9 +44,6 @@ from .codelet_exprs import (
     storage_type,
 )
 from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
-from .codelet_loopver import (
-    plan_region,
-)
 from .codelet_ops import MathLib, ScalarOps
 from .codelet_size import code_bytes
 from .codelet_types import (
@@ -333,26 +330,20 @@ class KernelBuilder(VersionedLowering):
         k = 0
         while k < len(stmts):
             loop = stmts[k]
-            if isinstance(loop, ast.For) and is_range(loop) and not self.b.block.is_terminated:
-                end = k + 1
-                while end < len(stmts) and self._simple(stmts[end]):
-                    end += 1
+            versioned_loop = isinstance(loop, ast.For) and is_range(loop) and not self.b.block.is_terminated
+            end = k + 1 if versioned_loop else k
+            while end < len(stmts) and self._simple(stmts[end]):
+                end += 1
+            if versioned_loop and isinstance(loop, ast.For):
                 # the loop, and the straight-line code after it when one guard covers both
                 k = end if self._versioned_loop(loop, stmts[k + 1:end]) else k + 1
                 continue
-            end = k
-            while end < len(stmts) and self._simple(stmts[end]):
-                end += 1
             plan = None
             if end - k > 1 and self.checked and self.versioning:
-                plan = plan_region(
-                    stmts[k:end], self._typed, self.frame.types.locals, self.fields, self.unchecked
-                )
+                plan = self._region_plan(stmts[k:end])
                 # a leading assignment of an index local (j = self.j) keeps its uses out of the
                 # region: start the region after it if that covers more accesses
-                later = plan_region(
-                    stmts[k + 1:end], self._typed, self.frame.types.locals, self.fields, self.unchecked
-                )
+                later = self._region_plan(stmts[k + 1:end])
                 if later is not None and (plan is None or len(later.accesses) > len(plan.accesses)):
                     self._statements(stmts[k:k + 1])
                     k, plan = k + 1, later
@@ -360,7 +351,7 @@ class KernelBuilder(VersionedLowering):
                 # straight-line code: one guard for its accesses (codelet_loopver), as for loops
                 run = stmts[k:end]
                 guard = self._guard(plan, [I64(0)])
-                self._versioned(guard, plan.ids, *[lambda run=run: self._statements(run)] * 2)
+                self._versioned(guard, plan.ids, lambda run=run: self._statements(run))
                 k = end
                 continue
             self._statements(stmts[k:max(end, k + 1)])
@@ -378,8 +369,7 @@ class KernelBuilder(VersionedLowering):
             return True
         if not isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
             return False
-        calls, copied = self.frame.types.calls, self.unroller.calls
-        return not any(isinstance(n, ast.Call) and (id(n) in calls or id(n) in copied) for n in ast.walk(s))
+        return not any(isinstance(n, ast.Call) and self._is_helper(n) for n in ast.walk(s))
 
     def _Pass(self, node: ast.Pass) -> None:
         pass

@@ -92,7 +92,7 @@ class VersionedLowering(ExprLowering):
         if region is not None:
             guard, ids = self.b.and_(guard, self._guard(region, [I64(0)])), ids | region.ids
         exact = original is not node and certain(node.body + after, self._is_helper)
-        self._versioned(guard, ids, lower, lower_rolled if exact else lower)
+        self._versioned(guard, ids, lower, lower_rolled if exact else None)
         return region is not None
 
     def _is_helper(self, call: ast.Call) -> bool:
@@ -152,13 +152,13 @@ class VersionedLowering(ExprLowering):
         return flat
 
     def _versioned(self, guard: ir.Value, ids: frozenset[int], lower: Callable[[], None],
-                   lower_checked: Callable[[], None]) -> None:
+                   lower_checked: Callable[[], None] | None = None) -> None:
         """Lower code twice: with the accesses ``ids`` unchecked where ``guard`` holds, else checked
-        (and not versioned again: the checked copy is the cold path)."""
+        (by ``lower_checked`` if given; not versioned again: the checked copy is the cold path)."""
         fast, slow, join = self._block("ver.fast"), self._block("ver.checked"), self._block("ver.join")
         self._cbr(guard, fast, slow, likely=True)
         outer = self.unchecked
-        copies = ((fast, outer | ids, True, lower), (slow, outer, False, lower_checked))
+        copies = ((fast, outer | ids, True, lower), (slow, outer, False, lower_checked or lower))
         for block, skip, versioning, how in copies:
             self.b.position_at_end(block)
             self.unchecked, self.versioning = skip, versioning

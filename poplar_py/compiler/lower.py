@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import program as prog
 from ..errors import GraphReplicationError, ProgramError
-from ..handles import DataStream, ReplicatedStreamMode
+from ..handles import DataStream
 from ..ir import GraphIR
 from ..regions import Runs, unique_sorted
 from ..tensor import Tensor
@@ -160,9 +160,8 @@ def _copy(lw: Lowerer, p: prog.Copy) -> Step:
         moved = moved + host
     label = p.name or (f"StreamCopy({stream.handle()} -> {t.name})" if to_device
                        else f"StreamCopy({t.name} -> {stream.handle()})")
-    broadcast = to_device and stream.replicatedMode() is ReplicatedStreamMode.BROADCAST
-    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plans, broadcast, t.elementType().dtype,
-                                  t.numElements()), moved)
+    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plans, stream.isBroadcast(),
+                                  t.elementType().dtype, t.numElements()), moved)
 
 
 def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs, name: str) -> Step:
