@@ -13,6 +13,9 @@ Each row is measured in a child process pinned to its cores, with ``POPLAR_PY_TH
 ``OPENBLAS_NUM_THREADS`` set: strict (the default, bounds checked), strict unchecked and
 ``codelets.fastMath`` on one core; and strict on two threads, whose speed-up over one thread
 is printed. Times are the best of several runs (the machine is shared and noisy).
+
+The last line is the ceiling for any memory-bound speed-up: how much faster two threads read a
+64 MB array than one does (numpy reductions, one half per thread), on the same two cores.
 """
 
 from __future__ import annotations
@@ -144,10 +147,32 @@ def _matmul(options: dict, quick: bool) -> tuple[float, float]:
 WORKLOADS = {"tut7": _tut7, "vertices": _vertices, "matmul": _matmul}
 
 
+def _bandwidth() -> tuple[float, float]:
+    """Read bandwidth in bytes/s with one thread and with two (the memory system's scaling)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from timing import best
+
+    x = np.ones(16 << 20, np.float32)
+    low, high = np.array_split(x, 2)
+    with ThreadPoolExecutor(1) as pool:
+        def both() -> None:
+            other = pool.submit(np.add.reduce, high)
+            np.add.reduce(low)
+            other.result()
+
+        return x.nbytes / best(lambda: np.add.reduce(x), 20), x.nbytes / best(both, 20)
+
+
 def _child(workload: str, mode: str, quick: bool) -> None:
     sys.path.insert(0, str(HERE))
-    run, ref = WORKLOADS[workload](MODES[mode], quick)
-    print(json.dumps({"run": run, "numpy": ref}))
+    if workload == "bandwidth":
+        one, two = _bandwidth()
+        print(json.dumps({"one": one, "two": two}))
+    else:
+        run, ref = WORKLOADS[workload](MODES[mode], quick)
+        print(json.dumps({"run": run, "numpy": ref}))
 
 
 def measure(workload: str, mode: str, threads: int, quick: bool) -> dict:
@@ -177,6 +202,9 @@ def main() -> None:
         two = measure(workload, "strict, checked", 2, quick)
         print(f"{workload:10} {'2 threads':16} {two['run'] * 1e3:9.2f} {'':9} "
               f"{one['run'] / two['run']:6.2f}x faster than 1 thread (target >= 1.8x)")
+    bw = measure("bandwidth", "strict", 2, quick)
+    print(f"memory read bandwidth: 1 thread {bw['one'] / 1e9:.1f} GB/s, 2 threads {bw['two'] / 1e9:.1f} GB/s "
+          f"({bw['two'] / bw['one']:.2f}x: the ceiling for a memory-bound speed-up)")
     from resource import RUSAGE_CHILDREN, getrusage
     print(f"peak RSS of the largest child: {getrusage(RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
 
