@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import runpy
@@ -10,6 +11,7 @@ import sys
 import click
 
 from . import target
+from .compiler.world import launched_rank
 from .profile import summary
 
 
@@ -26,24 +28,30 @@ def main() -> None:
 @click.option("--arch", type=click.Choice(["ipu1", "ipu2"]), help="IPU version IPUModel() defaults to.")
 @click.option("--profile", "profile_file", type=click.Path(dir_okay=False),
               help="Write the JSON profile report of every Engine to this file.")
+@click.option("--all-ranks-output", is_flag=True,
+              help="Under mpiexec, keep the standard output of every rank (only rank 0's by default).")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run(program: str, tiles: int | None, ipus: int | None, arch: str | None,
-        profile_file: str | None, args: tuple[str, ...]) -> None:
+        profile_file: str | None, all_ranks_output: bool, args: tuple[str, ...]) -> None:
     """Run PROGRAM (a Python file) as __main__ with ARGS as its sys.argv[1:].
 
     The options may come before or after PROGRAM; any other option is passed to the
     program (everything after `--` is passed as it is). They set the defaults of every
     ``poplar.IPUModel()`` the program creates; fields the program sets itself win.
+    Under ``mpiexec -n K``, every rank runs PROGRAM on its share of the tiles.
     """
     target.setModelDefaults(tilesPerIPU=tiles, numIPUs=ipus, IPUVersion=arch)
     if profile_file:
         os.environ["POPLAR_PY_PROFILE_FILE"] = os.path.abspath(profile_file)
     sys.argv = [program, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
-    try:
-        runpy.run_path(program, run_name="__main__")
-    finally:
-        target.setModelDefaults()
+    with contextlib.ExitStack() as stack:
+        if launched_rank() != 0 and not all_ranks_output:
+            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+        try:
+            runpy.run_path(program, run_name="__main__")
+        finally:
+            target.setModelDefaults()
 
 
 @main.command()

@@ -23,6 +23,7 @@ from .arguments import is_int
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
+from .compiler.world import MpiWorld, ir_digest, make_world
 from .errors import (
     GraphReplicationError,
     InvalidArgumentError,
@@ -34,6 +35,7 @@ from .errors import (
 from .executable import Executable, compileGraph
 from .graph import Graph
 from .handles import DataStream
+from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
@@ -65,14 +67,22 @@ class Engine:
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
-        arena = self._exe.layout.arena
-        assert arena is not None
-        self._machine = Machine(arena, RunRecord(len(self._exe.lowered.leaves)), self._exe.lowered.functions)
+        arena, target = self._exe.layout.arena, self._exe.target
+        assert arena is not None and self._exe.layout.tile_base is not None
+        world = make_world(target.getNumIPUs(), target.getTilesPerIPU(), self._exe.layout.tile_base)
+        if isinstance(world, MpiWorld):
+            world.check_same(_digest(exe.ir, self._exe))
+            for runner in self._exe.lowered.runners:
+                runner.restrict(world.own_tiles(target.getNumTiles()))
+        leaves = len(self._exe.lowered.leaves)
+        self._machine = Machine(arena, RunRecord(leaves), self._exe.lowered.functions, world)
+        # the profile's record: every rank's tiles (this rank's alone are in the machine's)
+        self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
-        self._profile = Profile(exe.ir, self._exe, self._machine.record)
-        if path is not None:
+        self._profile = Profile(exe.ir, self._exe, self._record)
+        if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
-            # the program exits, with everything that ran.
+            # the program exits, with everything that ran (under MPI, by rank 0).
             _write_report(self._profile, path)
             weakref.finalize(self, _write_report, self._profile, path)
 
@@ -88,13 +98,14 @@ class Engine:
             raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
         m = self._machine
-        m.arena[:] = 0
+        lo, hi = m.world.own_bytes(m.arena.size)
+        m.arena[lo:hi] = 0  # under MPI, the other ranks' tiles are never touched: they take no memory here
         for values, plan in self._exe.initial_values:
-            plan.execute(values.ctypes.data, m.base)
+            m.world.scatter(plan, values.ctypes.data, m.base)
         for runner in self._exe.lowered.runners:
             image = runner.image
             if image.plan is not None:
-                image.plan.execute(image.data.ctypes.data, m.base)
+                m.world.scatter(image.plan, image.data.ctypes.data, m.base)
         self._loaded = True
 
     def loadAndRun(self, device: Device, programIndex: int = 0) -> None:
@@ -116,8 +127,12 @@ class Engine:
         if not 0 <= programIndex < len(programs):
             raise ProgramError(f"Engine.run: program {programIndex} does not exist "
                                f"(the engine has {len(programs)})")
-        self._machine.record.runs.append(programIndex)
-        programs[programIndex].run(self._machine)
+        m = self._machine
+        m.record.runs.append(programIndex)
+        try:
+            programs[programIndex].run(m)
+        finally:
+            m.world.combine(m.record, self._record)
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str, buffer: Any, end: Any = None, replicaIndex: Any = None) -> None:
@@ -238,16 +253,16 @@ class Engine:
         host = np.ascontiguousarray(arr.reshape(-1).astype(t.dtype, copy=False))
         base = self._base()
         for r in replicas:
-            t.plans[r].execute(host.ctypes.data, base)
+            self._machine.world.scatter(t.plans[r], host.ctypes.data, base)
 
     def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None,
                    replicaIndex: Any = 0) -> np.ndarray:
         """Read the tensor behind a ``createHostRead`` handle on replica ``replicaIndex`` (into
-        ``out`` if given)."""
+        ``out`` if given); under MPI every rank gets the whole tensor."""
         t = self._transfer(handle, write=False)
         replica = self._replica(replicaIndex, f"readTensor('{handle}')")
         values = np.empty(t.shape, dtype=t.dtype)
-        t.plans[replica].execute(self._base(), values.ctypes.data)
+        self._machine.world.gather(t.plans[replica], self._base(), values.ctypes.data)
         if out is None:
             return values
         if not isinstance(out, np.ndarray) or out.size != t.size or out.dtype != t.dtype:
@@ -273,6 +288,7 @@ class Engine:
 
     def resetExecutionProfile(self) -> None:
         self._machine.record.reset()
+        self._record.reset()
 
 
 #: options an executable's compiled code depends on: fixed when it is compiled
@@ -305,6 +321,14 @@ def _report_path(options: EngineOptions, name: str) -> str | None:
                 raise InvalidOptionError(f"autoReport.directory: '{parent}' is a file, not a directory")
         path = os.path.join(directory, "profile.json")
     return path
+
+
+def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
+    """What every MPI rank must have built alike: the frozen IR's columns, the steps, the layout."""
+    v, e = ir.vertices, ir.edges
+    return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
+                      v.tile, v.compute_set, e.vertex, e.field, e.var, e.offset, e.count, ir.compute_sets,
+                      [leaf.label for leaf in compiled.lowered.leaves], compiled.layout.tile_base])
 
 
 def _write_report(profile: Profile, path: str) -> None:

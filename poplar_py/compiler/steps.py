@@ -21,17 +21,20 @@ from ..types import Type
 from .costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan, TileTraffic
 from .vertex_tables import ComputeSetRunner
+from .world import World
 
 
 @dataclass
 class Machine:
     """The running device: tile memories, connected host streams (per stream, one host end per
-    replica, or one for a broadcast stream), where PrintTensor writes, the lowered functions
-    and the record of what ran."""
+    replica, or one for a broadcast stream), where PrintTensor writes, the lowered functions,
+    the record of what ran and the processes that run it (under MPI, this rank's tiles only:
+    the record holds their cycles)."""
 
     arena: np.ndarray
     record: RunRecord
     functions: list[Step]
+    world: World = field(default_factory=World)
     streams: dict[str, list[HostStream | None]] = field(default_factory=dict)
     out: IO[str] | None = None
 
@@ -42,14 +45,15 @@ class Machine:
 
 @dataclass(frozen=True)
 class ScalarRef:
-    """One element in tile memory, read by control flow (predicates, Switch control)."""
+    """One element in tile memory, read by control flow (predicates, Switch control): every rank
+    gets the value of the rank holding it."""
 
     address: int
     dtype: np.dtype
     name: str
 
     def read(self, m: Machine) -> int | float:
-        return m.arena[self.address:self.address + self.dtype.itemsize].view(self.dtype)[0].item()
+        return m.world.read_scalar(m.arena, self.address, self.dtype)
 
 
 @dataclass
@@ -76,7 +80,7 @@ class CopyStep(Step):
     kind: ClassVar[str] = "DoExchange"
 
     def run(self, m: Machine) -> None:
-        self.plan.execute(m.base, m.base)
+        m.world.copy(self.plan, m.base)
         m.record.counts[self.id] += 1
 
 
@@ -95,7 +99,9 @@ class HostStep(Step):
 @dataclass
 class StreamCopyStep(HostStep):
     """One transfer per replica, each between its own host end and its replica's tiles; a
-    broadcast stream's one transfer goes to every replica."""
+    broadcast stream's one transfer goes to every replica. Under MPI, the rank holding a
+    transfer's first destination calls the host end and shares the data; data going to the
+    host reaches every rank's host end."""
 
     handle: str
     to_device: bool
@@ -113,24 +119,29 @@ class StreamCopyStep(HostStep):
                               "first")
         return stream
 
+    def _fetch(self, m: Machine, replica: int, plan: CopyPlan) -> np.ndarray:
+        """The host end's data for one transfer, on every rank."""
+        stream = self._host(m, replica)  # on every rank: an unconnected stream fails on all alike
+        home = m.world.home(plan)
+        mine = m.world.rank == home
+        data = m.world.share(stream.to_device(self.n, self.dtype) if mine else None, home, self.n, self.dtype)
+        if mine:
+            stream.transferred()
+        return data
+
     def run(self, m: Machine) -> None:
         if self.broadcast:
-            stream = self._host(m, 0)
-            data = stream.to_device(self.n, self.dtype)
+            data = self._fetch(m, 0, self.plans[0])
             for plan in self.plans:
-                plan.execute(data.ctypes.data, m.base)
-            stream.transferred()
+                m.world.scatter(plan, data.ctypes.data, m.base)
         elif self.to_device:
             for replica, plan in enumerate(self.plans):
-                stream = self._host(m, replica)
-                data = stream.to_device(self.n, self.dtype)
-                plan.execute(data.ctypes.data, m.base)
-                stream.transferred()
+                m.world.scatter(plan, self._fetch(m, replica, plan).ctypes.data, m.base)
         else:
             for replica, plan in enumerate(self.plans):
                 stream = self._host(m, replica)
                 data = np.empty(self.n, dtype=self.dtype)
-                plan.execute(m.base, data.ctypes.data)
+                m.world.gather(plan, m.base, data.ctypes.data)
                 stream.from_device(data)
         m.record.counts[self.id] += 1
 
@@ -144,10 +155,11 @@ class PrintStep(HostStep):
 
     def run(self, m: Machine) -> None:
         values = np.empty(self.shape, dtype=self.type.dtype)
-        self.plan.execute(m.base, values.ctypes.data)
-        out = m.out or sys.stdout
-        out.write(format_tensor(self.title, values) + "\n")
-        out.flush()
+        m.world.gather(self.plan, m.base, values.ctypes.data)
+        if m.world.rank == 0:  # printed once
+            out = m.out or sys.stdout
+            out.write(format_tensor(self.title, values) + "\n")
+            out.flush()
         m.record.counts[self.id] += 1
 
 
@@ -157,7 +169,7 @@ class ExecuteStep(Step):
     kind: ClassVar[str] = "OnTileExecute"
 
     def run(self, m: Machine) -> None:
-        self.runner.run(m.arena, m.record, self.id)
+        self.runner.run(m.arena, m.record, self.id, m.world)
         m.record.counts[self.id] += 1
 
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:

@@ -3,7 +3,7 @@
 Vertices of one compute set are independent, and so are the pieces of one copy (the
 planner only splits copies that do not overwrite their own source), so any split over
 threads gives the same result. POPLAR_PY_THREADS sets the thread count (default: the
-machine's CPU count).
+machine's CPU count, divided among the MPI ranks on it).
 """
 
 from __future__ import annotations
@@ -16,10 +16,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+#: environment variables by which MPI launchers give the number of ranks on this machine
+_LOCAL_RANKS = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")
+
 
 def count() -> int:
-    """How many threads native work is split over."""
-    return max(1, int(os.environ.get("POPLAR_PY_THREADS", os.cpu_count() or 1)))
+    """How many threads native work is split over: POPLAR_PY_THREADS, else this machine's
+    cores shared among the MPI ranks running on it."""
+    given = os.environ.get("POPLAR_PY_THREADS")
+    if given is not None:
+        return max(1, int(given))
+    local = next((int(v) for v in map(os.environ.get, _LOCAL_RANKS) if v and v.isdigit()), 1)
+    return max(1, (os.cpu_count() or 1) // max(local, 1))
 
 
 @functools.cache

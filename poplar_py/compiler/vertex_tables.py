@@ -34,6 +34,7 @@ from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
 from .layout import MemoryLayout
+from .world import World
 
 _I64 = np.int64
 
@@ -124,6 +125,14 @@ class _Group:
         self.__dict__.update(state)
         self.info = codelet_info(self.cls)
         self.compiled = compile_codelet(self.cls, self.kernel) if self.kernel is not None else None
+        self.chunks = _chunks(self.table, self.slots, self.sums, self.err)
+
+    def restrict(self, keep: np.ndarray, estimates: np.ndarray) -> None:
+        """Keep the vertices ``keep`` marks (``estimates``: every vertex's estimated cycles, or -1)."""
+        self.positions, self.table = self.positions[keep], np.ascontiguousarray(self.table[keep])
+        self.slots = np.ascontiguousarray(self.slots[keep])
+        mine = estimates[keep]
+        self.estimated = int(mine[mine >= 0].sum())
         self.chunks = _chunks(self.table, self.slots, self.sums, self.err)
 
     def rebase(self, delta: int) -> None:
@@ -290,12 +299,24 @@ class ComputeSetRunner:
         self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel,
                                     slots, estimates)
                        for cls, positions in plan.groups.items()]
+        self.estimates, self.slots = estimates, slots
         self.image = image.plan()  # written into tile memory by Engine.load
         self.base = base  # the arena address the tables and the image hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
         # the same: account it once
         measures = not self.interpret and any((g.slots >= 0).any() for g in self.groups)
         self.fixed = None if measures else self._tile_cycles(self.estimated)
+
+    def restrict(self, own: np.ndarray) -> None:
+        """Keep only the vertices on the tiles ``own`` marks (a rank's, under MPI): only they run,
+        and only their cycles are counted."""
+        split, slot = self.num_tiles * self.workers, np.arange(self.estimated.size)
+        slot_tile = np.where(slot < split, slot // self.workers, slot - split)
+        self.estimated = np.where(own[slot_tile], self.estimated, 0)
+        for g in self.groups:
+            g.restrict(own[self.tiles[g.positions]], self.estimates[g.positions])
+        if self.fixed is not None:
+            self.fixed = self._tile_cycles(self.estimated)
 
     def rebase(self, base: int) -> None:
         """Point the tables and the image at an arena at ``base`` (a deserialized executable's)."""
@@ -318,15 +339,16 @@ class ComputeSetRunner:
         plain = tiles * self.workers + rank % self.workers
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
-    def run(self, arena: np.ndarray, record: RunRecord, step_id: int) -> None:
+    def run(self, arena: np.ndarray, record: RunRecord, step_id: int, world: World) -> None:
         base = arena.ctypes.data
         if self.exchange_in is not None:
-            self.exchange_in.execute(base, base)
+            world.copy(self.exchange_in, base)
         total = self.estimated.copy() if self.fixed is None else self.estimated
-        for g in self.groups:
+        for index, g in enumerate(self.groups):
             err = g.info.run_interpreted(g.table, arena, None) if self.interpret else g.run_native()
-            if err is not None:
-                self._raise(g, err)
+            if err is not None:  # every rank raises the error of the first failing vertex
+                pos = int(g.positions[int(err["vertex"])])
+                world.agree(self._error(g, err, pos), (index, pos))
             entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
             entry[0] += g.positions.size
             entry[1] += g.estimated
@@ -334,19 +356,19 @@ class ComputeSetRunner:
                 measured = g.sums.sum(axis=0)
                 total[:measured.size] += measured
                 entry[1] += int(measured.sum())
+        world.agree(None)
         if self.exchange_out is not None:
-            self.exchange_out.execute(base, base)
+            world.copy(self.exchange_out, base)
         compute, active = self._tile_cycles(total) if self.fixed is None else self.fixed
         sums = record.compute_sums.setdefault(step_id, [0, 0])
         sums[0] = sums[0] + compute
         sums[1] = sums[1] + active
 
-    def _raise(self, g: _Group, err: np.void) -> None:
-        pos = int(g.positions[int(err["vertex"])])
+    def _error(self, g: _Group, err: np.void, pos: int) -> VertexError:
         vid = int(self.vertices[pos])
         where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])} in compute set "
                  f"'{self.name}'")
-        raise VertexError(error_message(g.cls, err, where))
+        return VertexError(error_message(g.cls, err, where))
 
     def _tile_cycles(self, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per tile, from the slot totals: the barrel's cycles (workers x the busiest context) and
