@@ -1,0 +1,98 @@
+"""One simulation over K MPI ranks (DESIGN.md section 9): the same output, cycles and profile
+for every K, agreement on errors, and each rank holding its share of the memory.
+
+Each test launches ``mpiexec -n K`` (from the MPICH wheel the test extra installs); a hang
+fails the test through the timeout instead of blocking the run.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAMS = Path(__file__).resolve().parent / "mpi_programs.py"
+TIMEOUT = 300
+
+
+def _env() -> dict:
+    return dict(os.environ, POPLAR_PY_THREADS="1", OPENBLAS_NUM_THREADS="1")
+
+
+def launch(ranks: int, *command: str) -> str:
+    """stdout of ``mpiexec -n ranks command``; fails on a non-zero exit."""
+    done = subprocess.run(["mpiexec", "-n", str(ranks), *command], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=_env(), cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def reports(ranks: int, mode: str, tmp_path: Path) -> list[str]:
+    """What each rank of ``mpi_programs.py mode`` reported."""
+    out = tmp_path / f"{mode}-{ranks}"
+    launch(ranks, sys.executable, str(PROGRAMS), mode, str(out))
+    return [Path(f"{out}.{r}").read_text() for r in range(ranks)]
+
+
+TUTORIALS = {
+    "tut1": ["tutorials/tut1_variables/tut1.py"],
+    "tut7": ["tutorials/tut7_matrix_vector_opt/tut7.py", "2000", "500"],
+    "tut5 replicated": ["tutorials/tut5_ml/regression_demo.py", "1", "100", "--replicas", "4"],
+}
+
+
+@pytest.mark.parametrize("name", list(TUTORIALS))
+def test_tutorials_print_the_same_and_profile_the_same_for_any_rank_count(name, tmp_path):
+    outputs, profiles = [], []
+    for ranks in (1, 2, 4):
+        report = tmp_path / f"profile-{ranks}.json"
+        outputs.append(launch(ranks, "poplar-py", "run", *TUTORIALS[name], "--profile", str(report)))
+        profiles.append(subprocess.run(["poplar-py", "profile", str(report), "--steps"], capture_output=True,
+                                       text=True, check=True, timeout=TIMEOUT).stdout)
+    assert outputs[0] and outputs[1] == outputs[0] and outputs[2] == outputs[0]
+    assert "Execution" in profiles[0] and profiles[1] == profiles[0] and profiles[2] == profiles[0]
+
+
+def test_copies_predicates_and_streams_cross_ranks(tmp_path):
+    one = reports(1, "control", tmp_path)[0]
+    assert "callback calls 1" in one
+    for ranks in (2, 3):
+        every = reports(ranks, "control", tmp_path)
+        # the callback runs once, on the rank holding the stream's destination (tile 0: rank 0)
+        assert every[0] == one
+        for text in every[1:]:
+            assert text == one.replace("callback calls 1", "callback calls 0")
+
+
+def test_print_tensor_prints_once(tmp_path):
+    out = launch(3, sys.executable, str(PROGRAMS), "control", str(tmp_path / "print"))
+    assert out.count("rotated: [") == 1
+
+
+def test_a_failing_vertex_on_one_rank_raises_the_same_error_on_every_rank(tmp_path):
+    alone = reports(1, "vertex_error", tmp_path)[0]
+    assert alone.startswith("VertexError vertex 7 (Check") and "on tile 7" in alone
+    assert reports(2, "vertex_error", tmp_path) == [alone, alone]
+
+
+def test_ranks_that_build_different_graphs_all_raise(tmp_path):
+    every = reports(2, "different_graphs", tmp_path)
+    assert every[0] == every[1]
+    assert "MPI ranks [1] built a different graph or programs than rank 0" in every[0]
+
+
+def test_each_rank_holds_its_share_of_the_memory(tmp_path):
+    alone = int(reports(1, "memory", tmp_path)[0].split()[-1])
+    shares = [int(text.split()[-1]) for text in reports(2, "memory", tmp_path)]
+    assert alone > 900  # about 960 MB of tile memory
+    assert max(shares) <= 0.65 * alone, (shares, alone)
+
+
+def test_without_mpiexec_mpi4py_is_never_imported():
+    code = ("import sys, runpy; sys.argv = ['tut1']; "
+            "runpy.run_path('tutorials/tut1_variables/tut1.py', run_name='__main__'); "
+            "assert 'mpi4py' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=TIMEOUT, env=_env(),
+                   cwd=ROOT)
