@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 import poplar_py as poplar
-from poplar_py import Input, InOut, Output, Vector, Vertex
+from poplar_py import InOut, Input, Output, Vector, Vertex
 from poplar_py import program as prog
 
 RANK = int(os.environ.get("PMI_RANK", "0"))
@@ -33,16 +33,6 @@ class Scale(Vertex):
     def compute(self):
         for i in range(len(self.x)):
             self.x[i] = self.x[i] * 2.0 + 1.0
-        return True
-
-
-class Pick(Vertex):
-    inp: Input[Vector[float]]
-    at: Input[int]
-    out: Output[float]
-
-    def compute(self):
-        self.out = self.inp[self.at]
         return True
 
 

@@ -84,7 +84,7 @@ def test_rank_copy_moves_what_the_whole_plan_moves(ranks, seed):
     dst_taken = np.zeros(size, bool)
     kept = []
     for r in rows:
-        src, dst, count, ss, ds, elem = r
+        _, dst, count, _, ds, elem = r
         places = (dst + np.arange(count)[:, None] * ds + np.arange(elem)).ravel()
         if not dst_taken[places].any():
             dst_taken[places] = True
