@@ -129,10 +129,8 @@ class Engine:
                                f"(the engine has {len(programs)})")
         m = self._machine
         m.record.runs.append(programIndex)
-        try:
-            programs[programIndex].run(m)
-        finally:
-            m.world.combine(m.record, self._record)
+        programs[programIndex].run(m)
+        m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str, buffer: Any, end: Any = None, replicaIndex: Any = None) -> None:
