@@ -136,7 +136,8 @@ class StreamCopyStep(HostStep):
                 m.world.scatter(plan, data.ctypes.data, m.base)
         elif self.to_device:
             for replica, plan in enumerate(self.plans):
-                m.world.scatter(plan, self._fetch(m, replica, plan).ctypes.data, m.base)
+                data = self._fetch(m, replica, plan)  # held: the copy reads it by address
+                m.world.scatter(plan, data.ctypes.data, m.base)
         else:
             for replica, plan in enumerate(self.plans):
                 stream = self._host(m, replica)
