@@ -83,7 +83,7 @@ def _tut7(quick: bool) -> tuple:
     def check() -> None:
         np.testing.assert_allclose(engine.readTensor("out"), m @ v, rtol=1e-4, atol=1e-3)
 
-    return engine, check, 5
+    return engine, check, 20
 
 
 def _matmul(quick: bool) -> tuple:
@@ -120,7 +120,7 @@ def _matmul(quick: bool) -> tuple:
         for r in (0, REPLICAS - 1):  # at K=2, replica 0 is on rank 0 and replica 7 on rank 1
             np.testing.assert_allclose(engine.readTensor("c", replicaIndex=r), want, rtol=1e-3, atol=1e-3)
 
-    return engine, check, 3
+    return engine, check, 10
 
 
 WORKLOADS = {"tut7": _tut7, "matmul": _matmul}
