@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from .arguments import is_int
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
-from .compiler.world import MpiWorld, ir_digest, make_world
+from .compiler.world import GATHER, SCATTER, ir_digest, make_world
 from .errors import (
     GraphReplicationError,
     InvalidArgumentError,
@@ -70,10 +70,7 @@ class Engine:
         arena, target = self._exe.layout.arena, self._exe.target
         assert arena is not None and self._exe.layout.tile_base is not None
         world = make_world(target.getNumIPUs(), target.getTilesPerIPU(), self._exe.layout.tile_base)
-        if isinstance(world, MpiWorld):
-            world.check_same(_digest(exe.ir, self._exe))
-            for runner in self._exe.lowered.runners:
-                runner.restrict(world.own_tiles(target.getNumTiles()))
+        world.join(lambda: _digest(exe.ir, self._exe), self._exe.lowered.runners, _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, RunRecord(leaves), self._exe.lowered.functions, world)
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
@@ -319,6 +316,16 @@ def _report_path(options: EngineOptions, name: str) -> str | None:
                 raise InvalidOptionError(f"autoReport.directory: '{parent}' is a file, not a directory")
         path = os.path.join(directory, "profile.json")
     return path
+
+
+def _moves(compiled: CompiledGraph) -> Iterator[tuple[str, Any]]:
+    """Every plan the engine runs, with its kind of move (for the world to plan over ranks)."""
+    for leaf in compiled.lowered.leaves:
+        yield from leaf.moves()
+    for transfer in compiled.host_transfers.values():
+        yield from ((SCATTER if transfer.write else GATHER, plan) for plan in transfer.plans)
+    yield from ((SCATTER, plan) for _, plan in compiled.initial_values)
+    yield from ((SCATTER, r.image.plan) for r in compiled.lowered.runners if r.image.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:

@@ -150,6 +150,54 @@ def memory() -> None:
     say("peak RSS MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 
 
+def _small_engine(to_device: bool) -> tuple[poplar.Engine, poplar.Device]:
+    device = model(8)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [8, 4], "x")
+    for t in range(8):
+        graph.setTileMapping(x[t], t)
+    if to_device:
+        fifo = graph.addHostToDeviceFIFO("in", poplar.FLOAT, 32)
+        program = prog.Copy(fifo, x)
+    else:
+        program = prog.Copy(x[0:4], x[4:8])
+    engine = poplar.Engine(graph, program)
+    engine.load(device)
+    return engine, device
+
+
+def callback_error() -> None:
+    """The callback of a stream (called on rank 0 alone) raises: every rank raises its error."""
+    engine, _ = _small_engine(to_device=True)
+
+    def fail(buffer: np.ndarray) -> None:
+        raise ValueError("no more data")
+
+    engine.connectStreamToCallback("in", fail)
+    try:
+        engine.run()
+    except ValueError as e:
+        say("ValueError", e)
+
+
+def one_rank_raises() -> None:
+    """Rank 1 fails outside poplar-py while rank 0 runs a program that needs it: the job ends."""
+    engine, _ = _small_engine(to_device=False)
+    if RANK == 1:
+        raise RuntimeError("rank 1 gives up")
+    while True:
+        engine.run()
+
+
+def spin() -> None:
+    """Runs until interrupted (Ctrl-C reaches every rank through mpiexec)."""
+    engine, _ = _small_engine(to_device=False)
+    say("ready")
+    while True:
+        engine.run()
+
+
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
-     "memory": memory}[sys.argv[1]]()
+     "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
+     "spin": spin}[sys.argv[1]]()

@@ -6,8 +6,10 @@ fails the test through the timeout instead of blocking the run.
 """
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,34 @@ def test_ranks_that_build_different_graphs_all_raise(tmp_path):
     every = reports(2, "different_graphs", tmp_path)
     assert every[0] == every[1]
     assert "MPI ranks [1] built a different graph or programs than rank 0" in every[0]
+
+
+def test_a_failing_stream_callback_raises_on_every_rank(tmp_path):
+    assert reports(2, "callback_error", tmp_path) == ["ValueError no more data\n"] * 2
+
+
+def test_an_exception_on_one_rank_ends_every_rank():
+    done = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(PROGRAMS), "one_rank_raises", "-"],
+                          capture_output=True, text=True, timeout=TIMEOUT, env=_env())
+    assert done.returncode != 0
+    assert "rank 1 gives up" in done.stderr
+
+
+def test_ctrl_c_stops_every_rank(tmp_path):
+    out = tmp_path / "spin"
+    job = subprocess.Popen(["mpiexec", "-n", "2", sys.executable, str(PROGRAMS), "spin", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    deadline = time.monotonic() + TIMEOUT
+    while not all(Path(f"{out}.{r}").exists() for r in range(2)):
+        assert job.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    job.send_signal(signal.SIGINT)
+    try:
+        job.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        raise
+    assert job.returncode != 0
 
 
 def test_each_rank_holds_its_share_of_the_memory(tmp_path):

@@ -19,9 +19,9 @@ from ..printing import format_tensor
 from ..streams import HostStream
 from ..types import Type
 from .costs import CostModel, RunRecord, StepCost
-from .exchange import CopyPlan, TileTraffic
+from .exchange import CopyPlan, SharedGather, TileTraffic
 from .vertex_tables import ComputeSetRunner
-from .world import World
+from .world import COPY, GATHER, SCATTER, World
 
 
 @dataclass
@@ -66,6 +66,10 @@ class Step:
     def run(self, m: Machine) -> None:
         raise NotImplementedError
 
+    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+        """The plans a leaf step runs, each with its kind of move (world.COPY, SCATTER, GATHER)."""
+        return []
+
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         """Cycles per tile of one run of this (leaf) step."""
         assert self.traffic is not None
@@ -82,6 +86,9 @@ class CopyStep(Step):
     def run(self, m: Machine) -> None:
         m.world.copy(self.plan, m.base)
         m.record.counts[self.id] += 1
+
+    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+        return [(COPY, self.plan)]
 
 
 @dataclass
@@ -123,9 +130,8 @@ class StreamCopyStep(HostStep):
         """The host end's data for one transfer, on every rank."""
         stream = self._host(m, replica)  # on every rank: an unconnected stream fails on all alike
         home = m.world.home(plan)
-        mine = m.world.rank == home
-        data = m.world.share(stream.to_device(self.n, self.dtype) if mine else None, home, self.n, self.dtype)
-        if mine:
+        data = m.world.share(lambda: stream.to_device(self.n, self.dtype), home, self.n, self.dtype)
+        if m.world.rank == home:
             stream.transferred()
         return data
 
@@ -146,6 +152,9 @@ class StreamCopyStep(HostStep):
                 stream.from_device(data)
         m.record.counts[self.id] += 1
 
+    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+        return [(SCATTER if self.to_device else GATHER, plan) for plan in self.plans]
+
 
 @dataclass
 class PrintStep(HostStep):
@@ -163,6 +172,9 @@ class PrintStep(HostStep):
             out.flush()
         m.record.counts[self.id] += 1
 
+    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+        return [(GATHER, self.plan)]
+
 
 @dataclass
 class ExecuteStep(Step):
@@ -172,6 +184,10 @@ class ExecuteStep(Step):
     def run(self, m: Machine) -> None:
         self.runner.run(m.arena, m.record, self.id, m.world)
         m.record.counts[self.id] += 1
+
+    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+        exchanges = (self.runner.exchange_in, self.runner.exchange_out)
+        return [(COPY, plan) for plan in exchanges if plan is not None]
 
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -62,11 +63,27 @@ def launched_rank() -> int:
     return _launch_value(LAUNCH_RANK, 0) if launched_ranks() > 1 else 0
 
 
+#: the moves a plan makes: tile to tile, host to tiles, tiles to host
+COPY, SCATTER, GATHER = "copy", "scatter", "gather"
+
+
+class Restrictable(Protocol):
+    """A compute set's runner, which can keep the vertices of some tiles only."""
+
+    def restrict(self, own: np.ndarray) -> None: ...
+
+
 class World:
     """One process holds every tile: each operation runs in place."""
 
     rank = 0
     size = 1
+
+    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable],
+             moves: Iterable[tuple[str, Any]]) -> None:
+        """Take up a compiled graph: check that every rank built the same (``digest``), keep
+        each compute set's own vertices, and plan every move (``(COPY | SCATTER | GATHER,
+        plan)``) over the ranks. One process has nothing to do."""
 
     def copy(self, plan: CopyPlan | SharedGather, base: int) -> None:
         """A tile-to-tile copy."""
@@ -88,10 +105,10 @@ class World:
         """The rank that calls the host end of a host-to-tiles stream copy."""
         return 0
 
-    def share(self, data: np.ndarray | None, root: int, n: int, dtype: np.dtype) -> np.ndarray:
-        """``data`` from rank ``root``, on every rank."""
-        assert data is not None
-        return data
+    def share(self, fetch: Callable[[], np.ndarray], root: int, n: int, dtype: np.dtype) -> np.ndarray:
+        """What ``fetch`` returns on rank ``root`` (``n`` elements of ``dtype``), on every rank;
+        if it raises, every rank raises."""
+        return fetch()
 
     def agree(self, error: PoplarError | None, order: tuple = ()) -> None:
         """Raise ``error`` (the first by ``order`` of any rank's) on every rank."""
@@ -103,9 +120,6 @@ class World:
 
     def own_bytes(self, arena_size: int) -> tuple[int, int]:
         return 0, arena_size
-
-    def own_tiles(self, num_tiles: int) -> np.ndarray:
-        return np.ones(num_tiles, dtype=bool)
 
     @property
     def traffic(self) -> int:
@@ -121,17 +135,28 @@ class MpiWorld(World):
         self.rank, self.size = blocks.rank, blocks.size
         self._plans: dict[tuple[str, int], Any] = {}
         self._sent = 0
+        self._cut_by = {COPY: lambda p: [rank_copy(c, blocks) for c in tile_copies(p)],
+                        SCATTER: lambda p: host_scatter(p, blocks), GATHER: lambda p: host_gather(p, blocks)}
 
-    def _cut(self, kind: str, plan: Any, make: Any) -> Any:
+    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable],
+             moves: Iterable[tuple[str, Any]]) -> None:
+        self._check_same(digest())
+        own = self.blocks.own_tiles()
+        for runner in runners:
+            runner.restrict(own)
+        for kind, plan in moves:
+            self._share_of(kind, plan)
+
+    def _share_of(self, kind: str, plan: Any) -> Any:
+        """This rank's share of a plan, cut once (``join`` cuts every plan of the Engine)."""
         key = (kind, id(plan))
         cut = self._plans.get(key)
         if cut is None:
-            cut = self._plans[key] = (plan, make(plan))  # the plan kept alive: its id stays unique
+            cut = self._plans[key] = (plan, self._cut_by[kind](plan))  # plan kept alive: its id stays unique
         return cut[1]
 
     def copy(self, plan: CopyPlan | SharedGather, base: int) -> None:
-        parts: list[RankCopy] = self._cut("copy", plan, lambda p: [rank_copy(c, self.blocks)
-                                                                  for c in tile_copies(p)])
+        parts: list[RankCopy] = self._share_of(COPY, plan)
         for part in parts:
             if not part.crossing:
                 part.local.execute(base, base)
@@ -148,11 +173,11 @@ class MpiWorld(World):
         return [buffer, (counts.tolist(), exclusive_cumsum(counts).tolist()), self.mpi.BYTE]
 
     def scatter(self, plan: CopyPlan, host: int, base: int) -> None:
-        part: HostScatter = self._cut("scatter", plan, lambda p: host_scatter(p, self.blocks))
+        part: HostScatter = self._share_of(SCATTER, plan)
         part.own.execute(host, base)
 
     def gather(self, plan: CopyPlan, base: int, host: int) -> None:
-        part: HostGather = self._cut("gather", plan, lambda p: host_gather(p, self.blocks))
+        part: HostGather = self._share_of(GATHER, plan)
         mine = np.empty(part.pack.nbytes, np.uint8)
         part.pack.execute(base, mine.ctypes.data)
         every = np.empty(int(part.counts.sum()), np.uint8)
@@ -171,8 +196,14 @@ class MpiWorld(World):
         pieces = full_pieces(plan)
         return int(self.blocks.rank_of(pieces[:1, 1])[0]) if pieces.shape[0] else 0
 
-    def share(self, data: np.ndarray | None, root: int, n: int, dtype: np.dtype) -> np.ndarray:
-        out = data if self.rank == root and data is not None else np.empty(n, dtype)
+    def share(self, fetch: Callable[[], np.ndarray], root: int, n: int, dtype: np.dtype) -> np.ndarray:
+        out, error = np.empty(n, dtype), None
+        if self.rank == root:
+            try:
+                out = np.ascontiguousarray(fetch(), dtype)
+            except Exception as exc:  # a host callback's error: raised on every rank
+                error = exc
+        self.agree(error)
         self.comm.Bcast(out.view(np.uint8), root=root)
         return out
 
@@ -199,14 +230,11 @@ class MpiWorld(World):
     def own_bytes(self, arena_size: int) -> tuple[int, int]:
         return self.blocks.own_bytes()
 
-    def own_tiles(self, num_tiles: int) -> np.ndarray:
-        return self.blocks.own_tiles()
-
     @property
     def traffic(self) -> int:
         return self._sent
 
-    def check_same(self, digest: str) -> None:
+    def _check_same(self, digest: str) -> None:
         """Every rank built the same graph and programs, or every rank raises."""
         digests = self.comm.allgather(digest)
         differ = [r for r, d in enumerate(digests) if d != digests[0]]
