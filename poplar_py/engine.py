@@ -329,11 +329,12 @@ def _moves(compiled: CompiledGraph) -> Iterator[tuple[str, Any]]:
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
-    """What every MPI rank must have built alike: the frozen IR's columns, the steps, the layout."""
+    """What every MPI rank must have built alike: the frozen IR's columns, the step trees, the layout."""
     v, e = ir.vertices, ir.edges
     return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
                       v.tile, v.compute_set, e.vertex, e.field, e.var, e.offset, e.count, ir.compute_sets,
-                      [leaf.label for leaf in compiled.lowered.leaves], compiled.layout.tile_base])
+                      [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
+                      compiled.layout.tile_base])
 
 
 def _write_report(profile: Profile, path: str) -> None:

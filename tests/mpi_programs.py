@@ -136,6 +136,18 @@ def different_graphs() -> None:
         say("PoplarError", e)
 
 
+def different_programs() -> None:
+    """The same graph, but rank 1 repeats its program once more."""
+    device = model(8)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [8], "x")
+    graph.setTileMapping(x, 0)
+    try:
+        poplar.Engine(graph, prog.Repeat(2 + RANK, prog.Copy(x, x)))
+    except poplar.PoplarError as e:
+        say("PoplarError", e)
+
+
 def memory() -> None:
     """4 IPUs with about 240 MB of variables each (loading zeroes every page a rank holds)."""
     device = model(736, 4)
@@ -199,5 +211,6 @@ def spin() -> None:
 
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
+     "different_programs": different_programs,
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
      "spin": spin}[sys.argv[1]]()

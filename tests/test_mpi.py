@@ -79,8 +79,9 @@ def test_a_failing_vertex_on_one_rank_raises_the_same_error_on_every_rank(tmp_pa
     assert reports(2, "vertex_error", tmp_path) == [alone, alone]
 
 
-def test_ranks_that_build_different_graphs_all_raise(tmp_path):
-    every = reports(2, "different_graphs", tmp_path)
+@pytest.mark.parametrize("mode", ["different_graphs", "different_programs"])
+def test_ranks_that_build_different_graphs_or_programs_all_raise(mode, tmp_path):
+    every = reports(2, mode, tmp_path)
     assert every[0] == every[1]
     assert "MPI ranks [1] built a different graph or programs than rank 0" in every[0]
 

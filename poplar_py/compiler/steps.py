@@ -9,7 +9,7 @@ Switch, Call) run their children. In a replicated graph every leaf step runs eve
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import IO, ClassVar
 
 import numpy as np
@@ -69,6 +69,21 @@ class Step:
     def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
         """The plans a leaf step runs, each with its kind of move (world.COPY, SCATTER, GATHER)."""
         return []
+
+    def outline(self) -> str:
+        """The step tree's shape: kinds, labels, counts and children (what MPI ranks compare)."""
+        parts = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Step):
+                parts.append(value.outline())
+            elif isinstance(value, list) and all(isinstance(v, Step) for v in value):
+                parts.extend(v.outline() for v in value)
+            elif isinstance(value, dict) and all(isinstance(v, Step) for v in value.values()):
+                parts.extend(f"{k}: {v.outline()}" for k, v in value.items())
+            elif isinstance(value, (bool, int, str)):
+                parts.append(repr(value))
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         """Cycles per tile of one run of this (leaf) step."""
