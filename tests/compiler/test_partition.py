@@ -96,6 +96,13 @@ def test_rank_copy_moves_what_the_whole_plan_moves(ranks, seed):
     blocks_of = [rank_blocks(r, ranks, 1, 16, base) for r in range(ranks)]
     got = _run_ranks(plan, blocks_of, memory)
     np.testing.assert_array_equal(got, want)
+    # what the ranks send is exactly the bytes whose source and destination ranks differ
+    crossing = 0
+    for src, dst, count, ss, ds, elem in full_pieces(plan).tolist():
+        for j in range(count):
+            a, b = blocks_of[0].rank_of(np.asarray([src + j * ss, dst + j * ds]))
+            crossing += elem * int(a != b)
+    assert sum(int(rank_copy(plan, b).send.sum()) for b in blocks_of) == crossing
 
 
 def test_cut_splits_contiguous_pieces_at_rank_bounds_and_strided_ones_into_elements():
