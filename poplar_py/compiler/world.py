@@ -37,10 +37,8 @@ from .partition import (
 )
 
 #: environment variables by which MPI launchers (MPICH's Hydra, Open MPI, Slurm's srun) give
-#: the number of ranks
+#: the number of ranks, and this process's rank
 LAUNCH_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
-
-
 LAUNCH_RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
 
 
@@ -110,7 +108,7 @@ class World:
         if it raises, every rank raises."""
         return fetch()
 
-    def agree(self, error: PoplarError | None, order: tuple = ()) -> None:
+    def agree(self, error: Exception | None, order: tuple = ()) -> None:
         """Raise ``error`` (the first by ``order`` of any rank's) on every rank."""
         if error is not None:
             raise error
@@ -207,7 +205,7 @@ class MpiWorld(World):
         self.comm.Bcast(out.view(np.uint8), root=root)
         return out
 
-    def agree(self, error: PoplarError | None, order: tuple = ()) -> None:
+    def agree(self, error: Exception | None, order: tuple = ()) -> None:
         failed = np.asarray([error is not None], np.int32)
         self.comm.Allreduce(self.mpi.IN_PLACE, failed, op=self.mpi.MAX)
         if not failed[0]:
