@@ -5,7 +5,8 @@
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
 passes before it produced; the small dataclasses between them live in the pass modules.
-Set POPLAR_PY_DEBUG_PASSES=1 to print each pass's time.
+Set POPLAR_PY_DEBUG_PASSES=1 to print each pass's time; a slow build shows a progress bar
+(:mod:`progress`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .exchange import CopyPlan
 from .layout import MemoryLayout, layout_memory
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
+from .progress import Progress
 from .replicate import Replication, replicate
 
 _I64 = np.int64
@@ -158,12 +160,14 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     state = _State(graph, programs, options)
     times = {}
     debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"
-    for name, run in PASSES:
-        start = time.perf_counter()
-        run(state)
-        times[name] = time.perf_counter() - start
-        if debug:
-            print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
+    with Progress(len(PASSES)) as progress:
+        for name, run in PASSES:
+            progress.step(name)
+            start = time.perf_counter()
+            run(state)
+            times[name] = time.perf_counter() - start
+            if debug:
+                print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
     layout, replication = state.layout, state.replication
     assert layout is not None and state.lowered is not None and state.mapping is not None and replication
     transfers = {name: _host_transfer(h, layout, replication) for name, h in graph.host_handles.items()}
