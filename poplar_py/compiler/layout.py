@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import GraphIR
 from ..regions import IntervalMap, Runs, exclusive_cumsum
+from .liveness import Liveness
 from .mapping import TileMapping
 
 ALIGN = 8
@@ -63,6 +64,7 @@ class MemoryLayout:
     bases: np.ndarray  # first gid of each variable
     tile_used: np.ndarray  # bytes used per tile (arena part)
     usage: dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
+    not_always_live: np.ndarray | None = None  # per tile: bytes the packed (not always live) variables take
     tile_base: np.ndarray | None = None
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
@@ -133,11 +135,15 @@ class MemoryLayout:
         return Located(p.run, p.flat_start(runs), p.count, self.tile[p.interval], offset, p.step * size, size)
 
 
-def layout_memory(graph: GraphIR, mapping: TileMapping) -> MemoryLayout:
+def layout_memory(graph: GraphIR, mapping: TileMapping, liveness: Liveness | None = None) -> MemoryLayout:
+    """Lay out every tile: one segment per (variable, tile); the always-live segments back to
+    back, then the others packed by their lives (``liveness`` of the unreplicated variables:
+    segments whose lives do not meet share bytes). Without ``liveness`` every variable is
+    always live."""
     num_tiles = graph.target.getNumTiles()
     starts, tiles = mapping.intervals.starts, mapping.tiles
+    zero = np.zeros(num_tiles, _I64)
     if not starts.size:
-        zero = np.zeros(num_tiles, _I64)
         return MemoryLayout(num_tiles, mapping.intervals, tiles, starts, starts, graph.variables.bases,
                             zero.copy(), {"variables": zero.copy(), "constants": zero.copy()})
     lengths = mapping.intervals.ends - starts
@@ -149,21 +155,72 @@ def layout_memory(graph: GraphIR, mapping: TileMapping) -> MemoryLayout:
     seg_first = np.concatenate(([True], (t[1:] != t[:-1]) | (v[1:] != v[:-1])))
     seg = np.cumsum(seg_first) - 1
     seg_bytes = np.add.reduceat(n * sz, np.flatnonzero(seg_first))
-    seg_tile = t[seg_first]
-    tile_first = np.concatenate(([True], seg_tile[1:] != seg_tile[:-1]))
-    padded = exclusive_cumsum(align(seg_bytes))
-    seg_start = padded - padded[tile_first][np.cumsum(tile_first) - 1]
+    seg_tile, seg_var = t[seg_first], v[seg_first]
+    seg_start, tile_used, packed, shared = _place(seg_tile, seg_var, seg_bytes, num_tiles, liveness)
     within = exclusive_cumsum(n * sz)
     within -= within[seg_first][seg]
     offset = np.empty(starts.size, _I64)
     offset[order] = seg_start[seg] + within
-    tile_used = np.zeros(num_tiles, _I64)
-    last = np.append(np.flatnonzero(tile_first)[1:], seg_tile.size) - 1
-    tile_used[seg_tile[last]] = seg_start[last] + seg_bytes[last]
-    constant = graph.variables.constant[var]
-    usage = {"variables": np.bincount(tiles[~constant], weights=(lengths * size)[~constant],
-                                      minlength=num_tiles).astype(_I64),
-             "constants": np.bincount(tiles[constant], weights=(lengths * size)[constant],
+    constant = graph.variables.constant[seg_var]
+    plain = ~constant & ~packed
+    per_tile = np.bincount(seg_tile[plain], weights=seg_bytes[plain], minlength=num_tiles).astype(_I64)
+    usage = {"variables": per_tile + shared,  # the packed ones as the bytes they share
+             "constants": np.bincount(seg_tile[constant], weights=seg_bytes[constant],
                                       minlength=num_tiles).astype(_I64)}
     return MemoryLayout(num_tiles, mapping.intervals, tiles, offset, size, graph.variables.bases, tile_used,
-                        usage)
+                        usage, not_always_live=shared)
+
+
+def _place(seg_tile: np.ndarray, seg_var: np.ndarray, seg_bytes: np.ndarray, num_tiles: int,
+           liveness: Liveness | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each segment's offset in its tile, the bytes each tile uses, which segments were packed
+    (not always live) and the bytes each tile's packed ones take. Segments come sorted by tile,
+    then variable."""
+    nvars = 0 if liveness is None else liveness.always.size
+    packed = np.zeros(seg_var.size, dtype=bool) if liveness is None else ~liveness.always[seg_var % nvars]
+    seg_start = np.zeros(seg_var.size, _I64)
+    tile_used, shared = np.zeros(num_tiles, _I64), np.zeros(num_tiles, _I64)
+    # always-live segments: back to back
+    fixed = np.flatnonzero(~packed)
+    if fixed.size:
+        ft, fb = seg_tile[fixed], align(seg_bytes[fixed])
+        before = exclusive_cumsum(fb)
+        first = np.concatenate(([True], ft[1:] != ft[:-1]))
+        group_start = before[first][np.cumsum(first) - 1]
+        seg_start[fixed] = before - group_start
+        np.maximum.at(tile_used, ft, seg_start[fixed] + seg_bytes[fixed])
+    rest = np.flatnonzero(packed)
+    if rest.size:
+        assert liveness is not None
+        base = align(tile_used)
+        plans: dict[tuple, tuple[list[int], int]] = {}
+        bounds = np.flatnonzero(np.concatenate(([True], seg_tile[rest][1:] != seg_tile[rest][:-1])))
+        for lo, hi in zip(bounds.tolist(), [*bounds[1:].tolist(), rest.size]):
+            mine = rest[lo:hi]
+            key = tuple(zip((seg_var[mine] % nvars).tolist(), seg_bytes[mine].tolist()))
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = _pack(key, liveness)
+            tile = int(seg_tile[mine[0]])
+            seg_start[mine] = base[tile] + np.asarray(plan[0], _I64)
+            tile_used[tile], shared[tile] = base[tile] + plan[1], plan[1]
+    return seg_start, tile_used, packed, shared
+
+
+def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[list[int], int]:
+    """First fit, largest first: each segment at the lowest aligned offset where it overlaps no
+    segment already placed whose life meets its own. Offsets (in input order) and the extent."""
+    order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
+    placed: list[tuple[int, int, int]] = []  # (start, end, variable)
+    offsets = [0] * len(segments)
+    for k in order:
+        var, nbytes = segments[k]
+        clashes = sorted((a, b) for a, b, other in placed if liveness.interfere(var, other))
+        at = 0
+        for a, b in clashes:
+            if at + nbytes <= a:
+                break
+            at = max(at, int(align(b)))
+        offsets[k] = at
+        placed.append((at, at + nbytes, var))
+    return offsets, max((b for _, b, _ in placed), default=0)

@@ -1,7 +1,7 @@
 """The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
-    complete tile mapping -> expand replicas -> lay out variables -> plan compute sets -> account control code
-    -> check memory -> fix addresses -> lower programs
+    complete tile mapping -> analyse liveness -> expand replicas -> lay out variables
+    -> plan compute sets -> account control code -> check memory -> fix addresses -> lower programs
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
 passes before it produced; the small dataclasses between them live in the pass modules.
@@ -29,6 +29,7 @@ from ..target import Target
 from .computeset import ComputeSetPlans, plan_compute_sets
 from .exchange import CopyPlan
 from .layout import MemoryLayout, layout_memory
+from .liveness import Liveness, analyse_liveness
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
 from .progress import Progress
@@ -74,6 +75,7 @@ class _State:
     programs: list[prog.Program]
     options: EngineOptions
     mapping: TileMapping | None = None
+    liveness: Liveness | None = None
     replication: Replication | None = None
     layout: MemoryLayout | None = None
     compute_sets: ComputeSetPlans | None = None
@@ -84,6 +86,10 @@ def _complete_mapping(s: _State) -> None:
     s.mapping = complete_mapping(s.graph, s.options.flag("tileMapping.strict"))
 
 
+def _analyse_liveness(s: _State) -> None:
+    s.liveness = analyse_liveness(s.graph, s.programs)
+
+
 def _expand_replicas(s: _State) -> None:
     assert s.mapping is not None
     s.graph, s.mapping, s.replication = replicate(s.graph, s.mapping)
@@ -91,7 +97,7 @@ def _expand_replicas(s: _State) -> None:
 
 def _lay_out_variables(s: _State) -> None:
     assert s.mapping is not None
-    s.layout = layout_memory(s.graph, s.mapping)
+    s.layout = layout_memory(s.graph, s.mapping, s.liveness)
 
 
 def _plan_compute_sets(s: _State) -> None:
@@ -142,6 +148,7 @@ def _lower_programs(s: _State) -> None:
 
 PASSES = [
     ("complete tile mapping", _complete_mapping),
+    ("analyse liveness", _analyse_liveness),
     ("expand replicas", _expand_replicas),
     ("lay out variables", _lay_out_variables),
     ("plan compute sets", _plan_compute_sets),

@@ -1,0 +1,145 @@
+"""Program liveness (networkx control-flow graph) and the layout that packs variables whose
+lives do not meet."""
+
+import numpy as np
+import pytest
+
+import poplar_py as poplar
+from poplar_py import InOut, Input, Output, Vector, Vertex
+from poplar_py import program as prog
+from poplar_py.compiler.liveness import analyse_liveness
+
+
+class Twice(Vertex):
+    inp: Input[Vector[float]]
+    out: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.inp)):
+            self.out[i] = self.inp[i] * 2.0
+        return True
+
+
+class AddInto(Vertex):
+    inp: Input[Vector[float]]
+    acc: InOut[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.inp)):
+            self.acc[i] = self.acc[i] + self.inp[i]
+        return True
+
+
+def _graph(tiles=1):
+    m = poplar.IPUModel()
+    m.tilesPerIPU = tiles
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets([Twice, AddInto])
+    return device, graph
+
+
+def _vars(graph, *names, n=1000):
+    out = []
+    for name in names:
+        v = graph.addVariable(poplar.FLOAT, [n], name)
+        graph.setTileMapping(v, 0)
+        out.append(v)
+    return out
+
+
+def test_always_live_and_interference_over_sequences_loops_branches_and_calls():
+    _, graph = _graph()
+    a, t1, t2, t3, t4, _ = _vars(graph, "a", "t1", "t2", "t3", "t4", "flag")
+    graph.createHostWrite("a", a)
+    body = graph.addFunction(prog.Sequence([prog.Copy(a, t4), prog.Copy(t4, a)]))
+    seq = prog.Sequence([
+        prog.Copy(a, t1), prog.Copy(t1, a),                                   # t1 lives here only
+        prog.Repeat(3, prog.Sequence([prog.Copy(a, t2), prog.Copy(t2, a)])),  # t2 here only
+        prog.Copy(t3, a),                                                     # t3: read, never written
+        prog.Call(body),
+    ])
+    lv = analyse_liveness(graph.freeze(), [seq])
+    always = dict(zip(["a", "t1", "t2", "t3", "t4", "flag"], lv.always.tolist()))
+    # a: host handle; t3: read before written; flag: never used
+    assert always == {"a": True, "t1": False, "t2": False, "t3": True, "t4": False, "flag": True}
+    assert not lv.interfere(1, 2) and not lv.interfere(1, 4) and not lv.interfere(2, 4)
+
+
+def test_a_value_carried_around_a_loop_is_live_for_the_whole_loop():
+    _, graph = _graph()
+    a, acc, tmp = _vars(graph, "a", "acc", "tmp")
+    graph.createHostWrite("a", a)
+    cs = graph.addComputeSet("accumulate")
+    graph.setTileMapping(graph.addVertex(cs, "AddInto", {"inp": tmp, "acc": acc}), 0)
+    loop = prog.Sequence([
+        prog.Copy(a, acc),
+        prog.Repeat(4, prog.Sequence([prog.Copy(a, tmp), prog.Execute(cs)])),
+        prog.Copy(acc, a),
+    ])
+    lv = analyse_liveness(graph.freeze(), [loop])
+    assert not lv.always[1] and not lv.always[2]
+    assert lv.interfere(1, 2)  # acc lives across the loop, where tmp lives
+
+
+def test_a_branch_frees_what_only_the_other_branch_reads():
+    _, graph = _graph()
+    a, t1, t2 = _vars(graph, "a", "t1", "t2")
+    p = graph.addVariable(poplar.BOOL, [], "p")
+    graph.setTileMapping(p, 0)
+    graph.createHostWrite("a", a)
+    graph.createHostWrite("p", p)
+    seq = prog.Sequence([prog.Copy(a, t1),
+                         prog.If(p, prog.Copy(t1, a), prog.Sequence([prog.Copy(a, t2), prog.Copy(t2, a)]))])
+    lv = analyse_liveness(graph.freeze(), [seq])
+    # t1 is live up to the If and into its true branch; the false branch never reads it again
+    assert not lv.always[1] and not lv.always[2] and not lv.interfere(1, 2)
+    lv = analyse_liveness(graph.freeze(), [prog.Sequence([seq, prog.Copy(t1, a)])])
+    assert lv.interfere(1, 2)  # now t1 is read after the If: live through the false branch too
+
+
+def _two_phase_program(graph, n):
+    """Two 400 KB temporaries on tile 0, each computed from ``a`` and added into ``out`` in its
+    own phase."""
+    a = graph.addVariable(poplar.FLOAT, [n], "a")
+    out = graph.addVariable(poplar.FLOAT, [n], "out")
+    t1 = graph.addVariable(poplar.FLOAT, [100_000], "t1")
+    t2 = graph.addVariable(poplar.FLOAT, [100_000], "t2")
+    for v in (a, out, t1, t2):
+        graph.setTileMapping(v, 0)
+    steps = []
+    for t in (t1, t2):
+        make, add = graph.addComputeSet(f"make {t.name}"), graph.addComputeSet(f"add {t.name}")
+        graph.setTileMapping(graph.addVertex(make, "Twice", {"inp": a, "out": t[:n]}), 0)
+        graph.setTileMapping(graph.addVertex(make, "Twice", {"inp": a, "out": t[n:2 * n]}), 0)
+        graph.setTileMapping(graph.addVertex(add, "AddInto", {"inp": t[n:2 * n], "acc": out}), 0)
+        steps += [prog.WriteUndef(t), prog.Execute(make), prog.Execute(add)]
+    graph.createHostWrite("a", a)
+    graph.createHostWrite("out", out)
+    graph.createHostRead("out result", out)
+    return prog.Sequence(steps)
+
+
+def test_temporaries_used_in_different_phases_share_a_tile_and_the_results_do_not_change():
+    device, graph = _graph(tiles=2)
+    n = 1000
+    program = _two_phase_program(graph, n)
+    engine = poplar.Engine(graph, program)  # 800 KB of temporaries on a 624 KB tile: fits packed
+    engine.load(device)
+    a = np.arange(n, dtype=np.float32)
+    engine.writeTensor("a", a)
+    engine.writeTensor("out", np.ones(n, np.float32))
+    engine.run()
+    np.testing.assert_array_equal(engine.readTensor("out result"), 1 + 4 * a)
+    memory = engine.getProfile()["compilation"]["tiles"][0]["memory"]["byCategory"]
+    assert memory["variables"] == 2 * 4 * n + 400_000  # a and out, then the two temporaries in one place
+
+
+def test_temporaries_that_live_at_once_still_run_out_of_memory():
+    _, graph = _graph(tiles=2)
+    t1, t2 = (graph.addVariable(poplar.FLOAT, [100_000], name) for name in ("t1", "t2"))
+    for t in (t1, t2):
+        graph.setTileMapping(t, 0)
+    graph.createHostRead("t1", t1)
+    with pytest.raises(poplar.GraphMemoryAllocationError, match="tile 0"):
+        poplar.Engine(graph, prog.Sequence([prog.Copy(t1, t2), prog.Copy(t2, t1)]))
