@@ -207,6 +207,7 @@ def no_console_errors(driver) -> None:
 
 
 def screenshot(driver, directory: Path, name: str) -> None:
+    driver.execute_script("window.scrollTo({top: 0, behavior: 'instant'})")
     height = driver.execute_script("return document.body.scrollHeight")
     driver.set_window_size(1360, min(height + 40, 8000))
     assert driver.save_screenshot(str(directory / f"{name}.png"))

@@ -117,9 +117,9 @@
     const norm = raw / mag;
     return (norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 2.5 ? 2.5 : norm <= 5 ? 5 : 10) * mag;
   }
-  function ticks(max, count) {
+  function ticks(max, count, integer) {
     if (!(max > 0)) return [0];
-    const step = niceStep(max / count);
+    const step = integer ? Math.max(1, Math.round(niceStep(max / count))) : niceStep(max / count);
     const out = [];
     let v = 0;
     for (; v < max * 0.9999; v += step) out.push(v);
@@ -252,7 +252,8 @@
       box.y = v => box.bottom - v / top * (box.bottom - box.top);
       this.box = box;
       const n = hi - lo;
-      const xTicks = ticks(n - 1, Math.max(2, Math.floor((box.right - box.left) / 90))).map(v => v + lo);
+      const xTicks = ticks(n - 1, Math.max(2, Math.floor((box.right - box.left) / 90)), true).map(v => v + lo)
+        .filter(v => v < hi);
       drawAxes(ctx, box, yTicks, v => fmt1(v / unit.div).replace(/\.0$/, ""), this.opts.yLabel + (unit.name ? " (" + unit.name + ")" : ""),
         xTicks, v => fmt(v), this.opts.xLabel || "Tile", v => this.xOf(v));
       // one bar per pixel column at most: the column shows its largest tile
@@ -261,6 +262,8 @@
       const per = n / columns;
       const colWidth = plot / columns;
       const gap = colWidth > 6 ? Math.min(2, colWidth * 0.15) : 0;
+      const marked = this.opts.marked ? this.opts.marked() : [];
+      const over = new Set(marked);
       for (let c = 0; c < columns; c++) {
         const a = lo + Math.floor(c * per), b = Math.max(a + 1, lo + Math.floor((c + 1) * per));
         let best = a;
@@ -275,8 +278,11 @@
           ctx.fillRect(x + gap / 2, y1, Math.max(colWidth - gap, 1), Math.max(y0 - y1, 0.5));
           acc += v;
         }
+        if (over.has(best)) {
+          ctx.strokeStyle = "#d64545"; ctx.lineWidth = 1.5;
+          ctx.strokeRect(x + gap / 2, box.y(acc), Math.max(colWidth - gap, 1), box.bottom - box.y(acc));
+        }
       }
-      const marked = this.opts.marked ? this.opts.marked() : [];
       ctx.fillStyle = "#d64545";
       for (const t of marked) {
         if (t < lo || t >= hi) continue;
@@ -360,7 +366,7 @@
       boxes.push(["Per IPU (tile averages, cycles)", t]);
     }
     document.getElementById("summary-tables").replaceChildren(...boxes.map(([title, ...body]) =>
-      el("div", {}, el("h3", {text: title}), ...body)));
+      el("div", {class: title.startsWith("Per IPU") ? "wide" : ""}, el("h3", {text: title}), ...body)));
     document.getElementById("summary-text").textContent = DATA.summary || "";
   }
 
@@ -501,7 +507,8 @@
       box.y = v => box.bottom - v / top * (box.bottom - box.top);
       const x = i => n === 1 ? (box.left + box.right) / 2 : box.left + i / (n - 1) * (box.right - box.left);
       drawAxes(ctx, box, yTicks, v => fmt1(v / unit.div).replace(/\.0$/, ""), "Live memory (" + unit.name + ")",
-        ticks(n - 1, Math.max(2, Math.floor((box.right - box.left) / 90))), v => fmt(v), "Program step", x);
+        ticks(n - 1, Math.max(2, Math.floor((box.right - box.left) / 90)), true).filter(v => v < n), v => fmt(v),
+        "Program step", x);
       const area = (lower, upper, color) => {
         ctx.beginPath();
         for (let i = 0; i < n; i++) ctx.lineTo(x(i), box.y(upper(i)));
