@@ -26,7 +26,7 @@ import poplar_py as poplar
 from poplar_py import InOut, Vertex, target
 from poplar_py import program as prog
 from poplar_py.engine import write_profile_reports
-from poplar_py.profile import expand
+from poplar_py.profile import MAX_NAMES_PER_TILE, expand
 from poplar_py.profile_html import render_html, write_html
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -372,3 +372,35 @@ def test_two_ipus(browser, tmp_path):
     assert "Per IPU" in text_of(browser, "#summary-tables")
     no_console_errors(browser)
     screenshot(browser, tmp_path, "ipus")
+
+
+def test_replicas_copies_count_under_their_variables_name():
+    m = poplar.IPUModel()
+    m.numIPUs = 2
+    m.tilesPerIPU = 4
+    device = m.createDevice()
+    graph = poplar.Graph(device, replication_factor=2)
+    w = graph.addVariable(poplar.FLOAT, [6], "w")
+    graph.setTileMapping(w, 1)
+    c = graph.addConstant(poplar.INT, [3], [1, 2, 3], "k")
+    graph.setTileMapping(c, 2)
+    engine = poplar.Engine(graph, prog.Sequence([]))
+    tiles = engine.getProfile()["compilation"]["tiles"]
+    for replica in range(2):
+        assert tiles[1 + 4 * replica]["memory"]["variables"] == {"w": 24}
+        assert tiles[2 + 4 * replica]["memory"]["constants"] == {"k": 12}
+    assert "variables" not in tiles[0]["memory"]
+
+
+def test_a_tile_lists_its_largest_variables_and_sums_the_rest():
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 2
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    for i in range(MAX_NAMES_PER_TILE + 3):
+        graph.setTileMapping(graph.addVariable(poplar.FLOAT, [i + 1], f"v{i}"), 0)
+    memory = poplar.Engine(graph, prog.Sequence([])).getProfile()["compilation"]["tiles"][0]["memory"]
+    assert len(memory["variables"]) == MAX_NAMES_PER_TILE
+    assert next(iter(memory["variables"])) == f"v{MAX_NAMES_PER_TILE + 2}"
+    assert memory["variablesOmitted"] == {"count": 3, "bytes": 4 * (1 + 2 + 3)}
+    assert sum(memory["variables"].values()) + 24 == memory["byCategory"]["variables"]

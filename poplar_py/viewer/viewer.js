@@ -571,6 +571,10 @@
     renderStepRows();
   }
   function renderStepRows() {
+    if (!steps.length) {
+      document.getElementById("steps").replaceChildren(el("div", {class: "empty", text: "No steps ran: the report was written before the engine ran a program."}));
+      return;
+    }
     const max = Math.max(1, ...steps.map(s => s.cycles));
     const scale = v => state.logSteps ? Math.log10(1 + v) / Math.log10(1 + max) : v / max;
     const head = el("tr", {}, ["#", "Step", "Type", "Runs", "Cycles per run", "", "All runs"].map((h, i) =>
@@ -665,10 +669,18 @@
     return table;
   }
   function renderTables() {
-    const executed = Object.fromEntries((EX.computeSets || []).map(c => [c.name, c]));
+    // reports written before the computeSets table: the OnTileExecute steps, by name
+    const executedList = EX.computeSets || steps.filter(s => s.type === "OnTileExecute").map(s => ({
+      name: s.name, runs: s.count, cycles: s.cycles * s.count, compute: s.compute * s.count,
+      exchange: s.exchange * s.count, globalExchange: (s.globalExchange || 0) * s.count, sync: s.sync * s.count}));
+    const executed = {};
+    for (const c of executedList) {
+      const row = executed[c.name] || (executed[c.name] = {runs: 0, cycles: 0, compute: 0, exchange: 0, globalExchange: 0, sync: 0});
+      for (const k of Object.keys(row)) row[k] += c[k] || 0;
+    }
     const names = [];
     for (const c of COMP.computeSets) if (!names.includes(c.name)) names.push(c.name);
-    for (const c of EX.computeSets || []) if (!names.includes(c.name)) names.push(c.name);
+    for (const c of executedList) if (!names.includes(c.name)) names.push(c.name);
     const verts = {};
     for (const c of COMP.computeSets) {
       const v = verts[c.name] || (verts[c.name] = {count: 0, types: []});
