@@ -70,7 +70,11 @@ def _render_html(report: str, page: str) -> None:
     if not os.path.exists(report):
         click.echo(f"poplar-py: no Engine wrote a profile, so there is no {page}", err=True)
         return
-    size = write_html_from_json(report, page)
+    try:
+        size = write_html_from_json(report, page)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # never hides the program's own error
+        click.echo(f"poplar-py: could not write the profile page {page}: {exc}", err=True)
+        return
     click.echo(f"poplar-py: profile page {page} ({size / 1024:,.0f} KiB), report {report}", err=True)
 
 

@@ -486,7 +486,11 @@
     }
     const n = live.steps.length;
     const always = live.alwaysLive.map(Number), notAlways = live.notAlwaysLive.map(Number);
-    const peakStep = live.peakStep !== undefined ? live.peakStep : 0;
+    const totalAt = i => always[i] + (notAlways[i] || 0);
+    let argmax = 0;
+    for (let i = 1; i < n; i++) if (totalAt(i) > totalAt(argmax)) argmax = i;
+    const peakStep = Number.isInteger(live.peakStep) ? live.peakStep : argmax;
+    if (typeof live.peak !== "number") live.peak = totalAt(argmax);
     body.replaceChildren(
       el("div", {class: "totals"}, el("span", {}, "Peak ", el("b", {id: "liveness-peak", text: bytes(live.peak)}),
         ` (${fmt(live.peak)} B) at step ${peakStep}: `, el("span", {class: "name", text: live.steps[peakStep] || ""})),
