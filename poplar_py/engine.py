@@ -81,7 +81,8 @@ class Engine:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
             _write_report(self._profile, path)
-            weakref.finalize(self, _write_report, self._profile, path)
+            _REPORTS[:] = [f for f in _REPORTS if f.alive]
+            _REPORTS.append(weakref.finalize(self, _write_report, self._profile, path))
 
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
@@ -335,6 +336,18 @@ def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
                       v.tile, v.compute_set, e.vertex, e.field, e.var, e.offset, e.count, ir.compute_sets,
                       [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
                       compiled.layout.tile_base])
+
+
+_REPORTS: list[weakref.finalize] = []  # each live engine's report writer, in the order built
+
+
+def write_profile_reports() -> None:
+    """Write the JSON report of every live engine that writes one, now (they are written again
+    when the engines go away): ``poplar-py run --profile-html`` renders them after the program."""
+    for writer in _REPORTS:
+        pending = writer.peek()
+        if pending is not None:
+            pending[1](*pending[2])
 
 
 def _write_report(profile: Profile, path: str) -> None:

@@ -17,6 +17,11 @@ A step takes sync + the slowest tile's exchange + the slowest tile's compute, si
 every tile waits at the barrier. The engine counts how often each step runs; the
 report multiplies. The summary is printed from the report alone, so
 ``poplar-py profile FILE`` shows what ``engine.printProfileSummary()`` showed.
+
+For the HTML viewer (:mod:`poplar_py.profile_html`) the report also lists, per tile, the
+bytes of each variable and constant (by name, largest first) and, per step, the cycles of
+each phase on every tile (``tileCycles``: one number when every tile takes the same, else
+a list, or ``{"runs": [value, count, ...]}`` when that is much shorter).
 """
 
 from __future__ import annotations
@@ -27,9 +32,17 @@ from typing import Any
 import numpy as np
 
 from .compiler.costs import CostModel, RunRecord
+from .compiler.layout import MemoryLayout
 from .compiler.pipeline import CompiledGraph
+from .compiler.steps import ExecuteStep
 from .ir import GraphIR, VerticesIR
 from .regions import unique_sorted
+
+# Per tile, the largest variables (and constants) listed by name; the rest are summed.
+MAX_NAMES_PER_TILE = 48
+# Per-tile cycle arrays of the steps, in numbers: later steps go without once it is spent.
+TILE_CYCLES_BUDGET = 400_000
+_PHASES = ("sync", "exchange", "host", "compute")
 
 
 class Profile:
@@ -43,6 +56,14 @@ class Profile:
                              "numVariables": len(graph.variables), "numComputeSets": len(graph.compute_sets)}
         self.compute_sets = [{"name": name, "vertices": _vertex_counts(graph.vertices, cs)}
                              for cs, name in enumerate(graph.compute_sets)]
+        self.graph = graph
+        self._holdings: list[dict] | None = None
+
+    def holdings(self) -> list[dict]:
+        """What each tile holds, by variable name (computed once: the layout does not change)."""
+        if self._holdings is None:
+            self._holdings = tile_holdings(self.graph, self.exe.layout)
+        return self._holdings
 
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
@@ -54,6 +75,7 @@ class Profile:
                                             "sync")}
         total = 0
         step_rows = []
+        budget = TILE_CYCLES_BUDGET
         for step in self.exe.lowered.leaves:
             count = self.record.counts[step.id]
             if not count:
@@ -70,6 +92,14 @@ class Profile:
                               "globalExchange": cost.global_exchange,
                               "host": int(cost.host.max(initial=0)),
                               "compute": int(cost.compute.max(initial=0))})
+            if isinstance(step, ExecuteStep):
+                step_rows[-1]["computeSet"] = step.runner.name
+            tile_cycles = {key: compact(getattr(cost, key)) for key in _PHASES}
+            numbers = sum(len(v) if isinstance(v, list) else len(v["runs"]) if isinstance(v, dict) else 1
+                          for v in tile_cycles.values())
+            if numbers <= budget:
+                budget -= numbers
+                step_rows[-1]["tileCycles"] = tile_cycles
         used = layout.tile_total
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
@@ -91,7 +121,8 @@ class Profile:
                 "ipus": [{"ipu": k, "memory": int(used[tiles].sum())} for k, tiles in enumerate(ipus)],
                 "tiles": [{"tile": i, "memory": {"total": int(used[i]), "outOfMemory": bool(
                     used[i] > t.getBytesPerTile()), "byCategory": {
-                        k: int(v[i]) for k, v in layout.usage.items() if v[i]}}} for i in range(n)],
+                        k: int(v[i]) for k, v in layout.usage.items() if v[i]}, **holds}}
+                    for i, holds in zip(range(n), self.holdings())],
             },
             "execution": {
                 "runs": [{"program": p} for p in self.record.runs],
@@ -100,10 +131,81 @@ class Profile:
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
                 "ipus": [{"ipu": k, "tileAverages": avg} for k, avg in enumerate(averages)],
                 "steps": step_rows,
+                "computeSets": _compute_set_rows(step_rows),
                 "vertexTypes": [{"type": k, "instances": v[0], "cycles": v[1]}
                                 for k, v in sorted(self.record.vertex_cycles.items())],
             },
         }
+
+
+def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:
+    """Per tile: ``variables`` and ``constants`` as {name: bytes} (largest first, at most
+    MAX_NAMES_PER_TILE each; ``variablesOmitted``/``constantsOmitted`` sum the rest). Replicas'
+    copies count under their variable's name."""
+    out: list[dict] = [{} for _ in range(layout.num_tiles)]
+    starts = layout.intervals.starts
+    if not starts.size or not len(graph.variables):
+        return out
+    nbytes = (layout.intervals.ends - starts) * layout.elem_size
+    var = (np.searchsorted(layout.bases, starts, side="right") - 1) % len(graph.variables)
+    names, name_of = np.unique(np.asarray(graph.variables.names, dtype=object), return_inverse=True)
+    constant = graph.variables.constant[var].astype(np.int64)
+    key = (layout.tile.astype(np.int64) * len(names) + name_of[var]) * 2 + constant
+    keys, inverse = np.unique(key, return_inverse=True)
+    sizes = np.bincount(inverse, weights=nbytes).astype(np.int64)
+    order = np.lexsort((-sizes, keys // (2 * len(names))))  # by tile, then largest first
+    for k, size in zip(keys[order].tolist(), sizes[order].tolist()):
+        if not size:
+            continue
+        tile, rest = divmod(k, 2 * len(names))
+        kind = "constants" if rest % 2 else "variables"
+        held = out[tile].setdefault(kind, {})
+        if len(held) < MAX_NAMES_PER_TILE:
+            held[str(names[rest // 2])] = size
+        else:
+            omitted = out[tile].setdefault(kind + "Omitted", {"count": 0, "bytes": 0})
+            omitted["count"] += 1
+            omitted["bytes"] += size
+    return out
+
+
+def compact(values: np.ndarray) -> int | list | dict:
+    """Per-tile numbers compactly: one number when all agree, else runs or the list."""
+    v = np.asarray(values, dtype=np.int64).ravel()
+    if not v.size or (v == v[0]).all():
+        return int(v[0]) if v.size else 0
+    change = np.flatnonzero(np.diff(v)) + 1
+    if 2 * (change.size + 1) <= v.size // 2:
+        first = np.concatenate(([0], change))
+        counts = np.diff(np.append(first, v.size))
+        return {"runs": np.column_stack((v[first], counts)).ravel().tolist()}
+    return v.tolist()
+
+
+def expand(values: int | list | dict, n: int) -> np.ndarray:
+    """The per-tile numbers that :func:`compact` wrote."""
+    if isinstance(values, dict):
+        runs = np.asarray(values["runs"], dtype=np.int64).reshape(-1, 2)
+        return np.repeat(runs[:, 0], runs[:, 1])
+    if isinstance(values, list):
+        return np.asarray(values, dtype=np.int64)
+    return np.full(n, values, dtype=np.int64)
+
+
+def _compute_set_rows(steps: list[dict]) -> list[dict]:
+    """Cycles of every compute set executed (all its steps and runs), in order of first run."""
+    rows: dict[str, dict] = {}
+    for s in steps:
+        if "computeSet" not in s:
+            continue
+        row = rows.setdefault(s["computeSet"], {"name": s["computeSet"], "steps": 0, "runs": 0, "cycles": 0,
+                                                "sync": 0, "exchange": 0, "globalExchange": 0,
+                                                "compute": 0})
+        row["steps"] += 1
+        row["runs"] += s["count"]
+        for key in ("cycles", "sync", "exchange", "globalExchange", "compute"):
+            row[key] += s["count"] * s[key]
+    return list(rows.values())
 
 
 def _vertex_counts(vertices: VerticesIR, cs: int) -> list[dict]:
