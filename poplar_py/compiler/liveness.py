@@ -10,9 +10,9 @@ node; a write kills a life only when it covers the whole variable, and WriteUnde
 
 A variable is *always live* when it is a constant, has an initial value, a host handle or a
 stream copy, is live where a program begins (read before it is written, or kept from one
-run to the next), or is never used by a program. Any other variable occupies memory only at the nodes where it is read,
-written or live: variables whose nodes do not meet may share tile memory (the layout packs
-them, :mod:`layout`).
+run to the next), or is never used by a program. Any other variable occupies memory only at
+the nodes where it is read, written or live: variables whose nodes do not meet may share
+tile memory (the layout packs them, :mod:`layout`).
 """
 
 from __future__ import annotations
