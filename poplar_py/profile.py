@@ -65,6 +65,19 @@ class Profile:
             self._holdings = tile_holdings(self.graph, self.exe.layout)
         return self._holdings
 
+    def liveness(self) -> dict:
+        """Always-live and not-always-live bytes (the packed variables') and the liveness chart
+        over the program's steps (every replica's bytes)."""
+        layout, liveness = self.exe.layout, self.exe.liveness
+        shared = 0 if layout.not_always_live is None else int(layout.not_always_live.sum())
+        out = {"alwaysLive": int(layout.usage["variables"].sum() + layout.usage["constants"].sum()) - shared,
+               "notAlwaysLive": shared}
+        if liveness is not None:
+            v = self.graph.variables
+            var_bytes = v.sizes * v.element_sizes() * self.exe.replication.factor
+            out["liveness"] = liveness.over_steps(var_bytes)
+        return out
+
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
         t = self.exe.target
@@ -101,6 +114,7 @@ class Profile:
                 budget -= numbers
                 step_rows[-1]["tileCycles"] = tile_cycles
         used = layout.tile_total
+        shared = layout.not_always_live if layout.not_always_live is not None else np.zeros(n, np.int64)
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]
@@ -117,11 +131,12 @@ class Profile:
                 "computeSets": self.compute_sets,
                 "autoMappedVariables": list(self.exe.mapping.auto_mapped),
                 "memory": {"byCategory": {k: int(v.sum()) for k, v in layout.usage.items()},
-                           "total": int(used.sum())},
+                           "total": int(used.sum()), **self.liveness()},
                 "ipus": [{"ipu": k, "memory": int(used[tiles].sum())} for k, tiles in enumerate(ipus)],
                 "tiles": [{"tile": i, "memory": {"total": int(used[i]), "outOfMemory": bool(
                     used[i] > t.getBytesPerTile()), "byCategory": {
-                        k: int(v[i]) for k, v in layout.usage.items() if v[i]}, **holds}}
+                        k: int(v[i]) for k, v in layout.usage.items() if v[i]},
+                    "notAlwaysLive": int(shared[i]), **holds}}
                     for i, holds in zip(range(n), self.holdings())],
             },
             "execution": {
@@ -248,6 +263,15 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               "    By Data Type:"]
     for category, size in comp["memory"]["byCategory"].items():
         lines.append(f"        {category.capitalize() + ':':<30}{size:>14,} B")
+    memory = comp["memory"]
+    if "alwaysLive" in memory:
+        lines += ["    By Liveness (variables and constants):",
+                  f"        {'Always live:':<30}{memory['alwaysLive']:>14,} B",
+                  f"        {'Not always live (packed):':<30}{memory['notAlwaysLive']:>14,} B"]
+    chart = memory.get("liveness")
+    if chart and chart["steps"]:
+        step = chart["steps"][chart["peakStep"]]
+        lines.append(f"        {'Peak live:':<30}{chart['peak']:>14,} B at step {chart['peakStep']} ({step})")
     lines += ["", "  By Tile:", *_histogram(used, per_tile),
               "", f"    Maximum: {used[worst] if used else 0:,} ({(used[worst] if used else 0) / 1024:.1f} K)"
               f" on tile {worst}",

@@ -273,6 +273,26 @@ def children(p: Program) -> list[Program]:
     return out
 
 
+def step_label(p: Program) -> str:
+    """The name a leaf program's step has in the profile: its own name, else one that says
+    what it moves or runs."""
+    if isinstance(p, PrintTensor):
+        return f"PrintTensor({p.title or p.tensor.name})"
+    if getattr(p, "name", ""):
+        return p.name
+    if isinstance(p, Execute):
+        return p.cs.name
+    if isinstance(p, (Copy, CrossReplicaCopy)):
+        kind = "Copy" if isinstance(p, Copy) else "CrossReplicaCopy"
+        if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
+            return f"{kind}({p.src.name} -> {p.dst.name})"
+        ends = [e.handle() if not isinstance(e, Tensor) else e.name for e in (p.src, p.dst)]
+        return f"StreamCopy({ends[0]} -> {ends[1]})"
+    if isinstance(p, WriteUndef):
+        return f"WriteUndef({p.tensor.name})"
+    return type(p).__name__
+
+
 def walk(programs: SequenceT[Program]) -> list[Program]:
     """Every program reachable from ``programs`` (bodies, branches, cases), each once."""
     seen: dict[int, Program] = {}

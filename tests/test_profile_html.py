@@ -93,20 +93,6 @@ def two_ipu_report() -> dict:
     return engine.getProfile()
 
 
-def with_liveness(report: dict) -> dict:
-    """The report with a synthetic liveness section (as the liveness pass will add it)."""
-    out = copy.deepcopy(report)
-    steps = [s["name"] for s in out["execution"]["steps"]]
-    always = [1000] * len(steps)
-    not_always = [100 * (i + 1) for i in range(len(steps))]
-    peak_step = int(np.argmax(np.add(always, not_always)))
-    out["compilation"]["memory"]["liveness"] = {"steps": steps, "alwaysLive": always,
-                                                "notAlwaysLive": not_always,
-                                                "peak": always[peak_step] + not_always[peak_step],
-                                                "peakStep": peak_step}
-    return out
-
-
 @pytest.fixture(scope="module")
 def tut7_small(tmp_path_factory) -> dict:
     return run_tutorial7(tmp_path_factory.mktemp("tut7"), 200, 100, tiles=32)
@@ -253,7 +239,8 @@ def test_summary_figures_match_the_report(browser, tut7_small, tmp_path):
     assert text_of(browser, "#avg-compute").startswith(f"{compute:,.1f} (")
     rows = browser.find_elements("css selector", "tr.step-row")
     assert len(rows) == len(ex["steps"])
-    assert "not in this report" in text_of(browser, "#liveness-missing")
+    live = comp["memory"]["liveness"]  # from the compiler's liveness pass
+    assert f"({live['peak']:,} B)" in text_of(browser, "#liveness .totals")
     no_console_errors(browser)
     screenshot(browser, tmp_path, "summary")
 
@@ -340,15 +327,24 @@ def test_tables_sort_by_a_column(browser, tut7_small, tmp_path):
 
 
 def test_liveness_chart_with_its_peak(browser, tut7_small, tmp_path):
-    report = with_liveness(tut7_small)
-    open_page(browser, report, tmp_path, "liveness")
-    live = report["compilation"]["memory"]["liveness"]
+    live = tut7_small["compilation"]["memory"]["liveness"]
+    assert len(live["steps"]) == len(live["notAlwaysLive"]) > 0
+    assert live["peak"] == live["alwaysLive"][live["peakStep"]] + max(live["notAlwaysLive"])
+    open_page(browser, tut7_small, tmp_path, "liveness")
     assert f"({live['peak']:,} B)" in text_of(browser, "#liveness .totals")
     assert not browser.find_elements("id", "liveness-missing")
     canvas = browser.find_element("css selector", "#liveness-chart canvas")
     assert canvas.size["height"] > 100
     no_console_errors(browser)
     screenshot(browser, tmp_path, "liveness")
+
+
+def test_a_report_without_liveness_says_so(browser, tut7_small, tmp_path):
+    report = copy.deepcopy(tut7_small)
+    del report["compilation"]["memory"]["liveness"]
+    open_page(browser, report, tmp_path, "no-liveness")
+    assert "not in this report" in text_of(browser, "#liveness-missing")
+    no_console_errors(browser)
 
 
 def test_two_ipus(browser, tmp_path):

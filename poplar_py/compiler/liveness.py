@@ -39,10 +39,25 @@ class Liveness:
     always: np.ndarray  # bool per variable
     occupied: tuple[int, ...]  # per variable: bit k set when it occupies memory at point k
     points: tuple[str, ...]
+    steps: tuple[int, ...]  # the points that are steps (leaf programs and predicate reads), in order
 
     def interfere(self, a: int, b: int) -> bool:
         """Whether two variables that are not always live may need memory at the same time."""
         return bool(self.occupied[a] & self.occupied[b])
+
+    def over_steps(self, var_bytes: np.ndarray) -> dict:
+        """The device's always-live bytes and, at each step, its not-always-live bytes (each
+        variable's ``var_bytes``), with the peak: the report's liveness chart."""
+        live = np.zeros(len(self.steps), np.int64)
+        for v in np.flatnonzero(~self.always).tolist():
+            mask = self.occupied[v]
+            at = [k for k, point in enumerate(self.steps) if mask >> point & 1]
+            live[at] += int(var_bytes[v])
+        peak = int(np.argmax(live)) if live.size else 0
+        always = int(var_bytes[self.always].sum())
+        return {"steps": [self.points[k] for k in self.steps], "alwaysLive": [always] * len(self.steps),
+                "notAlwaysLive": live.tolist(), "peak": always + (int(live[peak]) if live.size else 0),
+                "peakStep": peak}
 
 
 @dataclass
@@ -51,6 +66,7 @@ class _Node:
     use: int = 0  # bitmask of variables
     define: int = 0
     kill: int = 0
+    step: bool = False  # a leaf program or a predicate read (not a join of control flow)
 
 
 class _Builder:
@@ -65,8 +81,8 @@ class _Builder:
         self.calls: list[tuple[int, int, int]] = []  # (function, call node, after node)
         self.sizes = graph.variables.sizes
 
-    def node(self, label: str, use: int = 0, define: int = 0, kill: int = 0) -> int:
-        self.nodes.append(_Node(label, use, define, kill))
+    def node(self, label: str, use: int = 0, define: int = 0, kill: int = 0, step: bool = False) -> int:
+        self.nodes.append(_Node(label, use, define, kill, step))
         n = len(self.nodes) - 1
         self.cfg.add_node(n)
         return n
@@ -106,7 +122,7 @@ class _Builder:
             return entry, out
         if isinstance(p, prog.RepeatWhileTrue):
             c0, c1 = self.build(p.cond)
-            test = self.node(p.name, use=self.vars_of(p.predicate.runs())[0])
+            test = self.node(p.name, use=self.vars_of(p.predicate.runs())[0], step=True)
             a, b = self.build(p.body)
             out = self.node(p.name)
             self.chain(c1, test)
@@ -116,7 +132,7 @@ class _Builder:
             return c0, out
         if isinstance(p, (prog.If, prog.Switch)):
             scalar = p.predicate if isinstance(p, prog.If) else p.control
-            test, out = self.node(p.name, use=self.vars_of(scalar.runs())[0]), self.node(p.name)
+            test, out = self.node(p.name, use=self.vars_of(scalar.runs())[0], step=True), self.node(p.name)
             for branch in prog.children(p):
                 a, b = self.build(branch)
                 self.chain(test, a)
@@ -130,9 +146,10 @@ class _Builder:
         return n, n
 
     def leaf(self, p: prog.Program) -> int:
+        label = prog.step_label(p)
         if isinstance(p, prog.Execute):
             use, define, kill = self.compute_set(p.cs.id)
-            return self.node(p.name, use, define, kill)
+            return self.node(label, use, define, kill, step=True)
         if isinstance(p, (prog.Copy, prog.CrossReplicaCopy)):
             use = define = kill = 0
             for end, reads in ((p.src, True), (p.dst, False)):
@@ -145,12 +162,12 @@ class _Builder:
                     define, kill = touched, covered
                 if isinstance(p.src, DataStream) or isinstance(p.dst, DataStream):
                     self.pinned |= touched
-            return self.node(p.name, use, define, kill)
+            return self.node(label, use, define, kill, step=True)
         if isinstance(p, prog.PrintTensor):
-            return self.node(p.title, use=self.vars_of(p.tensor.runs())[0])
+            return self.node(label, use=self.vars_of(p.tensor.runs())[0], step=True)
         if isinstance(p, prog.WriteUndef):
-            return self.node(p.name, kill=self.vars_of(p.tensor.runs())[1])
-        return self.node(getattr(p, "name", type(p).__name__))  # Sync, AssumeEqualAcrossReplicas
+            return self.node(label, kill=self.vars_of(p.tensor.runs())[1], step=True)
+        return self.node(label, step=True)  # Sync, AssumeEqualAcrossReplicas
 
     def compute_set(self, cs: int) -> tuple[int, int, int]:
         """What a compute set's vertices read and write (a write kills a variable that the
@@ -219,7 +236,8 @@ def analyse_liveness(graph: GraphIR, programs: list[prog.Program]) -> Liveness:
             here >>= 1
             v += 1
     always |= np.asarray([o == 0 for o in occupied], dtype=bool)  # never used: kept, as Poplar keeps it
-    return Liveness(always, tuple(occupied), tuple(b.nodes[n].label for n in order))
+    steps = tuple(k for k, n in enumerate(order) if b.nodes[n].step)
+    return Liveness(always, tuple(occupied), tuple(b.nodes[n].label for n in order), steps)
 
 
 def _live_out(cfg: nx.DiGraph, nodes: list[_Node]) -> list[int]:

@@ -141,14 +141,13 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
     if p.cs.owner != lw.graph.tensors.token:
         raise ProgramError(f"Execute: compute set '{p.cs.name}' belongs to another graph")
     runner = lw.runner(p.cs.id)
-    return lw.leaf(ExecuteStep(p.name or p.cs.name, runner), runner.traffic)
+    return lw.leaf(ExecuteStep(prog.step_label(p), runner), runner.traffic)
 
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
-        name = p.name or f"Copy({p.src.name} -> {p.dst.name})"
         return _tensor_copy(lw, p.src, p.dst, lw.replica_runs(p.src, "Copy source"),
-                            lw.replica_runs(p.dst, "Copy destination"), name)
+                            lw.replica_runs(p.dst, "Copy destination"), prog.step_label(p))
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
     assert isinstance(stream, DataStream) and isinstance(t, Tensor)
@@ -158,9 +157,7 @@ def _copy(lw: Lowerer, p: prog.Copy) -> Step:
         plan, host = host_plan(lw.layout, lw.replication.shifted(runs, r), size, to_device)
         plans.append(plan)
         moved = moved + host
-    label = p.name or (f"StreamCopy({stream.handle()} -> {t.name})" if to_device
-                       else f"StreamCopy({t.name} -> {stream.handle()})")
-    return lw.leaf(StreamCopyStep(label, stream.handle(), to_device, plans, stream.isBroadcast(),
+    return lw.leaf(StreamCopyStep(prog.step_label(p), stream.handle(), to_device, plans, stream.isBroadcast(),
                                   t.elementType().dtype, t.numElements()), moved)
 
 
@@ -193,8 +190,7 @@ def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
     sources = sorted(p.replicaMap)
     src = lw.replica_runs(p.src, "CrossReplicaCopy source", sources)
     dst = lw.replica_runs(p.dst, "CrossReplicaCopy destination", [p.replicaMap[r] for r in sources])
-    name = p.name or f"CrossReplicaCopy({p.src.name} -> {p.dst.name})"
-    return _tensor_copy(lw, p.src, p.dst, src, dst, name)
+    return _tensor_copy(lw, p.src, p.dst, src, dst, prog.step_label(p))
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:
@@ -224,14 +220,14 @@ def _call(lw: Lowerer, p: prog.Call) -> Step:
 
 def _print(lw: Lowerer, p: prog.PrintTensor) -> Step:
     plan, host = lw.host_plan(p.tensor, "PrintTensor", to_device=False)
-    step = PrintStep(f"PrintTensor({p.title or p.tensor.name})", p.title, plan, p.tensor.elementType(),
+    step = PrintStep(prog.step_label(p), p.title, plan, p.tensor.elementType(),
                      tuple(p.tensor.shape()))
     return lw.leaf(step, host)
 
 
 def _write_undef(lw: Lowerer, p: prog.WriteUndef) -> Step:
     lw.runs(p.tensor, "WriteUndef")
-    return SequenceStep(p.name or f"WriteUndef({p.tensor.name})", [])
+    return SequenceStep(prog.step_label(p), [])
 
 
 def _assume_equal(lw: Lowerer, p: prog.AssumeEqualAcrossReplicas) -> Step:

@@ -66,6 +66,7 @@ class CompiledGraph:
     initial_values: list[tuple[np.ndarray, CopyPlan]]  # (values, plan writing them) per variable
     host_transfers: dict[str, HostTransfer]
     replication: Replication
+    liveness: Liveness | None = None
     pass_times: dict[str, float] = field(default_factory=dict)
 
 
@@ -179,7 +180,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     assert layout is not None and state.lowered is not None and state.mapping is not None and replication
     transfers = {name: _host_transfer(h, layout, replication) for name, h in graph.host_handles.items()}
     return CompiledGraph(state.graph.target, graph.streams, options, state.mapping, layout, state.lowered,
-                         _initial_values(state.graph, layout), transfers, replication, times)
+                         _initial_values(state.graph, layout), transfers, replication, state.liveness, times)
 
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
