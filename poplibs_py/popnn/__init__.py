@@ -12,7 +12,9 @@ tiles holding the data. Call ``popops.addCodelets`` and ``popnn.addCodelets`` fi
 from ..codelets import add_library
 from . import bn as bn
 from . import gn as gn
+from . import gru as gru
 from . import ln as ln
+from . import lstm as lstm
 from . import pooling as pooling
 from .loss import *  # noqa: F403
 from .nonlinearity import *  # noqa: F403

@@ -1,0 +1,150 @@
+"""What LSTM and GRU layers share: parameters, weights laid out for the gate matMuls, and the
+small tensor helpers their time steps use.
+
+A layer's weights are PopLibs': ``inputWeights [G, inputSize, H]``, ``outputWeights [G, H, H]``
+and ``biases [G, H]`` for G gates. A time step multiplies ``x [B, inputSize]`` by the input
+weights viewed as one ``[inputSize, G*H]`` matrix (and ``h`` by the output weights), so all
+gates come from one matMul on the tiles, as PopLibs' fused cell does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from poplar_py import Graph, Tensor, Type, concat
+from poplar_py import program as prog_
+from poplar_py.types import asType
+
+from .. import poplin, popops
+from ..popops import expr as pe
+from ..poputil import PoplibsError, mapTensorLinearly
+
+
+@dataclass(frozen=True)
+class RnnParams:
+    """``(dataType, batchSize, timeSteps, [inputSize, outputSize])``, as PopLibs' LstmParams
+    and GruParams; ``outputFullSequence``: the output holds every step (else the last)."""
+
+    dataType: Type
+    batchSize: int
+    timeSteps: int
+    layerSizes: Sequence[int]
+    outputFullSequence: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dataType", asType(self.dataType))
+        sizes = tuple(int(s) for s in self.layerSizes)
+        if len(sizes) != 2 or min(sizes) < 1:
+            raise PoplibsError(f"{type(self).__name__}: layerSizes must be [inputSize, outputSize], both "
+                               f"positive, got {list(self.layerSizes)}")
+        if self.batchSize < 1 or self.timeSteps < 1:
+            raise PoplibsError(f"{type(self).__name__}: batchSize and timeSteps must be positive, got "
+                               f"{self.batchSize} and {self.timeSteps}")
+        object.__setattr__(self, "layerSizes", sizes)
+
+    @property
+    def inputSize(self) -> int:
+        return self.layerSizes[0]
+
+    @property
+    def outputSize(self) -> int:
+        return self.layerSizes[1]
+
+
+@dataclass
+class RnnWeights:
+    """``inputWeights [G, inputSize, H]``, ``outputWeights [G, H, H]``, ``biases [G, H]``."""
+
+    inputWeights: Tensor
+    outputWeights: Tensor
+    biases: Tensor
+
+
+def variable(graph: Graph, params: RnnParams, shape: list[int], name: str) -> Tensor:
+    """A new tensor of the layer's type, spread over the tiles."""
+    t = graph.addVariable(params.dataType, shape, name)
+    mapTensorLinearly(graph, t)
+    return t
+
+
+def create_input(graph: Graph, params: RnnParams, name: str) -> Tensor:
+    """``[timeSteps, batchSize, inputSize]``, each step laid out as a matMul's left operand."""
+    steps = [poplin.createMatMulInputLHS(graph, params.dataType, [params.batchSize, params.inputSize],
+                                         [params.inputSize, params.outputSize], f"{name}/{t}")
+             for t in range(params.timeSteps)]
+    return stack(steps)
+
+
+def create_weights(graph: Graph, params: RnnParams, gates: int, name: str) -> RnnWeights:
+    i, h = params.inputSize, params.outputSize
+    return RnnWeights(variable(graph, params, [gates, i, h], f"{name}/inputWeights"),
+                      variable(graph, params, [gates, h, h], f"{name}/outputWeights"),
+                      variable(graph, params, [gates, h], f"{name}/biases"))
+
+
+def check_input(params: RnnParams, t: Tensor, what: str, shape: list[int]) -> None:
+    if not isinstance(t, Tensor) or list(t.shape()) != shape:
+        got = list(t.shape()) if isinstance(t, Tensor) else type(t).__name__
+        raise PoplibsError(f"{what} must be a tensor of shape {shape}, got {got}")
+    if t.elementType() != params.dataType:
+        raise PoplibsError(f"{what} must be {params.dataType}, got {t.elementType()}")
+
+
+def check_weights(params: RnnParams, w: RnnWeights, gates: int, what: str) -> None:
+    i, h = params.inputSize, params.outputSize
+    check_input(params, w.inputWeights, f"{what}.inputWeights", [gates, i, h])
+    check_input(params, w.outputWeights, f"{what}.outputWeights", [gates, h, h])
+    check_input(params, w.biases, f"{what}.biases", [gates, h])
+
+
+def flat_gates(w: Tensor) -> Tensor:
+    """``[G, rows, H]`` weights as the ``[rows, G*H]`` matrix a time step multiplies by."""
+    g, rows, h = w.shape()
+    return w.dimShuffle([1, 0, 2]).reshape([rows, g * h])
+
+
+def gate_sums(graph: Graph, x: Tensor, h: Tensor, w: RnnWeights, prog: prog_.Sequence, name: str) -> Tensor:
+    """``x @ Wi + h @ Wo + b`` for every gate at once: ``[B, G, H]``."""
+    g, _, hidden = w.inputWeights.shape()
+    sums = poplin.matMul(graph, x, flat_gates(w.inputWeights), prog, debugName=f"{name}/x")
+    poplin.matMulAcc(graph, sums, 1.0, h, flat_gates(w.outputWeights), prog, debugName=f"{name}/h")
+    gates = sums.reshape([x.dim(0), g, hidden])
+    popops.addInPlace(graph, gates, w.biases, prog, f"{name}/bias")  # [G, H] broadcast over the batch
+    return gates
+
+
+def weight_grads(graph: Graph, xs: list[Tensor], hs: list[Tensor], dgates: list[Tensor],
+                 grads: RnnWeights, prog: prog_.Sequence, name: str) -> None:
+    """Add every step's weight and bias gradients into ``grads``: ``x^T @ dg``, ``h^T @ dg`` and
+    the sum of ``dg`` over the batch (all steps at once, as one matMul over the stacked steps)."""
+    g, _, hidden = grads.inputWeights.shape()
+    d = concat_rows([t.reshape([t.dim(0), g * hidden]) for t in dgates])
+    poplin.matMulAcc(graph, flat_gates(grads.inputWeights), 1.0, concat_rows(xs).transpose(), d, prog,
+                     debugName=f"{name}/dWi")
+    poplin.matMulAcc(graph, flat_gates(grads.outputWeights), 1.0, concat_rows(hs).transpose(), d, prog,
+                     debugName=f"{name}/dWo")
+    popops.reduceWithOutput(graph, d, grads.biases.reshape([g * hidden]), [0],
+                            popops.ReduceParams(popops.Operation.ADD, update=True), prog, f"{name}/db")
+
+
+def concat_rows(ts: list[Tensor]) -> Tensor:
+    """The tensors one after another along dimension 0 (a view: nothing copied)."""
+    return concat(ts, 0)
+
+
+def stack(ts: list[Tensor]) -> Tensor:
+    """``[len(ts), *shape]``: a view of the tensors one after another (nothing copied)."""
+    return concat_rows([t.expand([0]) for t in ts])
+
+
+def zeros(graph: Graph, params: RnnParams, shape: list[int], prog: prog_.Sequence, name: str) -> Tensor:
+    t = variable(graph, params, shape, name)
+    popops.zero(graph, t, prog, name)
+    return t
+
+
+#: ``d * x * s * (1 - s)`` and ``d * x * (1 - t^2)``: a gradient through a product with ``x``
+#: and a sigmoid (output ``s``) or a tanh (output ``t``)
+SIGMOID_GRAD = pe._1 * pe._2 * pe._3 * (pe.Const(1.0) - pe._3)
+TANH_GRAD = pe._1 * pe._2 * (pe.Const(1.0) - pe._3 * pe._3)

@@ -1,0 +1,207 @@
+"""popnn::gru: a basic GRU layer, forward and backward, on the tiles.
+
+Gates, in PopLibs' order (``BASIC_GRU_CELL_*``): reset, update, candidate. A time step, as
+PopLibs' default cell (the reset gate applied before the candidate's matMul)::
+
+    r, u = sigmoid(x Wi + h Wo + b),  c = tanh(x Wi_c + (r*h) Wo_c + b_c),  h' = u*h + (1-u)*c
+
+One matMul gives all three gates' input sums, one accumulating matMul adds ``h Wo`` to the
+reset and update gates, and one more adds ``(r*h) Wo_c`` to the candidate. The forward
+intermediates are a view ``[timeSteps, 4, batchSize, H]`` of each step's r, u, c and h'.
+The backward pass runs the steps in reverse; ``gruBwdWithWU`` also adds the weight gradients.
+Out-arguments (``intermediates``, ``inputGrad``, ``bwdIntermediates``, ``weightsGrad``) are
+lists, as in :mod:`popnn.lstm`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poplar_py import Graph, Tensor, concat
+from poplar_py import program as prog_
+
+from .. import poplin, popops
+from ..popops import expr as pe
+from ..poputil import PoplibsError
+from . import _recurrent as rnn
+
+__all__ = [
+    "BASIC_GRU_CELL_CANDIDATE",
+    "BASIC_GRU_CELL_RESET_GATE",
+    "BASIC_GRU_CELL_UPDATE_GATE",
+    "GruParams",
+    "GruWeights",
+    "createInitialState",
+    "createInput",
+    "createWeights",
+    "gruBwd",
+    "gruBwdWithWU",
+    "gruFwd",
+]
+
+BASIC_GRU_CELL_RESET_GATE, BASIC_GRU_CELL_UPDATE_GATE, BASIC_GRU_CELL_CANDIDATE = range(3)
+GATES = 3
+RESET, UPDATE, CAND, HIDDEN = range(4)  # the forward intermediates of a step
+
+
+class GruParams(rnn.RnnParams):
+    """``GruParams(dataType, batchSize, timeSteps, [inputSize, outputSize])``."""
+
+
+GruWeights = rnn.RnnWeights
+
+
+def createInput(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
+                planningCache: Any = None) -> Tensor:
+    """A ``[timeSteps, batchSize, inputSize]`` input, each step laid out for its matMul."""
+    return rnn.create_input(graph, params, str(debugContext) or "gru/input")
+
+
+def createWeights(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
+                  planningCache: Any = None) -> GruWeights:
+    """New input weights ``[3, inputSize, H]``, output weights ``[3, H, H]`` and biases ``[3, H]``."""
+    return rnn.create_weights(graph, params, GATES, str(debugContext) or "gru/weights")
+
+
+def createInitialState(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
+                       planningCache: Any = None) -> Tensor:
+    """A new (uninitialised) initial output ``[batchSize, outputSize]``."""
+    return rnn.variable(graph, params, [params.batchSize, params.outputSize],
+                        str(debugContext) or "gru/initialOutput")
+
+
+def _check(params: GruParams, state: Tensor, weights: GruWeights, what: str) -> None:
+    if not isinstance(params, GruParams):
+        raise PoplibsError(f"{what}: params must be popnn.gru.GruParams, got {type(params).__name__}")
+    rnn.check_input(params, state, f"{what}: the initial output", [params.batchSize, params.outputSize])
+    rnn.check_weights(params, weights, GATES, f"{what}: weights")
+
+
+def gruFwd(graph: Graph, params: GruParams, outputInit: Tensor, input: Tensor,  # noqa: A002
+           weights: GruWeights, intermediates: list | None, fwdProg: prog_.Sequence, debugContext: Any = "",
+           options: Any = None, planningCache: Any = None) -> Tensor:
+    """Run the layer over ``input [T, B, inputSize]``: the output, ``[T, B, H]`` (or the last
+    step's ``[B, H]`` without ``outputFullSequence``)."""
+    name = str(debugContext) or "gru/fwd"
+    _check(params, outputInit, weights, "gruFwd")
+    rnn.check_input(params, input, "gruFwd: input", [params.timeSteps, params.batchSize, params.inputSize])
+    b, hidden = params.batchSize, params.outputSize
+    w_in, w_out = rnn.flat_gates(weights.inputWeights), rnn.flat_gates(weights.outputWeights[RESET:CAND])
+    h = outputInit
+    outputs, steps = [], []
+    for t in range(params.timeSteps):
+        at = f"{name}/step{t}"
+        sums = poplin.matMul(graph, input[t], w_in, fwdProg, debugName=f"{at}/x")
+        gates = sums.reshape([b, GATES, hidden])
+        by_gate = gates.dimShuffle([1, 0, 2])
+        poplin.matMulAcc(graph, gates[:, RESET:CAND].reshape([b, 2 * hidden]), 1.0, h, w_out, fwdProg,
+                         debugName=f"{at}/h")
+        popops.addInPlace(graph, gates, weights.biases, fwdProg, f"{at}/bias")
+        popops.sigmoidInPlace(graph, by_gate[RESET:CAND], fwdProg, f"{at}/sigmoid")
+        reset_h = popops.mul(graph, by_gate[RESET], h, fwdProg, f"{at}/resetOutput")
+        poplin.matMulAcc(graph, by_gate[CAND], 1.0, reset_h, weights.outputWeights[CAND], fwdProg,
+                         debugName=f"{at}/candidate")
+        popops.tanhInPlace(graph, by_gate[CAND], fwdProg, f"{at}/tanh")
+        h = popops.map(graph, pe._1 * pe._2 + (pe.Const(1.0) - pe._1) * pe._3,
+                       [by_gate[UPDATE], h, by_gate[CAND]], fwdProg, f"{at}/output")
+        outputs.append(h)
+        steps.append(concat([by_gate, h.expand([0])]))
+    if intermediates is not None:
+        intermediates.append(rnn.stack(steps))
+    return rnn.stack(outputs) if params.outputFullSequence else h
+
+
+def _backward(graph: Graph, params: GruParams, prog: prog_.Sequence, outputInit: Tensor,
+              fwdIntermediates: Tensor, weights: GruWeights, fwdInputSeq: Tensor, outputGrad: Tensor,
+              name: str) -> tuple[Tensor, list[Tensor], list[Tensor], list[Tensor]]:
+    """Back-propagation through time: the initial output's gradient, then per step the input
+    gradients, the gates' (pre-activation) gradients ``[B, 3*H]`` and ``r*h_prev``."""
+    what = "gruBwd"
+    _check(params, outputInit, weights, what)
+    b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
+    rnn.check_input(params, fwdIntermediates, f"{what}: fwdIntermediates", [steps, 4, b, hidden])
+    rnn.check_input(params, fwdInputSeq, f"{what}: fwdInputSeq", [steps, b, params.inputSize])
+    grad_shape = [steps, b, hidden] if params.outputFullSequence else [b, hidden]
+    rnn.check_input(params, outputGrad, f"{what}: gradLayerNext", grad_shape)
+    w_in = rnn.flat_gates(weights.inputWeights)
+    w_ru = rnn.flat_gates(weights.outputWeights[RESET:CAND])
+    w_cand = weights.outputWeights[CAND]
+    dh = rnn.zeros(graph, params, [b, hidden], prog, f"{name}/dh")
+    dxs: list[Tensor] = [None] * steps  # type: ignore[list-item]
+    dgates_all: list[Tensor] = [None] * steps  # type: ignore[list-item]
+    reset_hs: list[Tensor] = [None] * steps  # type: ignore[list-item]
+    for t in reversed(range(steps)):
+        at = f"{name}/step{t}"
+        now = fwdIntermediates[t]
+        h_prev = outputInit if t == 0 else fwdIntermediates[t - 1][HIDDEN]
+        if params.outputFullSequence:
+            dh = popops.add(graph, dh, outputGrad[t], prog, f"{at}/dh")
+        elif t == steps - 1:
+            dh = popops.add(graph, dh, outputGrad, prog, f"{at}/dh")
+        dgates = poplin.createMatMulInputLHS(graph, params.dataType, [b, GATES * hidden],
+                                             [GATES * hidden, hidden], f"{at}/dgates")
+        by_gate = dgates.reshape([b, GATES, hidden]).dimShuffle([1, 0, 2])
+        cs = graph.addComputeSet(f"{at}/candidateAndUpdateGrads")
+        popops.mapWithOutput(graph, pe._1 * (pe.Const(1.0) - pe._2) * (pe.Const(1.0) - pe._3 * pe._3),
+                             [dh, now[UPDATE], now[CAND]], by_gate[CAND], cs, f"{at}/dc")
+        popops.mapWithOutput(graph, pe._1 * (pe._2 - pe._3) * pe._4 * (pe.Const(1.0) - pe._4),
+                             [dh, h_prev, now[CAND], now[UPDATE]], by_gate[UPDATE], cs, f"{at}/du")
+        prog.add(prog_.Execute(cs))
+        d_reset_h = poplin.matMul(graph, by_gate[CAND], w_cand.transpose(), prog, debugName=f"{at}/dReset")
+        popops.mapWithOutput(graph, rnn.SIGMOID_GRAD, [d_reset_h, h_prev, now[RESET]], by_gate[RESET], prog,
+                             f"{at}/dr")
+        dxs[t] = poplin.matMul(graph, dgates, w_in.transpose(), prog, debugName=f"{at}/dx")
+        ru = dgates.reshape([b, GATES, hidden])[:, RESET:CAND].reshape([b, 2 * hidden])
+        through_gates = poplin.matMul(graph, ru, w_ru.transpose(), prog, debugName=f"{at}/dhGates")
+        dh = popops.map(graph, pe._1 * pe._2 + pe._3 * pe._4 + pe._5,
+                        [dh, now[UPDATE], d_reset_h, now[RESET], through_gates], prog, f"{at}/dhPrev")
+        dgates_all[t] = dgates
+        reset_hs[t] = popops.mul(graph, now[RESET], h_prev, prog, f"{at}/resetOutput")
+    return dh, dxs, dgates_all, reset_hs
+
+
+def gruBwd(graph: Graph, params: GruParams, prog: prog_.Sequence, fwdOutputInit: Tensor,
+           fwdIntermediates: Tensor, weights: GruWeights, fwdInputSeq: Tensor, fwdOutput: Tensor,
+           gradLayerNext: Tensor, inputGrad: list | None, bwdIntermediates: list | None,
+           debugContext: Any = "", options: Any = None, planningCache: Any = None) -> Tensor:
+    """The gradient of the initial output (returned), of the input (``inputGrad``) and of the
+    gates (``bwdIntermediates``: ``[T, B, 3, H]``), from the output's gradient."""
+    dh, dxs, dgates, _ = _backward(graph, params, prog, fwdOutputInit, fwdIntermediates, weights, fwdInputSeq,
+                                   gradLayerNext, str(debugContext) or "gru/bwd")
+    if inputGrad is not None:
+        inputGrad.append(rnn.stack(dxs))
+    if bwdIntermediates is not None:
+        bwdIntermediates.append(rnn.stack([d.reshape([params.batchSize, GATES, params.outputSize])
+                                           for d in dgates]))
+    return dh
+
+
+def gruBwdWithWU(graph: Graph, params: GruParams, prog: prog_.Sequence, fwdOutputInit: Tensor,
+                 fwdIntermediates: Tensor, weights: GruWeights, input: Tensor,  # noqa: A002
+                 output: Tensor, outputGrad: Tensor, inputGrad: list | None, weightsGrad: list,
+                 debugContext: Any = "", options: Any = None, planningCache: Any = None) -> Tensor:
+    """``gruBwd`` plus the weights' gradients (a ``GruWeights`` appended to ``weightsGrad``)."""
+    name = str(debugContext) or "gru/bwdWithWU"
+    dh, dxs, dgates, reset_hs = _backward(graph, params, prog, fwdOutputInit, fwdIntermediates, weights,
+                                          input, outputGrad, name)
+    if inputGrad is not None:
+        inputGrad.append(rnn.stack(dxs))
+    b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
+    grads = rnn.create_weights(graph, params, GATES, f"{name}/weightsGrad")
+    for t in (grads.inputWeights, grads.outputWeights, grads.biases):
+        popops.zero(graph, t, prog, f"{name}/zeroGrads")
+    d = rnn.concat_rows(dgates)  # [T*B, 3H]
+    xs = rnn.concat_rows([input[t] for t in range(steps)])
+    poplin.matMulAcc(graph, rnn.flat_gates(grads.inputWeights), 1.0, xs.transpose(), d, prog,
+                     debugName=f"{name}/dWi")
+    h_prev = rnn.concat_rows([fwdOutputInit] + [fwdIntermediates[t][HIDDEN] for t in range(steps - 1)])
+    ru = d.reshape([steps * b, GATES, hidden])[:, RESET:CAND].reshape([steps * b, 2 * hidden])
+    d_wo = rnn.flat_gates(grads.outputWeights[RESET:CAND])
+    poplin.matMulAcc(graph, d_wo, 1.0, h_prev.transpose(), ru, prog, debugName=f"{name}/dWoGates")
+    cand = d.reshape([steps * b, GATES, hidden])[:, CAND]
+    poplin.matMulAcc(graph, grads.outputWeights[CAND], 1.0, rnn.concat_rows(reset_hs).transpose(), cand, prog,
+                     debugName=f"{name}/dWoCandidate")
+    popops.reduceWithOutput(graph, d, grads.biases.reshape([GATES * hidden]), [0],
+                            popops.ReduceParams(popops.Operation.ADD, update=True), prog, f"{name}/db")
+    weightsGrad.append(grads)
+    return dh
