@@ -28,7 +28,8 @@ def test_has_nan_and_inf(harness, dtype):
     inf[3] = -np.inf
     arrays = [clean, nan, inf]
     ts = [h.tensor(a.reshape(20, 10)) for a in arrays]
-    outs = [popops.hasNaN(h.graph, t, h.seq) for t in ts] + [popops.hasNaNOrInf(h.graph, t, h.seq) for t in ts]
+    outs = [popops.hasNaN(h.graph, t, h.seq) for t in ts]
+    outs += [popops.hasNaNOrInf(h.graph, t, h.seq) for t in ts]
     got = [bool(g) for g in h.run(*outs)]
     assert got == [False, True, False, False, True, True]
 
