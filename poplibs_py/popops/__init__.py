@@ -13,6 +13,7 @@ from .elementwise import *  # noqa: F403
 from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
+from .pad import *  # noqa: F403
 from .predicates import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .scaled_add import *  # noqa: F403
