@@ -70,7 +70,8 @@ def cloneToGraph(srcGraph: Graph, dstGraph: Graph, t: Tensor, debugContext: Any 
                                    "source graph's top-level graph (a virtual graph of it, or it)")
     if srcGraph.getReplicationFactor() != dstGraph.getReplicationFactor():
         raise PoplibsError(f"{what}: cannot clone tensor '{t.name}' to a graph with a different "
-                           f"replication factor ({srcGraph.getReplicationFactor()} and {dstGraph.getReplicationFactor()})")
+                           f"replication factor ({srcGraph.getReplicationFactor()} and "
+                           f"{dstGraph.getReplicationFactor()})")
     mapping = _mapping(srcGraph, t, what)
     used = [tile for tile, ivs in enumerate(mapping) if ivs]
     num_dst = dstGraph.getTarget().getNumTiles()
