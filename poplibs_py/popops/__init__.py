@@ -12,6 +12,7 @@ from .dynamic_slice import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
+from .gather import *  # noqa: F403
 from .loop import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
 from .pad import *  # noqa: F403
