@@ -19,6 +19,7 @@ from .pad import *  # noqa: F403
 from .predicates import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .scaled_add import *  # noqa: F403
+from .scatter import *  # noqa: F403
 from .select_scalar import *  # noqa: F403
 from .sort import *  # noqa: F403
 
