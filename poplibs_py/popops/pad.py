@@ -95,7 +95,6 @@ def _pad_dim(graph: Graph | None, t: Tensor, lower: int, upper: int, dim: int, v
         lower, upper, n = max(lower, 0), max(upper, 0), e - b
     if lower == 0 and upper == 0:
         return t
-    pieces = []
     if isinstance(value, padding.Type):
         if n == 0:
             raise PoplibsError(f"{name}: cannot {value.name} pad dim {dim} of tensor '{t.name}': it is empty")
