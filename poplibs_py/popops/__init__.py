@@ -12,9 +12,15 @@ from .dynamic_slice import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
+from .gather import *  # noqa: F403
+from .loop import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
+from .pad import *  # noqa: F403
+from .predicates import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .scaled_add import *  # noqa: F403
+from .scatter import *  # noqa: F403
+from .select_scalar import *  # noqa: F403
 from .sort import *  # noqa: F403
 
 

@@ -1,4 +1,5 @@
-"""popops: multiSlice, multiUpdate, multiUpdateAdd (DynamicSlice.hpp): many lookups at once.
+"""popops: multiSlice, multiUpdate, multiUpdateAdd (DynamicSlice.hpp): many lookups at once;
+createSliceableTensor, a layout that slices without exchanging the sliced tensor.
 
 ``offsets`` is a ``[numLookups, 1]`` UNSIGNED_INT device tensor read on the tiles at run
 time. The sliced tensor is viewed as ``[dimSize, columns]``; each column goes to the
@@ -15,13 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from poplar_py import FLOAT, HALF, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, mapTensorLinearly, splitRegions, templateVertex
 from ._common import check_slice_args, check_update, columns_by_tile, map_columns, to_2d, worker_partitions
 
-__all__ = ["SlicePlan", "multiSlice", "multiUpdate", "multiUpdateAdd"]
+__all__ = ["SlicePlan", "createSliceableTensor", "multiSlice", "multiUpdate", "multiUpdateAdd"]
 
 
 class SlicePlan:
@@ -137,3 +140,51 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
                            f"not {scale.elementType()}")
     vertex = templateVertex("popops::MultiUpdateAdd", type_, scale.elementType())
     _build(graph, vertex, t, s, offsets, dim, prog, name, scale=scale.reshape([]))
+
+
+def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Sequence[int],
+                          sizes: Sequence[int], *args, debugContext: str = "") -> Tensor:
+    """A new tensor laid out for dynamicSlice/multiSlice along ``dims``.
+
+    ``createSliceableTensor(graph, type, shape, dims, sizes, minGrainSize=0, debugContext="")``,
+    or with a ``SlicePlan`` and options in place of ``minGrainSize``. Viewed as ``[sliced
+    elements, columns]`` (``dims`` first, the other dims flattened), whole columns are spread
+    over the tiles in runs of at least ``minGrainSize`` columns, so every slice finds its
+    elements on the tile that slices them and slicing needs no exchange of ``t``. When ``dims``
+    cover every dimension (one column), the sliced elements are spread linearly instead.
+    """
+    min_grain = 0
+    if args and isinstance(args[0], SlicePlan):
+        args = args[2:] if len(args) > 1 and (args[1] is None or isinstance(args[1], dict)) else args[1:]
+    elif args and not isinstance(args[0], str):
+        min_grain, args = args[0], args[1:]
+    name = (args[0] if args else debugContext) or "sliceable"
+    try:
+        shape = [int(s) for s in shape]
+        min_grain = int(min_grain)
+    except (TypeError, ValueError) as e:
+        raise PoplibsError(f"createSliceableTensor '{name}': shape and minGrainSize must be integers") from e
+    what = f"createSliceableTensor '{name}'"
+    if min(shape, default=0) < 0 or min_grain < 0:
+        raise PoplibsError(f"{what}: negative shape {shape} or minGrainSize {min_grain}")
+    dims = [int(dims)] if isinstance(dims, (int, np.integer)) else [int(d) for d in dims]
+    sizes = [int(s) for s in sizes]
+    if len(dims) != len(sizes) or len(set(dims)) != len(dims) or not dims:
+        raise PoplibsError(f"{what}: dims {dims} and sizes {sizes} must be distinct dims, one size each")
+    for d, size in zip(dims, sizes):
+        if not 0 <= d < len(shape) or not 0 <= size <= shape[d]:
+            raise PoplibsError(f"{what}: dim {d} (size {size}) does not fit shape {shape}")
+    t = graph.addVariable(type_, shape, name)
+    if t.numElements() == 0:
+        return t
+    others = [d for d in range(t.rank()) if d not in dims]
+    cols = int(np.prod([shape[d] for d in others], dtype=np.int64))
+    view = t.dimShuffle(dims + others).reshape([t.numElements() // cols, cols])
+    if cols == 1:
+        mapTensorLinearly(graph, view.flatten())
+        return t
+    num_tiles = graph.getTarget().getNumTiles()
+    for tile, part in enumerate(splitRegions([(0, cols)], max(min_grain, 1), num_tiles)):
+        for iv in part:
+            graph.setTileMapping(view.slice(iv.begin(), iv.end(), 1), tile)
+    return t

@@ -1,5 +1,7 @@
-"""poputil: tile mappings, region splitting, vertex names, the PopLibs error class."""
+"""poputil: tile mappings, clones on other graphs and IPUs, region splitting, vertex names, the
+PopLibs error class."""
 
+from .clone import cloneToGraph, cloneToIpu, copyToIpu, duplicate
 from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
 from .regions import splitRegions, splitRegionsBetweenWorkers
 from .tile_mapping import calcLinearTileMapping, mapTensorLinearly
@@ -10,6 +12,10 @@ __all__ = [
            "PoplibsError",
            "broadcastToMatch",
            "calcLinearTileMapping",
+           "cloneToGraph",
+           "cloneToIpu",
+           "copyToIpu",
+           "duplicate",
            "mapTensorLinearly",
            "splitRegions",
            "splitRegionsBetweenWorkers",
