@@ -44,6 +44,17 @@ class Harness:
         self._inputs.append((name, array.astype(type_.dtype)))
         return t
 
+    def write(self, t: poplar.Tensor, array, name: str | None = None) -> poplar.Tensor:
+        """Write ``array`` into an existing tensor ``t`` when the harness runs."""
+        name = name or f"in{len(self._inputs)}"
+        self.graph.createHostWrite(name, t)
+        self._inputs.append((name, np.asarray(array).astype(t.elementType().dtype)))
+        return t
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._inputs)
+
     def run(self, *outputs: poplar.Tensor, options: dict | None = None) -> list[np.ndarray]:
         for i, t in enumerate(outputs):
             self.graph.createHostRead(f"out{i}", t)

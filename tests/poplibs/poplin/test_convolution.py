@@ -59,8 +59,7 @@ def test_created_tensors_and_transposed_flipped_weights(harness):
     x = rng.standard_normal(X.shape()).astype(np.float32)
     w = rng.standard_normal(W.shape()).astype(np.float32)
     for name, t, array in (("x", X, x), ("w", W, w)):
-        h.graph.createHostWrite(name, t)
-        h._inputs.append((name, array))
+        h.write(t, array, name)
     fwd_w = w.transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1].copy()  # [G, Ci, Co, kH, kW] of a forward pass
     Wf = h.tensor(fwd_w)
     Y = poplin.convolution(h.graph, X, W, p, False, h.seq)

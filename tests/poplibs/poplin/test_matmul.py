@@ -129,10 +129,9 @@ def test_created_inputs_sit_on_their_tiles(harness):
     first = h.graph.getTileMapping(A.slice([m0, k0], [m1, k1]))
     assert [t for t, ivs in enumerate(first) if ivs] == [plan.tile(0, 0, 0, 0)]
     a, b = operands(shape_a, shape_b)
-    h.graph.createHostWrite("a", A)
-    h.graph.createHostWrite("b", B)
+    h.write(A, a, "a")
+    h.write(B, b, "b")
     C = poplin.matMul(h.graph, A, B, h.seq, "C")
-    h._inputs += [("a", a), ("b", b)]
     (c,) = h.run(C)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
     steps = [s["name"] for s in h.engine.getProfile()["execution"]["steps"]]

@@ -82,5 +82,5 @@ def reference_tensor(h, shape, type_=poplar.FLOAT, mapping="linear") -> poplar.T
 
 def seed_tensor(h, seed=(1, 2), tile: int = 0) -> poplar.Tensor:
     """A 2-word UNSIGNED_INT seed variable written with ``seed`` when the harness runs."""
-    name = f"seed{len(h._inputs)}"
+    name = f"seed{h.num_inputs}"
     return h.tensor(np.array(seed, np.uint32), poplar.UNSIGNED_INT, name=name, mapping=tile)
