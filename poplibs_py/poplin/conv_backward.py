@@ -30,7 +30,7 @@ from poplar_py.debug import debug_name, isDebugName
 
 from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
 from .conv_params import ConvParams
-from .convolution import _check, inputPatches, matMulOptions, outputInterior
+from .convolution import _check, checkParams, inputPatches, matMulOptions, outputInterior
 from .matmul import matMulGrouped, matMulGroupedAcc
 
 __all__ = ["addBias", "calculateWeightDeltas", "convolutionBiasUpdate", "convolutionWeightUpdate",
@@ -46,6 +46,7 @@ def _program(what: str, p: Any) -> prog.Sequence:
 def _wu_operands(graph: Graph, what: str, zDeltas: Tensor, activations: Tensor, params: ConvParams,
                  name: str) -> tuple[Tensor, Tensor]:
     """The weight-update product's operands: ``zDeltas [G, Co, N]`` and ``patches^T [G, N, K]``."""
+    checkParams(what, params)
     _check(what, graph, params, [("zDeltas", zDeltas, params.outputShape()),
                                  ("activations", activations, params.inputShape())])
     patches = inputPatches(graph, activations, params, name)
@@ -78,7 +79,7 @@ def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, acti
     """
     what = "convolutionWeightUpdate"
     name = debug_name(debugContext, what) or "weightUpdate"
-    _check(what, graph, params, [("weights", weights, params.weightsShape())])
+    _check(what, graph, checkParams(what, params), [("weights", weights, params.weightsShape())])
     if not weights.isParallelWriteable():
         raise PoplibsError(f"{what}: weights '{weights.name}' are not writeable in place (they contain "
                            "constants or aliased elements)")

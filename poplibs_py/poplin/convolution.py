@@ -62,11 +62,15 @@ def createInput(graph: Graph, params: ConvParams, name: str = "input", options: 
     return t
 
 
-def _check(what: str, graph: Graph, params: ConvParams, tensors: list[tuple[str, Any, list[int]]]) -> None:
-    """PoplibsError naming the argument unless ``params`` is a ConvParams and each ``(argument,
-    tensor, shape)`` is a tensor of ``graph`` with that shape and the parameters' input type."""
+def checkParams(what: str, params: Any) -> ConvParams:
     if not isinstance(params, ConvParams):
         raise PoplibsError(f"{what}: params must be a poplin.ConvParams, got {type(params).__name__}")
+    return params
+
+
+def _check(what: str, graph: Graph, params: ConvParams, tensors: list[tuple[str, Any, list[int]]]) -> None:
+    """PoplibsError naming the argument unless each ``(argument, tensor, shape)`` is a tensor of
+    ``graph`` with that shape and the parameters' input type."""
     for arg, t, shape in tensors:
         t = tensorArgument(graph, t, f"{what}: {arg}")
         if t.shape() != shape:
@@ -180,9 +184,7 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
     debugName = kwargs.pop("debugContext", debugName)
     if prog_ is None or kwargs:
         raise PoplibsError(f"convolution: needs a program to add to (unexpected arguments {sorted(kwargs)})")
-    if not isinstance(params, ConvParams):
-        raise PoplibsError(f"convolution: params must be a poplin.ConvParams, got {type(params).__name__}")
-    expected = params.weightsShape()
+    expected = checkParams("convolution", params).weightsShape()
     if transposeAndFlipWeights:
         expected[1], expected[2] = expected[2], expected[1]
     _check("convolution", graph, params,
