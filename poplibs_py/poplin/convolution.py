@@ -50,8 +50,9 @@ def matMulOptions(options: dict | None, what: str) -> dict | None:
 def createWeights(graph: Graph, params: ConvParams, name: str = "weights",
                   options: dict | None = None) -> Tensor:
     """A ``[G, Co, Ci, kH, kW]`` weights tensor, each block on the tile that multiplies it."""
-    a_shape, b_shape = params.matMulShapes()
-    t = _create_input(graph, params.inputType, (params.outputType, a_shape, b_shape, name), options, lhs=True)
+    a_shape, b_shape = checkParams("createWeights", params).matMulShapes()
+    t = _create_input(graph, params.inputType, (params.outputType, a_shape, b_shape, name),
+                      matMulOptions(options, "createWeights"), lhs=True)
     return t.reshape(params.weightsShape())
 
 

@@ -273,3 +273,31 @@ def test_bad_transforms(kwargs, message):
                 inputChannelsPerConvGroup=2, outputChannelsPerConvGroup=2)
     with pytest.raises(PoplibsError, match=message):
         poplin.ConvParams(**{**args, **kwargs})
+
+
+def test_sgd_steps_in_a_loop(harness):
+    """A conv layer with bias trained for 3 SGD steps (squared error) in a Repeat, as numpy does."""
+    h = harness(8)
+    poplin.addCodelets(h.graph)
+    p = poplin.ConvParams(poplar.FLOAT, 4, (6, 6), (3, 3), 2, 4, stride=2, paddingLower=1, paddingUpper=1)
+    x, w, target = _data(p, seed=4)
+    b = np.linspace(-0.5, 0.5, 4).astype(np.float32)
+    X, T = h.tensor(x, name="x"), h.tensor(target, name="t")
+    W, B = poplin.createWeights(h.graph, p, "w", {"pass": "TRAINING_FWD"}), h.tensor(b, name="b")
+    h.graph.createHostWrite("w", W)
+    h._inputs.append(("w", w))
+    body = poplar.program.Sequence()
+    Y = poplin.convolution(h.graph, X, W, p, False, body, "fwd", {"pass": "TRAINING_FWD"})
+    poplin.addBias(h.graph, Y, B, body)
+    DY = popops.sub(h.graph, Y, T, body)
+    poplin.convolutionWeightUpdate(h.graph, DY, W, X, p, -0.01, body, "wu", {"pass": "TRAINING_WU"})
+    poplin.convolutionBiasUpdate(h.graph, DY, B, -0.01, {}, body)
+    h.seq.add(poplar.program.Repeat(3, body))
+    w_out, b_out = h.run(W, B)
+    w64, b64 = w.astype(np.float64), b.astype(np.float64)
+    for _ in range(3):
+        dy = forward(x, w64, p) + b64[None, :, None, None] - target
+        w64 = w64 - 0.01 * gradients(x, w64, dy, p)[1]
+        b64 = b64 - 0.01 * dy.sum(axis=(0, 2, 3))
+    np.testing.assert_allclose(w_out, w64, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b_out, b64, rtol=1e-4, atol=1e-4)
