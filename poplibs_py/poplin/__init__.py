@@ -3,8 +3,8 @@
 ``matMul`` and friends split a product over the tiles with a planner (:mod:`.plan`,
 ``getMatMulPlan``), compute block products with the ``poplin::MatMulBlock`` codelet and
 reduce partial sums over K in a second compute set. ``convolution`` lowers to a grouped
-matMul on im2col views of the (transformed) input; views never copy, so the exchange gathers
-each tile's patches. The training passes (:mod:`.conv_backward`) reuse those views: weight
+matMul on im2col views of the (transformed) input, which one Copy gathers onto the tiles
+that multiply them. The training passes (:mod:`.conv_backward`) reuse those views: weight
 deltas and updates are grouped matMuls too, the input gradient is a convolution with
 ``getGradientParams``.
 """

@@ -4,7 +4,8 @@ All of them run on the tiles, built from the forward pass's pieces (:mod:`.convo
 
 * the weight gradient ``dW[g, co, (ci, kh, kw)] = sum_n zDeltas[g, co, n] * patches[g, (ci, kh,
   kw), n]`` is one grouped matMul of the output gradient's view ``[G, Co, B*oH*oW]`` by the
-  transposed im2col view of the activations ``[G, B*oH*oW, Ci*kH*kW]``; its long K (every
+  transposed im2col view of the activations ``[G, B*oH*oW, Ci*kH*kW]`` (gathered by a Copy
+  onto the tiles that multiply it, as in the forward pass); its long K (every
   output position of the batch) is split over tiles and the partial sums reduced in a
   second compute set;
 * ``convolutionWeightUpdate`` with a number as scale is the same product as ``matMulAcc``:
@@ -30,7 +31,7 @@ from poplar_py.debug import debug_name, isDebugName
 
 from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
 from .conv_params import ConvParams
-from .convolution import _check, checkParams, inputPatches, matMulOptions, outputInterior
+from .convolution import _check, checkParams, gatherPatches, inputPatches, matMulOptions, outputInterior
 from .matmul import matMulGrouped, matMulGroupedAcc
 
 __all__ = ["addBias", "calculateWeightDeltas", "convolutionBiasUpdate", "convolutionWeightUpdate",
@@ -44,13 +45,15 @@ def _program(what: str, p: Any) -> prog.Sequence:
 
 
 def _wu_operands(graph: Graph, what: str, zDeltas: Tensor, activations: Tensor, params: ConvParams,
-                 name: str) -> tuple[Tensor, Tensor]:
+                 prog_: prog.Sequence, name: str, options: dict | None) -> tuple[Tensor, Tensor]:
     """The weight-update product's operands: ``zDeltas [G, Co, N]`` and ``patches^T [G, N, K]``."""
     checkParams(what, params)
     _check(what, graph, params, [("zDeltas", zDeltas, params.outputShape()),
                                  ("activations", activations, params.inputShape())])
-    patches = inputPatches(graph, activations, params, name)
-    return outputInterior(zDeltas, params), patches.dimShuffle([0, 2, 1])
+    dy = outputInterior(zDeltas, params)
+    patches = inputPatches(graph, activations, params, name).dimShuffle([0, 2, 1])
+    return dy, gatherPatches(graph, patches, dy.shape(), params.inputType, params.inputType,
+                             _program(what, prog_), name, options)
 
 
 def calculateWeightDeltas(graph: Graph, zDeltas: Tensor, activations: Tensor, params: ConvParams,
@@ -62,9 +65,10 @@ def calculateWeightDeltas(graph: Graph, zDeltas: Tensor, activations: Tensor, pa
     """
     what = "calculateWeightDeltas"
     name = debug_name(debugContext, what) or "weightDeltas"
-    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, name)
+    options = matMulOptions(options, what)
+    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options)
     deltas = matMulGrouped(graph, dy, patches_t, _program(what, prog_), params.inputType, name,
-                           options=matMulOptions(options, what))
+                           options=options)
     return deltas.reshape(params.weightsShape())
 
 
@@ -95,9 +99,10 @@ def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, acti
         return
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise PoplibsError(f"{what}: scale must be a number or a one-element tensor, got {scale!r:.40}")
-    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, name)
+    options = matMulOptions(options, what)
+    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options)
     matMulGroupedAcc(graph, weights.reshape(params.matMulShapes()[0]), float(scale), dy, patches_t,
-                     _program(what, prog_), name, options=matMulOptions(options, what))
+                     _program(what, prog_), name, options=options)
 
 
 def weightsTransposeChansFlipXY(graph: Graph, weightsIn: Tensor, weightsOut: Tensor, prog_: prog.Sequence,

@@ -4,11 +4,13 @@ For ``input [B, G*Ci, H, W]`` and ``weights [G, Co, Ci, kH, kW]``, the transform
 (truncated with ``slice``, dilated and padded by concatenating zero constants: views) is
 viewed as ``patches [G, Ci*kH*kW, B*oH*oW]``: one strided, dilated window per kernel
 position, built with ``slice`` and ``subSample`` (the output truncation and stride only move
-and space the windows). Those are views, so nothing is copied on the host: when the
-matMul's vertices read their blocks of the patches, the exchange gathers the elements from
-the tiles holding the input. ``weights`` viewed as ``[G, Co, Ci*kH*kW]`` times ``patches``
-gives ``[G, Co, B*oH*oW]``, returned as the view ``[B, G*Co, oH, oW]``. With output padding,
-the product goes into the middle of a new output whose border ``popops::Fill`` vertices zero.
+and space the windows). Nothing is copied on the host: a ``Copy`` program gathers the
+patches, through the exchange, into a variable laid out as the matMul's right-hand operand
+(each block on the tile that multiplies it; live only until the product, so the memory is
+shared with other temporaries). ``weights`` viewed as ``[G, Co, Ci*kH*kW]`` times
+``patches`` gives ``[G, Co, B*oH*oW]``, returned as the view ``[B, G*Co, oH, oW]``. With
+output padding, the product goes into the middle of a new output whose border
+``popops::Fill`` vertices zero.
 The training passes built on the same views are in :mod:`.conv_backward`.
 """
 
@@ -64,6 +66,7 @@ def createInput(graph: Graph, params: ConvParams, name: str = "input", options: 
 
 
 def checkParams(what: str, params: Any) -> ConvParams:
+    """``params``, if it is a ConvParams; else PoplibsError."""
     if not isinstance(params, ConvParams):
         raise PoplibsError(f"{what}: params must be a poplin.ConvParams, got {type(params).__name__}")
     return params
@@ -142,6 +145,16 @@ def inputPatches(graph: Graph, input_: Tensor, params: ConvParams, name: str) ->
     return grouped.dimShuffle([2, 3, 0, 1, 4, 5]).reshape([g, ci * k, params.batchSize * oh * ow])
 
 
+def gatherPatches(graph: Graph, view: Tensor, aShape: list[int], inType: Any, outType: Any,
+                  prog_: prog.Sequence, name: str, options: dict | None) -> Tensor:
+    """The matMul's right-hand operand ``view`` copied into a variable whose blocks lie on the tiles
+    that multiply them (``createMatMulInputRHS``' layout): one exchange gathers each tile's patches
+    into memory that is live only until the product, and the product then reads it in place."""
+    t = _create_input(graph, inType, (outType, aShape, view.shape(), f"{name}/patches"), options, lhs=False)
+    prog_.add(prog.Copy(view, t, False, f"{name}/gatherPatches"))
+    return t
+
+
 def outputInterior(t: Tensor, params: ConvParams) -> Tensor:
     """The computed part of an output-shaped ``t`` (without its padding) as ``[G, Co, B*oH*oW]``."""
     (ph, pw), oh, ow = params.outputPaddingLower, params.stridedOutputSize(0), params.stridedOutputSize(1)
@@ -194,8 +207,9 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
     if transposeAndFlipWeights:
         weights = weights.dimShuffle([0, 2, 1, 3, 4]).reverse(3).reverse(4)
     a_shape, _ = params.matMulShapes()
-    patches = inputPatches(graph, input_, params, name)
     options = matMulOptions(options, "convolution")
+    patches = gatherPatches(graph, inputPatches(graph, input_, params, name), a_shape, params.inputType,
+                            params.outputType, prog_, name, options)
     if not params.hasOutputPadding():
         out = matMulGrouped(graph, weights.reshape(a_shape), patches, prog_, params.outputType, name,
                             options=options)
