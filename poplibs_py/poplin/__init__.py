@@ -3,12 +3,23 @@
 ``matMul`` and friends split a product over the tiles with a planner (:mod:`.plan`,
 ``getMatMulPlan``), compute block products with the ``poplin::MatMulBlock`` codelet and
 reduce partial sums over K in a second compute set. ``convolution`` lowers to a grouped
-matMul on im2col views of the (padded) input; views never copy, so the exchange gathers
-each tile's patches.
+matMul on im2col views of the (transformed) input, which one Copy gathers onto the tiles
+that multiply them. The training passes (:mod:`.conv_backward`) reuse those views: weight
+deltas and updates are grouped matMuls too, the input gradient is a convolution with
+``getGradientParams``.
 """
 
 from ..codelets import add_library
-from .convolution import ConvParams, convolution, createInput, createWeights
+from .conv_backward import (
+    addBias,
+    calculateWeightDeltas,
+    convolutionBiasUpdate,
+    convolutionWeightUpdate,
+    createBiases,
+    weightsTransposeChansFlipXY,
+)
+from .conv_params import ConvParams, getGradientParams
+from .convolution import convolution, createInput, createWeights
 from .matmul import (
     createMatMulInputLHS,
     createMatMulInputRHS,
@@ -23,10 +34,12 @@ from .matmul import (
 )
 from .plan import MatMulPlan, TargetFigures, planMatMul
 
-__all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addCodelets", "convolution", "createInput",
-           "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "getMatMulPlan", "matMul",
-           "matMulAcc", "matMulGrouped", "matMulGroupedAcc", "matMulGroupedWithOutput", "matMulWithOutput",
-           "planMatMul", "transposeGroupedMatrix"]
+__all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addBias", "addCodelets", "calculateWeightDeltas",
+           "convolution", "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createInput",
+           "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "getGradientParams",
+           "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
+           "matMulGroupedWithOutput", "matMulWithOutput", "planMatMul", "transposeGroupedMatrix",
+           "weightsTransposeChansFlipXY"]
 
 
 def addCodelets(graph) -> None:

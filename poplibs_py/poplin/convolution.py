@@ -1,122 +1,60 @@
 """2-D convolution (cross-correlation, as PopLibs) lowered to a grouped matMul on im2col views.
 
-For ``input [B, G*Ci, H, W]`` and ``weights [G, Co, Ci, kH, kW]``, the padded input (the
-input concatenated with zero constants) is viewed as ``patches [G, Ci*kH*kW, B*oH*oW]``:
-one strided, dilated window per kernel position, built with ``slice`` and ``subSample``.
-Those are views, so nothing is copied on the host: when the matMul's vertices read their
-blocks of the patches, the exchange gathers the elements from the tiles holding the
-input. ``weights`` viewed as ``[G, Co, Ci*kH*kW]`` times ``patches`` gives ``[G, Co,
-B*oH*oW]``, returned as the view ``[B, G*Co, oH, oW]``.
+For ``input [B, G*Ci, H, W]`` and ``weights [G, Co, Ci, kH, kW]``, the transformed input
+(truncated with ``slice``, dilated and padded by concatenating zero constants: views) is
+viewed as ``patches [G, Ci*kH*kW, B*oH*oW]``: one strided, dilated window per kernel
+position, built with ``slice`` and ``subSample`` (the output truncation and stride only move
+and space the windows). Nothing is copied on the host: a ``Copy`` program gathers the
+patches, through the exchange, into a variable laid out as the matMul's right-hand operand
+(each block on the tile that multiplies it; live only until the product, so the memory is
+shared with other temporaries). ``weights`` viewed as ``[G, Co, Ci*kH*kW]`` times
+``patches`` gives ``[G, Co, B*oH*oW]``, returned as the view ``[B, G*Co, oH, oW]``. With
+output padding, the product goes into the middle of a new output whose border
+``popops::Fill`` vertices zero.
+The training passes built on the same views are in :mod:`.conv_backward`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from poplar_py import Graph, Tensor, Type, concat
+from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog
-from poplar_py.types import asType
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsError, mapTensorLinearly
-from .matmul import _create_input, matMulGrouped
+from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
+from .conv_params import ConvParams, getGradientParams
+from .matmul import _OPTIONS as _MATMUL_OPTIONS
+from .matmul import _create_input, matMulGrouped, matMulGroupedWithOutput
+
+__all__ = ["ConvParams", "convolution", "createInput", "createWeights", "getGradientParams"]
+
+#: PopLibs' convolution option ``pass`` and its values (the rest are matMul's options)
+_PASSES = {"NONE", "INFERENCE_FWD", "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU", "FC_INFERENCE_FWD",
+           "FC_TRAINING_FWD", "FC_TRAINING_BWD", "FC_TRAINING_WU"}
 
 
-def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(int(v) for v in value)
-    if len(pair) != 2:
-        raise PoplibsError(f"ConvParams: {what} must have 2 entries (one per field dimension), got {value!r}")
-    return pair  # type: ignore[return-value]
-
-
-@dataclass(frozen=True)
-class ConvParams:
-    """A 2-D convolution, with PopLibs' field names.
-
-    ``ConvParams(inputType, batchSize, inputFieldShape, kernelShape, inputChannelsPerConvGroup,
-    outputChannelsPerConvGroup, numConvGroups=1, stride=(1, 1), paddingLower=(0, 0),
-    paddingUpper=(0, 0), dilation=(1, 1), outputType=None)``. Padding is input padding with
-    zeros; dilation is kernel dilation; each may be an int (both dimensions) or a pair.
-    """
-
-    inputType: Type
-    batchSize: int
-    inputFieldShape: tuple[int, int]
-    kernelShape: tuple[int, int]
-    inputChannelsPerConvGroup: int
-    outputChannelsPerConvGroup: int
-    numConvGroups: int = 1
-    stride: tuple[int, int] = (1, 1)
-    paddingLower: tuple[int, int] = (0, 0)
-    paddingUpper: tuple[int, int] = (0, 0)
-    dilation: tuple[int, int] = (1, 1)
-    outputType: Type | None = None
-
-    def __post_init__(self) -> None:
-        fix = object.__setattr__  # normalise the arguments of a frozen dataclass
-        fix(self, "inputType", asType(self.inputType))
-        fix(self, "outputType", asType(self.outputType) if self.outputType is not None else self.inputType)
-        for name in ("inputFieldShape", "kernelShape", "stride", "paddingLower", "paddingUpper", "dilation"):
-            fix(self, name, _pair(getattr(self, name), name))
-        for name in ("batchSize", "inputChannelsPerConvGroup", "outputChannelsPerConvGroup", "numConvGroups"):
-            if int(getattr(self, name)) < 1:
-                raise PoplibsError(f"ConvParams: {name} must be at least 1, got {getattr(self, name)}")
-            fix(self, name, int(getattr(self, name)))
-        if min(self.inputFieldShape) < 1 or min(self.kernelShape) < 1:
-            raise PoplibsError(f"ConvParams: field {self.inputFieldShape} and kernel {self.kernelShape} "
-                               "sizes must be at least 1")
-        if min(self.stride) < 1 or min(self.dilation) < 1:
-            raise PoplibsError(f"ConvParams: stride {self.stride} and dilation {self.dilation} must be >= 1")
-        if min(self.paddingLower + self.paddingUpper) < 0:
-            raise PoplibsError("ConvParams: padding must not be negative")
-        for dim in range(2):
-            if self.dilatedKernelSize(dim) > self.paddedInputSize(dim):
-                raise PoplibsError(f"ConvParams: the dilated kernel ({self.dilatedKernelSize(dim)}) is "
-                                   f"larger than the padded input ({self.paddedInputSize(dim)}) in "
-                                   f"dimension {dim}")
-
-    def paddedInputSize(self, dim: int) -> int:
-        return self.inputFieldShape[dim] + self.paddingLower[dim] + self.paddingUpper[dim]
-
-    def dilatedKernelSize(self, dim: int) -> int:
-        return (self.kernelShape[dim] - 1) * self.dilation[dim] + 1
-
-    def getOutputSize(self, dim: int) -> int:
-        """``(paddedInput - dilatedKernel) // stride + 1``."""
-        return (self.paddedInputSize(dim) - self.dilatedKernelSize(dim)) // self.stride[dim] + 1
-
-    def getOutputFieldShape(self) -> list[int]:
-        return [self.getOutputSize(0), self.getOutputSize(1)]
-
-    def getNumInputChans(self) -> int:
-        return self.inputChannelsPerConvGroup * self.numConvGroups
-
-    def getNumOutputChans(self) -> int:
-        return self.outputChannelsPerConvGroup * self.numConvGroups
-
-    def inputShape(self) -> list[int]:
-        return [self.batchSize, self.getNumInputChans(), *self.inputFieldShape]
-
-    def weightsShape(self) -> list[int]:
-        return [self.numConvGroups, self.outputChannelsPerConvGroup, self.inputChannelsPerConvGroup,
-                *self.kernelShape]
-
-    def outputShape(self) -> list[int]:
-        return [self.batchSize, self.getNumOutputChans(), *self.getOutputFieldShape()]
-
-    def matMulShapes(self) -> tuple[list[int], list[int]]:
-        """The grouped matMul's operand shapes: weights ``[G, Co, K]`` and patches ``[G, K, N]``."""
-        k = self.inputChannelsPerConvGroup * self.kernelShape[0] * self.kernelShape[1]
-        n = self.batchSize * self.getOutputSize(0) * self.getOutputSize(1)
-        return [self.numConvGroups, self.outputChannelsPerConvGroup, k], [self.numConvGroups, k, n]
+def matMulOptions(options: dict | None, what: str) -> dict | None:
+    """The convolution ``options`` for the matMul it runs: ``pass`` is checked and dropped."""
+    if not options:
+        return None
+    if not isinstance(options, dict):
+        raise PoplibsError(f"{what}: options must be a dict of strings, got {type(options).__name__}")
+    for name, value in options.items():
+        if name == "pass" and str(value) not in _PASSES:
+            raise PoplibsError(f"{what}: option pass={value!r} is not one of {', '.join(sorted(_PASSES))}")
+        if name != "pass" and name not in _MATMUL_OPTIONS:
+            raise PoplibsError(f"{what}: unrecognised convolution option '{name}' (known: pass, "
+                               f"{', '.join(sorted(_MATMUL_OPTIONS))})")
+    return {k: v for k, v in options.items() if k != "pass"}
 
 
 def createWeights(graph: Graph, params: ConvParams, name: str = "weights",
                   options: dict | None = None) -> Tensor:
     """A ``[G, Co, Ci, kH, kW]`` weights tensor, each block on the tile that multiplies it."""
-    a_shape, b_shape = params.matMulShapes()
-    t = _create_input(graph, params.inputType, (params.outputType, a_shape, b_shape, name), options, lhs=True)
+    a_shape, b_shape = checkParams("createWeights", params).matMulShapes()
+    t = _create_input(graph, params.inputType, (params.outputType, a_shape, b_shape, name),
+                      matMulOptions(options, "createWeights"), lhs=True)
     return t.reshape(params.weightsShape())
 
 
@@ -127,45 +65,77 @@ def createInput(graph: Graph, params: ConvParams, name: str = "input", options: 
     return t
 
 
-def _check(input_: Tensor, weights: Tensor, params: ConvParams, transposed: bool) -> None:
-    expected = params.weightsShape()
-    if transposed:
-        expected[1], expected[2] = expected[2], expected[1]
-    if input_.shape() != params.inputShape():
-        raise PoplibsError(f"convolution: input '{input_.name}' has shape {input_.shape()}, the parameters "
-                           f"need {params.inputShape()} ([batch, channels, height, width])")
-    if weights.shape() != expected:
-        raise PoplibsError(f"convolution: weights '{weights.name}' have shape {weights.shape()}, the "
-                           f"parameters need {expected}")
-    for t in (input_, weights):
+def checkParams(what: str, params: Any) -> ConvParams:
+    """``params``, if it is a ConvParams; else PoplibsError."""
+    if not isinstance(params, ConvParams):
+        raise PoplibsError(f"{what}: params must be a poplin.ConvParams, got {type(params).__name__}")
+    return params
+
+
+def _check(what: str, graph: Graph, params: ConvParams, tensors: list[tuple[str, Any, list[int]]]) -> None:
+    """PoplibsError naming the argument unless each ``(argument, tensor, shape)`` is a tensor of
+    ``graph`` with that shape and the parameters' input type."""
+    for arg, t, shape in tensors:
+        t = tensorArgument(graph, t, f"{what}: {arg}")
+        if t.shape() != shape:
+            layout = " ([batch, channels, height, width])" if len(shape) == 4 else ""
+            raise PoplibsError(f"{what}: {arg} '{t.name}' has shape {t.shape()}, the parameters need "
+                               f"{shape}{layout}")
         if t.elementType() != params.inputType:
-            raise PoplibsError(f"convolution: tensor '{t.name}' is {t.elementType()}, the parameters "
-                               f"say {params.inputType}")
+            raise PoplibsError(f"{what}: {arg} '{t.name}' is {t.elementType()}, the parameters say "
+                               f"{params.inputType}")
 
 
-def _pad(graph: Graph, x: Tensor, params: ConvParams, name: str) -> Tensor:
-    """``x`` with zero constants concatenated around its field dimensions (a view)."""
+def _zeros(graph: Graph, params: ConvParams, shape: list[int], name: str) -> Tensor:
+    zeros = graph.addConstant(params.inputType, shape, 0, name)
+    mapTensorLinearly(graph, zeros)
+    return zeros
+
+
+def _dilate(graph: Graph, x: Tensor, params: ConvParams, axis: int, d: int, name: str) -> Tensor:
+    """``x`` with ``d - 1`` zeros between its elements along ``axis`` (a view)."""
+    n = x.dim(axis)
+    if d == 1 or n == 1:
+        return x
+    head = x.slice(0, n - 1, axis).expand([axis + 1])  # [..., n-1, 1, ...]
+    shape = head.shape()
+    shape[axis + 1] = d - 1
+    spaced = concat([head, _zeros(graph, params, shape, f"{name}/dilation")], axis + 1)
+    shape = x.shape()
+    shape[axis] = (n - 1) * d
+    return concat([spaced.reshape(shape), x.slice(n - 1, n, axis)], axis)
+
+
+def _transform(graph: Graph, x: Tensor, params: ConvParams, name: str) -> Tensor:
+    """``x`` truncated, dilated and zero-padded in its field dimensions, as views."""
     for dim in range(2):
+        axis, lower, upper = 2 + dim, params.inputTruncationLower[dim], params.inputTruncationUpper[dim]
+        if lower or upper:
+            x = x.slice(lower, x.dim(axis) - upper, axis)
+        x = _dilate(graph, x, params, axis, params.inputDilation[dim], name)
         pieces = [x]
-        for lower, width in ((True, params.paddingLower[dim]), (False, params.paddingUpper[dim])):
+        for lower_side, width in ((True, params.paddingLower[dim]), (False, params.paddingUpper[dim])):
             if width:
                 shape = x.shape()
-                shape[2 + dim] = width
-                zeros = graph.addConstant(params.inputType, shape, 0, f"{name}/padding")
-                mapTensorLinearly(graph, zeros)
-                pieces.insert(0 if lower else len(pieces), zeros)
-        x = concat(pieces, 2 + dim) if len(pieces) > 1 else x
+                shape[axis] = width
+                zeros = _zeros(graph, params, shape, f"{name}/padding")
+                pieces.insert(0 if lower_side else len(pieces), zeros)
+        x = concat(pieces, axis) if len(pieces) > 1 else x
     return x
 
 
-def _patches(x: Tensor, params: ConvParams) -> Tensor:
-    """The im2col view ``[G, Ci*kH*kW, B*oH*oW]`` of the padded input ``x``."""
-    (oh, ow), (sh, sw), (dh, dw) = params.getOutputFieldShape(), params.stride, params.dilation
+def inputPatches(graph: Graph, input_: Tensor, params: ConvParams, name: str) -> Tensor:
+    """The im2col view ``[G, Ci*kH*kW, B*oH*oW]`` of the transformed input: one window per kernel
+    position, moved by the output truncation and spaced by the stride."""
+    x = _transform(graph, input_, params, name)
+    oh, ow = params.stridedOutputSize(0), params.stridedOutputSize(1)
+    (sh, sw), (dh, dw) = params.stride, params.dilation
+    th, tw = params.outputTruncationLower
     windows = []
     for kh in range(params.kernelShape[0]):
         for kw in range(params.kernelShape[1]):
-            w = x.slice([0, 0, kh * dh, kw * dw],
-                        [x.dim(0), x.dim(1), kh * dh + (oh - 1) * sh + 1, kw * dw + (ow - 1) * sw + 1])
+            h0, w0 = th + kh * dh, tw + kw * dw
+            w = x.slice([0, 0, h0, w0], [x.dim(0), x.dim(1), h0 + (oh - 1) * sh + 1, w0 + (ow - 1) * sw + 1])
             windows.append(w.subSample(sh, 2).subSample(sw, 3).expand([0]))
     k = params.kernelShape[0] * params.kernelShape[1]
     stacked = concat(windows, 0)  # [kH*kW, B, C, oH, oW]
@@ -175,27 +145,80 @@ def _patches(x: Tensor, params: ConvParams) -> Tensor:
     return grouped.dimShuffle([2, 3, 0, 1, 4, 5]).reshape([g, ci * k, params.batchSize * oh * ow])
 
 
+def gatherPatches(graph: Graph, view: Tensor, aShape: list[int], inType: Any, outType: Any,
+                  prog_: prog.Sequence, name: str, options: dict | None) -> Tensor:
+    """The matMul's right-hand operand ``view`` copied into a variable whose blocks lie on the tiles
+    that multiply them (``createMatMulInputRHS``' layout): one exchange gathers each tile's patches
+    into memory that is live only until the product, and the product then reads it in place."""
+    t = _create_input(graph, inType, (outType, aShape, view.shape(), f"{name}/patches"), options, lhs=False)
+    prog_.add(prog.Copy(view, t, False, f"{name}/gatherPatches"))
+    return t
+
+
+def outputInterior(t: Tensor, params: ConvParams) -> Tensor:
+    """The computed part of an output-shaped ``t`` (without its padding) as ``[G, Co, B*oH*oW]``."""
+    (ph, pw), oh, ow = params.outputPaddingLower, params.stridedOutputSize(0), params.stridedOutputSize(1)
+    if params.hasOutputPadding():
+        t = t.slice([0, 0, ph, pw], [t.dim(0), t.dim(1), ph + oh, pw + ow])
+    g, co = params.numConvGroups, params.outputChannelsPerConvGroup
+    return t.reshape([params.batchSize, g, co, oh, ow]).dimShuffle([1, 2, 0, 3, 4]).reshape(
+        [g, co, params.batchSize * oh * ow])
+
+
+def _zero_border(graph: Graph, out: Tensor, params: ConvParams, prog_: prog.Sequence, name: str) -> None:
+    """Zero the output padding of ``out`` with popops::Fill vertices (mapped linearly)."""
+    from .. import popops  # poplin's training pieces use popops, which never imports poplin
+
+    ph, pw = params.outputPaddingLower
+    oh, ow = params.stridedOutputSize(0), params.stridedOutputSize(1)
+    b, c, full_h, full_w = out.shape()
+    boxes = [([0, 0, 0, 0], [b, c, ph, full_w]), ([0, 0, ph + oh, 0], [b, c, full_h, full_w]),
+             ([0, 0, ph, 0], [b, c, ph + oh, pw]), ([0, 0, ph, pw + ow], [b, c, ph + oh, full_w])]
+    border = concat([out.slice(lo, hi).flatten() for lo, hi in boxes
+                     if all(h > lo_ for lo_, h in zip(lo, hi))])
+    mapTensorLinearly(graph, border)
+    popops.zero(graph, border, prog_, f"{name}/outputPadding")
+
+
 def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParams,
                 transposeAndFlipWeights: bool = False, prog_: prog.Sequence | None = None,
-                debugName: str = "", options: dict | None = None, **kwargs: Any) -> Tensor:
+                debugName: Any = "", options: dict | None = None, cache: Any = None,
+                **kwargs: Any) -> Tensor:
     """Convolve ``input [B, G*Ci, H, W]`` with ``weights [G, Co, Ci, kH, kW]`` -> ``[B, G*Co, oH, oW]``.
 
-    With ``transposeAndFlipWeights`` the weights are ``[G, Ci, Co, kH, kW]`` (a forward
-    pass's weights) and are used transposed and spatially flipped, through views.
-    The work is one grouped matMul on the tiles (see the module doc).
+    ``convolution(graph, in, weights, params, transposeAndFlipWeights, prog, debugContext="",
+    options=None, cache=None)`` as PopLibs. With ``transposeAndFlipWeights`` the weights are
+    ``[G, Ci, Co, kH, kW]`` (a forward pass's weights) and are used transposed and spatially
+    flipped, through views: with ``getGradientParams(fwdParams)`` this is the backward pass,
+    ``zDeltas`` in, the forward input's gradient out. The work is one grouped matMul on the
+    tiles (see the module doc); output padding adds a compute set zeroing it (popops codelets).
+    ``cache`` is accepted and unused (plans are memoised).
     """
     prog_ = kwargs.pop("prog", prog_)
+    debugName = kwargs.pop("debugContext", debugName)
     if prog_ is None or kwargs:
         raise PoplibsError(f"convolution: needs a program to add to (unexpected arguments {sorted(kwargs)})")
-    _check(input_, weights, params, transposeAndFlipWeights)
-    name = debugName or "conv"
+    expected = checkParams("convolution", params).weightsShape()
+    if transposeAndFlipWeights:
+        expected[1], expected[2] = expected[2], expected[1]
+    _check("convolution", graph, params,
+           [("input", input_, params.inputShape()), ("weights", weights, expected)])
+    name = debug_name(debugName, "convolution") or "conv"
     if transposeAndFlipWeights:
         weights = weights.dimShuffle([0, 2, 1, 3, 4]).reverse(3).reverse(4)
     a_shape, _ = params.matMulShapes()
-    patches = _patches(_pad(graph, input_, params, name), params)
-    out = matMulGrouped(graph, weights.reshape(a_shape), patches, prog_, params.outputType, name,
-                        options=options)
-    g, co = params.numConvGroups, params.outputChannelsPerConvGroup
-    oh, ow = params.getOutputFieldShape()
-    return out.reshape([g, co, params.batchSize, oh, ow]).dimShuffle([2, 0, 1, 3, 4]).reshape(
-        params.outputShape())
+    options = matMulOptions(options, "convolution")
+    patches = gatherPatches(graph, inputPatches(graph, input_, params, name), a_shape, params.inputType,
+                            params.outputType, prog_, name, options)
+    if not params.hasOutputPadding():
+        out = matMulGrouped(graph, weights.reshape(a_shape), patches, prog_, params.outputType, name,
+                            options=options)
+        g, co = params.numConvGroups, params.outputChannelsPerConvGroup
+        oh, ow = params.getOutputFieldShape()
+        return out.reshape([g, co, params.batchSize, oh, ow]).dimShuffle([2, 0, 1, 3, 4]).reshape(
+            params.outputShape())
+    out = graph.addVariable(params.outputType, params.outputShape(), name)
+    matMulGroupedWithOutput(graph, weights.reshape(a_shape), patches, outputInterior(out, params), prog_,
+                            name, options=options)
+    _zero_border(graph, out, params, prog_, name)
+    return out

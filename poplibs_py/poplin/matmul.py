@@ -257,8 +257,9 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
             graph.setTileMapping(out, 0)
         return out
     reducing = plan.needsReduction or scale is not None
-    if reducing:
-        partials = graph.addVariable(plan.partialsType, [g, plan.splitK, m, n], f"{name}/partials")
+    # one [splitK, rows, cols] variable per output block: a reduce vertex's rows of partials are
+    # then one strided view of it (cheap to connect even when K is split over many tiles)
+    partials: dict[tuple[int, int, int], Tensor] = {}
     cs = graph.addComputeSet(f"{name}/matmul")
     macs = macsPerCycle(in_type)
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
@@ -267,9 +268,15 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
     group = -1
     for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
         if gi != group:  # each group's views once: the blocks are views of them
-            group, a_g, b_g, dest = gi, A[gi], B[gi], partials[gi] if reducing else out[gi]
+            group, a_g, b_g, dest = gi, A[gi], B[gi], out[gi]
         tile = plan.tile(gi, im, jn, ik)
-        block = (dest[ik] if reducing else dest).slice([m0, n0], [m1, n1])
+        if reducing:
+            if ik == 0:
+                partials[gi, im, jn] = graph.addVariable(plan.partialsType, [plan.splitK, m1 - m0, n1 - n0],
+                                                         f"{name}/partials")
+            block = partials[gi, im, jn][ik]
+        else:
+            block = dest.slice([m0, n0], [m1, n1])
         if reducing or map_out:
             graph.setTileMapping(block, tile)
         v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
@@ -282,8 +289,8 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
     return out
 
 
-def _reduce(graph: Graph, plan: MatMulPlan, partials: Tensor, out: Tensor, map_out: bool,
-            scale: float | None, name: str):
+def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int], Tensor], out: Tensor,
+            map_out: bool, scale: float | None, name: str):
     """The compute set adding each block's K-split partials: the tiles that computed a block's
     partials each sum a contiguous share of its (flattened) elements."""
     cs = graph.addComputeSet(name)
@@ -296,16 +303,16 @@ def _reduce(graph: Graph, plan: MatMulPlan, partials: Tensor, out: Tensor, map_o
         vertex = templateVertex("poplin::ReducePartials", plan.partialsType, out.elementType())
     for gi, im, jn, ik, (m0, m1, n0, n1, _, _) in _blocks(plan):
         if ik == 0:  # flatten each partial block once; the K-split tiles take slices of it
-            flat = [partials[gi, q].slice([m0, n0], [m1, n1]).flatten() for q in range(sk)]
+            flat = partials[gi, im, jn].reshape([sk, (m1 - m0) * (n1 - n0)])
             dest_block = out[gi].slice([m0, n0], [m1, n1]).flatten()
-        first, last = ik * flat[0].numElements() // sk, (ik + 1) * flat[0].numElements() // sk
+        first, last = ik * flat.dim(1) // sk, (ik + 1) * flat.dim(1) // sk
         if first == last:
             continue
         tile = plan.tile(gi, im, jn, ik)
         dest = dest_block.slice(first, last)
         if map_out:
             graph.setTileMapping(dest, tile)
-        v = graph.addVertex(cs, vertex, {"partials": [f.slice(first, last) for f in flat], "out": dest})
+        v = graph.addVertex(cs, vertex, {"partials": flat.slice(first, last, 1), "out": dest})
         if scale is not None:
             graph.setInitialValue(v["scale"], scale)
         graph.setTileMapping(v, tile)
