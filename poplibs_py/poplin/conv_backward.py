@@ -29,9 +29,17 @@ from poplar_py import FLOAT, Graph, Tensor
 from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
 
+from .. import popops
 from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
 from .conv_params import ConvParams
-from .convolution import _check, checkParams, gatherPatches, inputPatches, matMulOptions, outputInterior
+from .convolution import (
+    check_operands,
+    checkParams,
+    gatherPatches,
+    inputPatches,
+    matMulOptions,
+    outputInterior,
+)
 from .matmul import matMulGrouped, matMulGroupedAcc
 
 __all__ = ["addBias", "calculateWeightDeltas", "convolutionBiasUpdate", "convolutionWeightUpdate",
@@ -48,7 +56,7 @@ def _wu_operands(graph: Graph, what: str, zDeltas: Tensor, activations: Tensor, 
                  prog_: prog.Sequence, name: str, options: dict | None) -> tuple[Tensor, Tensor]:
     """The weight-update product's operands: ``zDeltas [G, Co, N]`` and ``patches^T [G, N, K]``."""
     checkParams(what, params)
-    _check(what, graph, params, [("zDeltas", zDeltas, params.outputShape()),
+    check_operands(what, graph, params, [("zDeltas", zDeltas, params.outputShape()),
                                  ("activations", activations, params.inputShape())])
     dy = outputInterior(zDeltas, params)
     patches = inputPatches(graph, activations, params, name).dimShuffle([0, 2, 1])
@@ -83,12 +91,11 @@ def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, acti
     """
     what = "convolutionWeightUpdate"
     name = debug_name(debugContext, what) or "weightUpdate"
-    _check(what, graph, checkParams(what, params), [("weights", weights, params.weightsShape())])
+    check_operands(what, graph, checkParams(what, params), [("weights", weights, params.weightsShape())])
     if not weights.isParallelWriteable():
         raise PoplibsError(f"{what}: weights '{weights.name}' are not writeable in place (they contain "
                            "constants or aliased elements)")
     if isinstance(scale, Tensor):
-        from .. import popops  # poplin's training pieces use popops, which never imports poplin
 
         scale = tensorArgument(graph, scale, f"{what}: scale")
         if scale.numElements() != 1 or scale.elementType() not in (FLOAT, weights.elementType()):
@@ -173,7 +180,6 @@ def addBias(graph: Graph, activations: Tensor, biases: Tensor, prog_: prog.Seque
             debugContext: Any = "") -> None:
     """``activations[b, c, ...] += biases[c]``, in place on the tiles holding the activations
     (``popops.addInPlace`` with the biases broadcast)."""
-    from .. import popops
 
     acts, biases = _biases(graph, "addBias", activations, biases, "activations")
     view = biases.reshape([acts.dim(1)] + [1] * (acts.rank() - 2))
@@ -185,7 +191,6 @@ def convolutionBiasUpdate(graph: Graph, zDeltas: Tensor, biases: Tensor, scale: 
     """``biases[c] += scale * sum(zDeltas[:, c, ...])``, PopLibs' argument order (options before
     prog): a ``popops.reduceWithOutput`` over every dimension but the channels, updating the
     biases where they live."""
-    from .. import popops
 
     if isinstance(options, prog.Sequence) and not isinstance(prog_, prog.Sequence):
         options, prog_ = prog_, options  # (…, prog, options) given the Python way round

@@ -22,6 +22,7 @@ from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog
 from poplar_py.debug import debug_name
 
+from .. import popops
 from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
 from .conv_params import ConvParams, getGradientParams
 from .matmul import _OPTIONS as _MATMUL_OPTIONS
@@ -72,7 +73,8 @@ def checkParams(what: str, params: Any) -> ConvParams:
     return params
 
 
-def _check(what: str, graph: Graph, params: ConvParams, tensors: list[tuple[str, Any, list[int]]]) -> None:
+def check_operands(what: str, graph: Graph, params: ConvParams,
+                   tensors: list[tuple[str, Any, list[int]]]) -> None:
     """PoplibsError naming the argument unless each ``(argument, tensor, shape)`` is a tensor of
     ``graph`` with that shape and the parameters' input type."""
     for arg, t, shape in tensors:
@@ -167,7 +169,6 @@ def outputInterior(t: Tensor, params: ConvParams) -> Tensor:
 
 def _zero_border(graph: Graph, out: Tensor, params: ConvParams, prog_: prog.Sequence, name: str) -> None:
     """Zero the output padding of ``out`` with popops::Fill vertices (mapped linearly)."""
-    from .. import popops  # poplin's training pieces use popops, which never imports poplin
 
     ph, pw = params.outputPaddingLower
     oh, ow = params.stridedOutputSize(0), params.stridedOutputSize(1)
@@ -201,7 +202,7 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
     expected = checkParams("convolution", params).weightsShape()
     if transposeAndFlipWeights:
         expected[1], expected[2] = expected[2], expected[1]
-    _check("convolution", graph, params,
+    check_operands("convolution", graph, params,
            [("input", input_, params.inputShape()), ("weights", weights, expected)])
     name = debug_name(debugName, "convolution") or "conv"
     if transposeAndFlipWeights:
