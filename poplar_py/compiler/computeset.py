@@ -237,7 +237,7 @@ def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: 
         new = owner == np.arange(staged.size)
         fresh = staged[new]
         nbytes = seg.length[fresh] * seg.size[fresh]
-        offsets = layout.reserve_many(vertex_tile[fresh], nbytes, "exchange buffers")
+        offsets = layout.reserve_scratch(vertex_tile[fresh], nbytes)  # placed after every compute set
         number = np.cumsum(new) - 1
         seg.buffer[staged] = number[owner]
         seg.offset[staged] = offsets[number[owner]]
@@ -372,6 +372,12 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
             code_seen[c, fresh] = True
             code[fresh] += infos[cls].code_bytes
         plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, infos, state_offset)
+    # A compute set's exchange buffers live only while it runs: every compute set's share one
+    # scratch region per tile, as big as the largest set's.
+    base = layout.place_scratch("exchange buffers")
+    for plan in plans.values():
+        staged = plan.segments.buffer >= 0
+        plan.segments.offset[staged] += base[plan.tiles[plan.segments.vertex[staged]]]
     layout.account(state, "vertex state")
     layout.account(code, "vertex code")
     return ComputeSetPlans(plans, options)

@@ -65,6 +65,7 @@ class MemoryLayout:
     tile_used: np.ndarray  # bytes used per tile (arena part)
     usage: dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
     not_always_live: np.ndarray | None = None  # per tile: bytes the packed (not always live) variables take
+    scratch: np.ndarray | None = None  # per tile: bytes of buffers living within one step (reserve_scratch)
     tile_base: np.ndarray | None = None
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
@@ -93,6 +94,33 @@ class MemoryLayout:
         self.tile_used[t[last]] = out[order][last] + n[last]
         np.add.at(usage, t, n)
         return out
+
+    def reserve_scratch(self, tiles: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+        """Offsets, inside each tile's scratch region, of buffers that live only while one step
+        runs (a compute set's exchange buffers): each call's buffers lie back to back from the
+        region's start, so calls share the region, which is as big as the largest call needs.
+        :meth:`place_scratch` reserves it and says where it starts."""
+        if self.scratch is None:
+            self.scratch = np.zeros(self.num_tiles, dtype=_I64)
+        if tiles.size == 0:
+            return np.zeros(0, _I64)
+        order = np.argsort(tiles, kind="stable")
+        t, n = tiles[order], nbytes[order]
+        first = np.concatenate(([True], t[1:] != t[:-1]))
+        before = exclusive_cumsum(align(n))
+        out = np.empty(tiles.size, _I64)
+        out[order] = before - before[first][np.cumsum(first) - 1]
+        np.maximum.at(self.scratch, t, out[order] + n)
+        return out
+
+    def place_scratch(self, category: str) -> np.ndarray:
+        """Reserve every tile's scratch region (counted as ``category``): where it starts."""
+        extent = np.zeros(self.num_tiles, _I64) if self.scratch is None else self.scratch
+        tiles = np.flatnonzero(extent)
+        base = np.zeros(self.num_tiles, _I64)
+        base[tiles] = self.reserve_many(tiles, extent[tiles], category)
+        self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=_I64))
+        return base
 
     def account(self, per_tile: np.ndarray, category: str) -> None:
         """Count bytes that live outside the arena (vertex state, code) against each tile."""

@@ -143,3 +143,28 @@ def test_temporaries_that_live_at_once_still_run_out_of_memory():
     graph.createHostRead("t1", t1)
     with pytest.raises(poplar.GraphMemoryAllocationError, match="tile 0"):
         poplar.Engine(graph, prog.Sequence([prog.Copy(t1, t2), prog.Copy(t2, t1)]))
+
+
+def test_exchange_buffers_of_different_compute_sets_share_one_region():
+    device, graph = _graph(tiles=2)
+    a = graph.addVariable(poplar.FLOAT, [1000], "a")
+    graph.setTileMapping(a, 0)
+    outs = [graph.addVariable(poplar.FLOAT, [1000], f"out{k}") for k in range(2)]
+    steps = []
+    for k, out in enumerate(outs):
+        graph.setTileMapping(out, 1)
+        cs = graph.addComputeSet(f"twice{k}")
+        graph.setTileMapping(graph.addVertex(cs, "Twice", {"inp": a, "out": out}), 1)  # a: through a buffer
+        steps.append(prog.Execute(cs))
+    graph.createHostWrite("a", a)
+    for k, out in enumerate(outs):
+        graph.createHostRead(f"out{k}", out)
+    engine = poplar.Engine(graph, prog.Sequence(steps))
+    memory = engine.getProfile()["compilation"]["tiles"][1]["memory"]["byCategory"]
+    assert memory["exchange buffers"] == 4000  # one compute set's buffer: the two take turns
+    engine.load(device)
+    values = np.arange(1000, dtype=np.float32)
+    engine.writeTensor("a", values)
+    engine.run()
+    for k in range(2):
+        np.testing.assert_array_equal(engine.readTensor(f"out{k}"), 2 * values)
