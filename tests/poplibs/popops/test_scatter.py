@@ -73,8 +73,10 @@ def test_scatter_two_index_dims_with_window_and_skipped_windows(harness, dtype):
     ((4, 3, 5), (2, 3), (2, 3, 3), (0, [0, 1], [0], [2, 0])),
     # every operand dim indexed, windows of 2x2 elements, batch of shape [2, 2]
     ((5, 6), (2, 2, 2), (2, 2, 2, 2), (2, [2, 3], [], [0, 1])),
-    # a full window: no index vector element (K = 0 would be degenerate): one dim, window covers rest
+    # windows covering the other dims whole, one index per window
     ((3, 4, 2), (3,), (3, 4, 2), (1, [1, 2], [0], [0])),
+    # empty index vectors: every window starts at the origin, the last wins
+    ((3, 4), (2, 0), (2, 2, 2), (1, [1, 2], [], [])),
     # batch dims after the window dims in updates, scalar indices
     ((6, 5), (2, 2), (3, 2, 2), (2, [0], [1], [1])),
 ])
