@@ -1,8 +1,15 @@
-"""popops: countedLoop (Loop.hpp), a Repeat whose body sees its induction variable.
+"""popops: countedLoop and countedForLoop (Loop.hpp): loops whose body sees a device counter.
 
-The induction variable is a ``[1]`` UNSIGNED_INT variable on tile 0: a Copy from a constant
-sets it to ``begin`` before the loop, and at the end of every pass an ``addInPlace`` vertex on
-tile 0 adds ``step`` to it, so the body's programs read the current count on the device.
+countedLoop: the induction variable is a ``[1]`` UNSIGNED_INT variable on tile 0: a Copy from
+a constant sets it to ``begin`` before the loop, and at the end of every pass an
+``addInPlace`` vertex on tile 0 adds ``step`` to it, so the body's programs read the current
+count on the device. The number of passes is fixed when the graph is built (a ``Repeat``).
+
+countedForLoop differs: its end is a *tensor* read on the device at every pass (the body may
+change it), the counter may be the caller's (INT or UNSIGNED_INT) and the test is ``count !=
+countLimit``, so it is a ``RepeatWhileTrue`` whose condition is one ``ForLoopCounter`` vertex on
+tile 0 (``count += countStep``, then the predicate ``count != countLimit``); a Copy first sets
+the counter to ``initialCount - countStep`` so that the body sees ``initialCount`` first.
 """
 
 from __future__ import annotations
@@ -10,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from poplar_py import UNSIGNED_INT, Graph, Tensor
+from poplar_py import INT, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
 
-from ..poputil import PoplibsArgumentError, PoplibsError
+from ..poputil import PoplibsArgumentError, PoplibsError, templateVertex, tensorArgument
 from .elementwise import addInPlace
 
-__all__ = ["countedLoop"]
+__all__ = ["countedForLoop", "countedLoop"]
 
 Body = Callable[[Tensor], prog_.Program]
 
@@ -67,3 +74,59 @@ def countedLoop(graph: Graph, *args: Any, debugContext: str = "") -> prog_.Seque
     addInPlace(graph, counter, t_step, body_prog, f"{name}/increment")
     passes = (end - begin + step - 1) // step
     return prog_.Sequence([prog_.Copy(t_begin, counter), prog_.Repeat(passes, body_prog)])
+
+
+def countedForLoop(graph: Graph, *args: Any, debugContext: str = "") -> prog_.Sequence:
+    """A program equivalent to ``for (count = initialCount; count != countLimit; count +=
+    countStep) body``, the test made on the device at every pass (see the module docstring).
+
+    ``countedForLoop(graph, count, initialCount, countLimit, countStep, body[, debugContext])``
+    with the caller's ``count`` (one element, INT or UNSIGNED_INT, as ``countLimit``), or
+    ``countedForLoop(graph, initialCount, countLimit, countStep, body[, debugContext])`` with a
+    new 0-D count of ``countLimit``'s type on tile 0. ``body`` is a Program. As in PopLibs, a
+    limit the count never equals loops for ever.
+    """
+    if args and isinstance(args[-1], str):
+        args, debugContext = args[:-1], args[-1]
+    name = debugContext or "countedForLoop"
+    if len(args) == 5:
+        count, args = tensorArgument(graph, args[0], f"{name}: count"), args[1:]
+    elif len(args) != 4:
+        raise PoplibsArgumentError(f"{name}: countedForLoop(graph, [count,] initialCount, countLimit, "
+                                   f"countStep, body), got {len(args)} arguments after graph")
+    else:
+        count = None
+    initial, limit, step, body = args
+    limit = tensorArgument(graph, limit, f"{name}: countLimit")
+    for value, what in ((initial, "initialCount"), (step, "countStep")):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PoplibsArgumentError(f"{name}: {what} must be an integer, got {value!r:.40}")
+    if not isinstance(body, prog_.Program):
+        raise PoplibsArgumentError(f"{name}: body must be a Program, got {type(body).__name__}")
+    type_ = limit.elementType()
+    if type_ not in (INT, UNSIGNED_INT):
+        raise PoplibsError(f"{name}: countLimit '{limit.name}' must be INT or UNSIGNED_INT, not {type_}")
+    if count is None:
+        count = graph.addVariable(type_, [], f"{name}/count")
+        graph.setTileMapping(count, 0)
+    if count.elementType() != type_:
+        raise PoplibsError(f"{name}: count '{count.name}' ({count.elementType()}) and countLimit "
+                           f"'{limit.name}' ({type_}) must have the same type")
+    for t, what in ((count, "count"), (limit, "countLimit")):
+        if t.numElements() != 1:
+            raise PoplibsError(f"{name}: {what} '{t.name}' must have one element, has shape {t.shape()}")
+    first = (initial - step) % 2**32
+    if type_ == INT and first >= 2**31:
+        first -= 2**32
+    initialiser = graph.addConstant(type_, [], first, f"{name}/initialiser")
+    predicate = graph.addVariable(UNSIGNED_INT, [], f"{name}/predicate")
+    graph.setTileMapping(initialiser, 0)
+    graph.setTileMapping(predicate, 0)
+    cs = graph.addComputeSet(f"{name}/counter")
+    fields = {"count": count.reshape([]), "limit": limit.reshape([]), "comparisonResult": predicate}
+    v = graph.addVertex(cs, templateVertex("popops::ForLoopCounter", type_), fields)
+    graph.setInitialValue(v["increment"], step)
+    graph.setTileMapping(v, 0)
+    cond = prog_.Sequence([prog_.Execute(cs)])
+    return prog_.Sequence([prog_.Copy(initialiser, count.reshape([])),
+                           prog_.RepeatWhileTrue(cond, predicate, body, f"{name}/loop")])

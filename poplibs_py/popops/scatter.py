@@ -1,95 +1,134 @@
-"""popops: scatter (Scatter.hpp), XLA's scatter for its common case: rows replaced at run-time indices.
+"""popops: scatter (Scatter.hpp), XLA's scatter: windows of ``updates`` written into ``operand``.
 
-PopLibs' scatter is XLA's (``indexVectorDim``, ``updateWindowDims``, ``insertWindowDims``,
-``scatterDimsToOperandDims``). poplar-py supports the case XLA front ends emit for
-"replace slices along one dimension": one scatter dimension ``d``
-(``scatterDimsToOperandDims == [d]``) whose window is collapsed (``insertWindowDims == [d]``),
-index vectors of one element (``indices.dim(indexVectorDim) == 1``, or scalar indices with
-``indexVectorDim == indices.rank()``), and update windows over the other operand dimensions,
-in order, starting at 0 (a window may be shorter than its dimension). Other configurations
-raise PoplibsError; so does the ``updateComputation`` overload.
+``scatter(graph, operand, indices, updates, indexVectorDim, updateWindowDims,
+insertWindowDims, scatterDimsToOperandDims, prog[, debugContext])`` follows XLA's semantics:
+the index vector of each scatter position (``indices`` along ``indexVectorDim``; a scalar when
+``indexVectorDim == indices.rank()``) gives the window's start in the operand dims
+``scatterDimsToOperandDims`` (0 in the others); the window's sizes are the ``updateWindowDims``
+of ``updates`` for the operand dims not in ``insertWindowDims`` (in order) and 1 for those
+inserted. A window that does not fit the operand is skipped, as XLA does.
 
-The update is a multiUpdate of ``operand`` (viewed as its windowed part) along ``d``: one
-compute set on the tiles holding the operand, each column's lookups done in order by one
-worker, so a repeated index takes the last update. An index outside ``d`` (a negative INT
-included) skips its update, as XLA skips windows that do not fit.
+On the tiles: an ``XlaWindowOffsets`` compute set turns each index vector into the flat row
+offsets of its window in a ``[rows, columns]`` view of the operand (see ``_xla``), then one
+``MultiUpdate`` compute set writes the update rows on the tiles holding the operand, each
+column's rows in order, so overlapping windows take the last update (XLA leaves it unspecified).
+
+The overload with ``updateComputation`` (``f(graph, current, update, prog) -> Tensor``, after
+``scatterDimsToOperandDims``) combines the operand's window with the update: ``popops.add``
+itself gives one ``MultiUpdateAdd`` compute set (overlaps accumulate); any other function is
+called once, on ``[*window]`` tensors, to build the body of a ``countedLoop`` over the windows
+(per pass: dynamicSlice the window's offsets and update, MultiSlice the operand window, the
+function's programs, MultiUpdate it back), so overlapping windows combine in order as in XLA.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from poplar_py import INT, UNSIGNED_INT, Graph, Tensor
+from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
 
-from ..poputil import PoplibsError, tensorArgument
-from .multi_slice import multiUpdate
+from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from ._xla import Windows, check_window, dim_list, index_vectors
+from .dynamic_slice import dynamicSlice
+from .elementwise import add
+from .loop import countedLoop
+from .multi_slice import multiSlice, multiUpdate, multiUpdateAdd
 
 __all__ = ["scatter"]
 
+UpdateComputationFunc = Callable[[Graph, Tensor, Tensor, prog_.Sequence], Tensor]
 
-def _ints(values: Sequence[int], what: str, name: str) -> list[int]:
-    try:
-        return [int(v) for v in values]
-    except TypeError as e:
-        raise PoplibsError(f"{name}: {what} must be a list of integers, got {values!r:.40}") from e
+
+def _prepare(graph: Graph, operand: Tensor, indices: Tensor, updates: Tensor, indexVectorDim: Any,
+             updateWindowDims: Sequence[int], insertWindowDims: Sequence[int],
+             scatterDimsToOperandDims: Sequence[int], name: str) -> tuple[Windows, Tensor, Tensor]:
+    """Check the arguments; the windows, the ``[N, K]`` index vectors and the ``[N, *window]`` updates."""
+    operand = tensorArgument(graph, operand, f"{name}: operand")
+    indices = tensorArgument(graph, indices, f"{name}: indices")
+    updates = tensorArgument(graph, updates, f"{name}: updates")
+    rank = operand.rank()
+    window_dims = dim_list(updateWindowDims, updates.rank(), "updateWindowDims", name)
+    inserted = dim_list(insertWindowDims, rank, "insertWindowDims", name)
+    to_operand = dim_list(scatterDimsToOperandDims, rank, "scatterDimsToOperandDims", name, ordered=False)
+    if len(window_dims) + len(inserted) != rank:
+        raise PoplibsError(f"{name}: updateWindowDims {window_dims} and insertWindowDims {inserted} must "
+                           f"together have one entry per dim of operand '{operand.name}' {operand.shape()}")
+    rows, batch = index_vectors(indices, indexVectorDim, name)
+    if rows.dim(1) != len(to_operand):
+        raise PoplibsError(f"{name}: indices '{indices.name}' {indices.shape()} hold index vectors of "
+                           f"{rows.dim(1)} elements in indexVectorDim {indexVectorDim}, but "
+                           f"scatterDimsToOperandDims {to_operand} has {len(to_operand)}")
+    scatter_dims = [d for d in range(updates.rank()) if d not in window_dims]
+    if [updates.dim(d) for d in scatter_dims] != batch:
+        raise PoplibsError(f"{name}: the scatter dims {scatter_dims} of updates '{updates.name}' "
+                           f"{updates.shape()} must match indices '{indices.name}' {indices.shape()} "
+                           f"without indexVectorDim, {batch}")
+    sizes = iter(updates.dim(d) for d in window_dims)
+    window = [1 if d in inserted else next(sizes) for d in range(rank)]
+    check_window(operand, window, "the update window", name)
+    if updates.elementType() != operand.elementType():
+        raise PoplibsError(f"{name}: updates '{updates.name}' is {updates.elementType()}, operand "
+                           f"'{operand.name}' is {operand.elementType()}")
+    n = rows.dim(0)
+    upd = updates.dimShuffle(scatter_dims + window_dims).reshape([n] + window)
+    return Windows(operand, to_operand, window), rows, upd
 
 
 def scatter(graph: Graph, operand: Tensor, indices: Tensor, updates: Tensor, indexVectorDim: int,
             updateWindowDims: Sequence[int], insertWindowDims: Sequence[int],
-            scatterDimsToOperandDims: Sequence[int], prog: prog_.Sequence, *args,
-            debugContext: str = "") -> None:
-    """Write the windows of ``updates`` into ``operand`` at the run-time ``indices``, in place
-    (XLA's scatter; see the module docstring for the configurations supported)."""
-    if args and callable(args[0]):
-        raise PoplibsError("scatter: the updateComputation overload is not supported by poplar-py")
-    if args:  # scatter(..., prog, debugContext)
-        debugContext = args[0]
+            scatterDimsToOperandDims: Sequence[int], *args: Any, debugContext: str = "",
+            optionFlags: dict | None = None) -> None:
+    """Write (or combine) the windows of ``updates`` into ``operand`` in place, at run-time
+    ``indices``: ``scatter(..., prog[, debugContext])`` or ``scatter(..., updateComputation,
+    prog[, debugContext])`` (see the module docstring)."""
+    update_fn = None
+    if args and callable(args[0]) and not isinstance(args[0], prog_.Program):
+        update_fn, args = args[0], args[1:]
+    if not args or not isinstance(args[0], prog_.Sequence):
+        raise PoplibsArgumentError("scatter: prog must be a Sequence (after scatterDimsToOperandDims, "
+                                   "or after updateComputation)")
+    prog = args[0]
+    if len(args) > 1:  # then optionFlags, accepted and not used
+        debugContext = args[1]
     name = debugContext or "scatter"
-    operand = tensorArgument(graph, operand, f"{name}: operand")
-    indices = tensorArgument(graph, indices, f"{name}: indices")
-    updates = tensorArgument(graph, updates, f"{name}: updates")
-    window_dims = _ints(updateWindowDims, "updateWindowDims", name)
-    inserted = _ints(insertWindowDims, "insertWindowDims", name)
-    to_operand = _ints(scatterDimsToOperandDims, "scatterDimsToOperandDims", name)
-    if len(to_operand) != 1 or inserted != to_operand or not 0 <= to_operand[0] < operand.rank():
-        raise PoplibsError(f"{name}: only one scatter dimension with a collapsed window is supported "
-                           f"(scatterDimsToOperandDims == insertWindowDims == [d]); got "
-                           f"{to_operand} and {inserted} for operand '{operand.name}' of shape "
-                           f"{operand.shape()}")
-    d = to_operand[0]
-    if indices.elementType() not in (UNSIGNED_INT, INT):
-        raise PoplibsError(f"{name}: indices '{indices.name}' must be UNSIGNED_INT or INT, "
-                           f"not {indices.elementType()}")
-    if indexVectorDim < indices.rank():
-        if indices.dim(indexVectorDim) != 1:
-            raise PoplibsError(f"{name}: indices '{indices.name}' must have size 1 in indexVectorDim "
-                               f"{indexVectorDim}, has shape {indices.shape()}")
-        indices = indices.squeeze([indexVectorDim])
-    elif indexVectorDim != indices.rank():
-        raise PoplibsError(f"{name}: indexVectorDim {indexVectorDim} is out of range for indices "
-                           f"'{indices.name}' of shape {indices.shape()}")
-    others = [k for k in range(operand.rank()) if k != d]
-    batch = [k for k in range(updates.rank()) if k not in window_dims]
-    if sorted(set(window_dims)) != sorted(window_dims) or len(window_dims) != len(others) \
-            or any(not 0 <= k < updates.rank() for k in window_dims):
-        raise PoplibsError(f"{name}: updateWindowDims {window_dims} must name {len(others)} distinct dims of "
-                           f"updates '{updates.name}' of shape {updates.shape()}")
-    if [updates.dim(k) for k in batch] != indices.shape():
-        raise PoplibsError(f"{name}: the scatter dims {batch} of updates '{updates.name}' "
-                           f"{updates.shape()} must match indices '{indices.name}' {indices.shape()}")
-    window = [updates.dim(k) for k in window_dims]
-    if any(w > operand.dim(k) for w, k in zip(window, others)):
-        raise PoplibsError(f"{name}: update window {window} does not fit operand '{operand.name}' "
-                           f"of shape {operand.shape()}")
-    if updates.elementType() != operand.elementType():
-        raise PoplibsError(f"{name}: updates '{updates.name}' is {updates.elementType()}, operand "
-                           f"'{operand.name}' is {operand.elementType()}")
-    target = operand
-    for w, k in zip(window, others):
-        target = target.slice(0, w, k)
-    n = indices.numElements()
-    slices = window[:d] + [1] + window[d:]
-    s = updates.dimShuffle(batch + window_dims).reshape([n] + slices)
-    offsets = (indices.reinterpret(UNSIGNED_INT) if indices.elementType() == INT else indices)
-    multiUpdate(graph, target, s, offsets.flatten().expand([1]), [d], [1], prog, debugName=name)
+    windows, rows, upd = _prepare(graph, operand, indices, updates, indexVectorDim, updateWindowDims,
+                                  insertWindowDims, scatterDimsToOperandDims, name)
+    n = rows.dim(0)
+    if n == 0 or windows.rows_per_window * windows.columns == 0:
+        return
+    offsets = windows.offsets(graph, rows, False, prog, name)
+    target = windows.rows_view()
+    if update_fn is None:
+        multiUpdate(graph, target, windows.to_rows(upd), offsets, [0], [1], prog, debugName=name)
+    elif update_fn is add:
+        multiUpdateAdd(graph, target, windows.to_rows(upd), offsets, 1.0, [0], [1], prog, debugName=name)
+    else:
+        _scatter_loop(graph, windows, target, upd, offsets, update_fn, prog, name)
+
+
+def _scatter_loop(graph: Graph, windows: Windows, target: Tensor, upd: Tensor, offsets: Tensor,
+                  update_fn: UpdateComputationFunc, prog: prog_.Sequence, name: str) -> None:
+    """One countedLoop pass per window: slice its offsets and update, combine, write back."""
+    n, m, cols = upd.dim(0), windows.rows_per_window, windows.columns
+    upd_rows = windows.to_rows(upd).reshape([n, m * cols])
+    offset_rows = offsets.reshape([n, m])
+
+    def body(i: Tensor) -> prog_.Program:
+        seq = prog_.Sequence()
+        off = dynamicSlice(graph, offset_rows, i, [0], [1], seq, f"{name}/windowOffsets").reshape([m, 1])
+        new = dynamicSlice(graph, upd_rows, i, [0], [1], seq, f"{name}/update").reshape([m, 1, cols])
+        cur = multiSlice(graph, target, off, [0], [1], seq, debugName=f"{name}/current")
+        result = update_fn(graph, windows.from_rows(cur, 1)[0], windows.from_rows(new, 1)[0], seq)
+        if not isinstance(result, Tensor) or result.shape() != windows.window:
+            raise PoplibsError(f"{name}: updateComputation must return a tensor of the window's shape "
+                               f"{windows.window}, returned {getattr(result, 'shape', lambda: result)()}")
+        if result.elementType() != target.elementType():
+            raise PoplibsError(f"{name}: updateComputation returned {result.elementType()}, operand is "
+                               f"{target.elementType()}")
+        multiUpdate(graph, target, windows.to_rows(result.expand([0])), off, [0], [1], seq,
+                    debugName=f"{name}/write")
+        return seq
+
+    prog.add(countedLoop(graph, n, body, f"{name}/loop"))
