@@ -28,6 +28,20 @@ def align(x: np.ndarray | int) -> np.ndarray | int:
     return (x + (ALIGN - 1)) // ALIGN * ALIGN
 
 
+def back_to_back(tiles: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """Offsets placing ``nbytes[k]`` on ``tiles[k]`` one after another in order, each 8-byte
+    aligned, from 0 on every tile."""
+    if tiles.size == 0:
+        return np.zeros(0, _I64)
+    order = np.argsort(tiles, kind="stable")
+    t = tiles[order]
+    before = exclusive_cumsum(align(nbytes[order]))
+    first = np.concatenate(([True], t[1:] != t[:-1]))
+    out = np.empty(tiles.size, _I64)
+    out[order] = before - before[first][np.cumsum(first) - 1]
+    return out
+
+
 @dataclass(frozen=True)
 class Located:
     """Elements in flattened order, cut into pieces that each lie on one tile at evenly spaced
@@ -81,18 +95,9 @@ class MemoryLayout:
         usage = self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=_I64))
         if tiles.size == 0:
             return np.zeros(0, _I64)
-        order = np.argsort(tiles, kind="stable")
-        t, n = tiles[order], nbytes[order]
-        first = np.concatenate(([True], t[1:] != t[:-1]))
-        group = np.cumsum(first) - 1
-        padded = align(n)
-        before = exclusive_cumsum(padded)
-        group_start = before[first]
-        out = np.empty(tiles.size, _I64)
-        out[order] = align(self.tile_used[t]) + before - group_start[group]
-        last = np.append(np.flatnonzero(first)[1:], t.size) - 1
-        self.tile_used[t[last]] = out[order][last] + n[last]
-        np.add.at(usage, t, n)
+        out = align(self.tile_used[tiles]) + back_to_back(tiles, nbytes)
+        np.maximum.at(self.tile_used, tiles, out + nbytes)
+        np.add.at(usage, tiles, nbytes)
         return out
 
     def reserve_scratch(self, tiles: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -102,15 +107,8 @@ class MemoryLayout:
         :meth:`place_scratch` reserves it and says where it starts."""
         if self.scratch is None:
             self.scratch = np.zeros(self.num_tiles, dtype=_I64)
-        if tiles.size == 0:
-            return np.zeros(0, _I64)
-        order = np.argsort(tiles, kind="stable")
-        t, n = tiles[order], nbytes[order]
-        first = np.concatenate(([True], t[1:] != t[:-1]))
-        before = exclusive_cumsum(align(n))
-        out = np.empty(tiles.size, _I64)
-        out[order] = before - before[first][np.cumsum(first) - 1]
-        np.maximum.at(self.scratch, t, out[order] + n)
+        out = back_to_back(tiles, nbytes)
+        np.maximum.at(self.scratch, tiles, out + nbytes)
         return out
 
     def place_scratch(self, category: str) -> np.ndarray:
@@ -210,13 +208,8 @@ def _place(seg_tile: np.ndarray, seg_var: np.ndarray, seg_bytes: np.ndarray, num
     tile_used, shared = np.zeros(num_tiles, _I64), np.zeros(num_tiles, _I64)
     # always-live segments: back to back
     fixed = np.flatnonzero(~packed)
-    if fixed.size:
-        ft, fb = seg_tile[fixed], align(seg_bytes[fixed])
-        before = exclusive_cumsum(fb)
-        first = np.concatenate(([True], ft[1:] != ft[:-1]))
-        group_start = before[first][np.cumsum(first) - 1]
-        seg_start[fixed] = before - group_start
-        np.maximum.at(tile_used, ft, seg_start[fixed] + seg_bytes[fixed])
+    seg_start[fixed] = back_to_back(seg_tile[fixed], seg_bytes[fixed])
+    np.maximum.at(tile_used, seg_tile[fixed], seg_start[fixed] + seg_bytes[fixed])
     rest = np.flatnonzero(packed)
     if rest.size:
         assert liveness is not None

@@ -300,7 +300,7 @@ class ComputeSetRunner:
         self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel,
                                     slots, estimates)
                        for cls, positions in plan.groups.items()]
-        self.estimates, self.slots = estimates, slots
+        self.estimates = estimates  # kept for restrict
         self.image = image.plan()  # written into tile memory by Engine.load
         self.base = base  # the arena address the tables and the image hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
