@@ -114,18 +114,50 @@ def gate_sums(graph: Graph, x: Tensor, h: Tensor, w: RnnWeights, prog: prog_.Seq
     return gates
 
 
-def weight_grads(graph: Graph, xs: list[Tensor], hs: list[Tensor], dgates: list[Tensor],
-                 grads: RnnWeights, prog: prog_.Sequence, name: str) -> None:
-    """Add every step's weight and bias gradients into ``grads``: ``x^T @ dg``, ``h^T @ dg`` and
-    the sum of ``dg`` over the batch (all steps at once, as one matMul over the stacked steps)."""
-    g, _, hidden = grads.inputWeights.shape()
-    d = concat_rows([t.reshape([t.dim(0), g * hidden]) for t in dgates])
+def check_backward(params: RnnParams, what: str, fwdIntermediates: Tensor, per_step: int,
+                   fwdInputSeq: Tensor, outputGrad: Tensor) -> None:
+    """The shapes a backward pass needs: ``per_step`` intermediates a step, the input sequence
+    and the output's gradient (every step's, or the last one's)."""
+    b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
+    check_input(params, fwdIntermediates, f"{what}: fwdIntermediates", [steps, per_step, b, hidden])
+    check_input(params, fwdInputSeq, f"{what}: fwdInputSeq", [steps, b, params.inputSize])
+    grad_shape = [steps, b, hidden] if params.outputFullSequence else [b, hidden]
+    check_input(params, outputGrad, f"{what}: gradLayerNext", grad_shape)
+
+
+def add_output_grad(graph: Graph, params: RnnParams, dh: Tensor, outputGrad: Tensor, t: int,
+                    prog: prog_.Sequence, name: str) -> Tensor:
+    """``dh`` plus what the next layer sends back for step ``t`` (only the last step's without
+    ``outputFullSequence``)."""
+    if params.outputFullSequence:
+        return popops.add(graph, dh, outputGrad[t], prog, f"{name}/dh")
+    if t == params.timeSteps - 1:
+        return popops.add(graph, dh, outputGrad, prog, f"{name}/dh")
+    return dh
+
+
+def weight_grads(graph: Graph, params: RnnParams, gates: int, xs: list[Tensor],
+                 recurrent: list[tuple[slice, list[Tensor]]], dgates: list[Tensor], prog: prog_.Sequence,
+                 name: str) -> RnnWeights:
+    """New weight and bias gradients of every step at once (one matMul over the stacked steps
+    each; ``dgates``: each step's ``[B, gates*H]``): ``x^T @ dg`` for the input weights, the sum of
+    ``dg`` over the rows for the biases, and for each ``(which, hs)`` in ``recurrent``,
+    ``h^T @ dg`` for the output weights of the gates ``which`` (a slice)."""
+    hidden = params.outputSize
+    grads = create_weights(graph, params, gates, f"{name}/weightsGrad")
+    for t in (grads.inputWeights, grads.outputWeights, grads.biases):
+        popops.zero(graph, t, prog, f"{name}/zeroGrads")
+    d = concat_rows(dgates)  # [T*B, G*H]
     poplin.matMulAcc(graph, flat_gates(grads.inputWeights), 1.0, concat_rows(xs).transpose(), d, prog,
                      debugName=f"{name}/dWi")
-    poplin.matMulAcc(graph, flat_gates(grads.outputWeights), 1.0, concat_rows(hs).transpose(), d, prog,
-                     debugName=f"{name}/dWo")
-    popops.reduceWithOutput(graph, d, grads.biases.reshape([g * hidden]), [0],
+    by_gate = d.reshape([d.dim(0), gates, hidden])
+    for which, hs in recurrent:
+        part = by_gate[:, which]
+        poplin.matMulAcc(graph, flat_gates(grads.outputWeights[which]), 1.0, concat_rows(hs).transpose(),
+                         part.reshape([d.dim(0), part.dim(1) * hidden]), prog, debugName=f"{name}/dWo")
+    popops.reduceWithOutput(graph, d, grads.biases.reshape([gates * hidden]), [0],
                             popops.ReduceParams(popops.Operation.ADD, update=True), prog, f"{name}/db")
+    return grads
 
 
 def concat_rows(ts: list[Tensor]) -> Tensor:

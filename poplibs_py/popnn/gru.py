@@ -119,10 +119,7 @@ def _backward(graph: Graph, params: GruParams, prog: prog_.Sequence, outputInit:
     what = "gruBwd"
     _check(params, outputInit, weights, what)
     b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
-    rnn.check_input(params, fwdIntermediates, f"{what}: fwdIntermediates", [steps, 4, b, hidden])
-    rnn.check_input(params, fwdInputSeq, f"{what}: fwdInputSeq", [steps, b, params.inputSize])
-    grad_shape = [steps, b, hidden] if params.outputFullSequence else [b, hidden]
-    rnn.check_input(params, outputGrad, f"{what}: gradLayerNext", grad_shape)
+    rnn.check_backward(params, what, fwdIntermediates, HIDDEN + 1, fwdInputSeq, outputGrad)
     w_in = rnn.flat_gates(weights.inputWeights)
     w_ru = rnn.flat_gates(weights.outputWeights[RESET:CAND])
     w_cand = weights.outputWeights[CAND]
@@ -134,10 +131,7 @@ def _backward(graph: Graph, params: GruParams, prog: prog_.Sequence, outputInit:
         at = f"{name}/step{t}"
         now = fwdIntermediates[t]
         h_prev = outputInit if t == 0 else fwdIntermediates[t - 1][HIDDEN]
-        if params.outputFullSequence:
-            dh = popops.add(graph, dh, outputGrad[t], prog, f"{at}/dh")
-        elif t == steps - 1:
-            dh = popops.add(graph, dh, outputGrad, prog, f"{at}/dh")
+        dh = rnn.add_output_grad(graph, params, dh, outputGrad, t, prog, at)
         dgates = poplin.createMatMulInputLHS(graph, params.dataType, [b, GATES * hidden],
                                              [GATES * hidden, hidden], f"{at}/dgates")
         by_gate = dgates.reshape([b, GATES, hidden]).dimShuffle([1, 0, 2])
@@ -186,22 +180,9 @@ def gruBwdWithWU(graph: Graph, params: GruParams, prog: prog_.Sequence, fwdOutpu
                                           input, outputGrad, name)
     if inputGrad is not None:
         inputGrad.append(rnn.stack(dxs))
-    b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
-    grads = rnn.create_weights(graph, params, GATES, f"{name}/weightsGrad")
-    for t in (grads.inputWeights, grads.outputWeights, grads.biases):
-        popops.zero(graph, t, prog, f"{name}/zeroGrads")
-    d = rnn.concat_rows(dgates)  # [T*B, 3H]
-    xs = rnn.concat_rows([input[t] for t in range(steps)])
-    poplin.matMulAcc(graph, rnn.flat_gates(grads.inputWeights), 1.0, xs.transpose(), d, prog,
-                     debugName=f"{name}/dWi")
-    h_prev = rnn.concat_rows([fwdOutputInit] + [fwdIntermediates[t][HIDDEN] for t in range(steps - 1)])
-    ru = d.reshape([steps * b, GATES, hidden])[:, RESET:CAND].reshape([steps * b, 2 * hidden])
-    d_wo = rnn.flat_gates(grads.outputWeights[RESET:CAND])
-    poplin.matMulAcc(graph, d_wo, 1.0, h_prev.transpose(), ru, prog, debugName=f"{name}/dWoGates")
-    cand = d.reshape([steps * b, GATES, hidden])[:, CAND]
-    poplin.matMulAcc(graph, grads.outputWeights[CAND], 1.0, rnn.concat_rows(reset_hs).transpose(), cand, prog,
-                     debugName=f"{name}/dWoCandidate")
-    popops.reduceWithOutput(graph, d, grads.biases.reshape([GATES * hidden]), [0],
-                            popops.ReduceParams(popops.Operation.ADD, update=True), prog, f"{name}/db")
-    weightsGrad.append(grads)
+    steps = params.timeSteps
+    h_prev = [fwdOutputInit] + [fwdIntermediates[t][HIDDEN] for t in range(steps - 1)]
+    recurrent = [(slice(RESET, CAND), h_prev), (slice(CAND, CAND + 1), reset_hs)]
+    xs = [input[t] for t in range(steps)]
+    weightsGrad.append(rnn.weight_grads(graph, params, GATES, xs, recurrent, dgates, prog, name))
     return dh

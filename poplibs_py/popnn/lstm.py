@@ -132,10 +132,7 @@ def _backward(graph: Graph, params: LstmParams, prog: prog_.Sequence, fwdStateIn
     what = "lstmBwd"
     _check(params, fwdStateInit, weights, what)
     b, hidden, steps = params.batchSize, params.outputSize, params.timeSteps
-    rnn.check_input(params, fwdIntermediates, f"{what}: fwdIntermediates", [steps, 7, b, hidden])
-    rnn.check_input(params, fwdInputSeq, f"{what}: fwdInputSeq", [steps, b, params.inputSize])
-    grad_shape = [steps, b, hidden] if params.outputFullSequence else [b, hidden]
-    rnn.check_input(params, outputGrad, f"{what}: gradLayerNext", grad_shape)
+    rnn.check_backward(params, what, fwdIntermediates, HIDDEN + 1, fwdInputSeq, outputGrad)
     w_in, w_out = rnn.flat_gates(weights.inputWeights), rnn.flat_gates(weights.outputWeights)
     dh = rnn.zeros(graph, params, [b, hidden], prog, f"{name}/dh")
     if lastCellStateGrad is not None:
@@ -149,10 +146,7 @@ def _backward(graph: Graph, params: LstmParams, prog: prog_.Sequence, fwdStateIn
         at = f"{name}/step{t}"
         now = fwdIntermediates[t]
         c_prev = fwdStateInit.cellState if t == 0 else fwdIntermediates[t - 1][CELL]
-        if params.outputFullSequence:
-            dh = popops.add(graph, dh, outputGrad[t], prog, f"{at}/dh")
-        elif t == steps - 1:
-            dh = popops.add(graph, dh, outputGrad, prog, f"{at}/dh")
+        dh = rnn.add_output_grad(graph, params, dh, outputGrad, t, prog, at)
         dc = popops.map(graph, pe._1 + pe._2 * pe._3 * (pe.Const(1.0) - pe._4 * pe._4),
                         [dc, dh, now[OUT], now[TANH_CELL]], prog, f"{at}/dc")
         dgates = poplin.createMatMulInputLHS(graph, params.dataType, [b, GATES * hidden],
@@ -202,11 +196,8 @@ def lstmBwdWithWU(graph: Graph, params: LstmParams, prog: prog_.Sequence, fwdSta
                                   outputGrad, lastCellStateGrad, name)
     if inputGrad is not None:
         inputGrad.append(rnn.stack(dx))
-    grads = rnn.create_weights(graph, params, GATES, f"{name}/weightsGrad")
-    for t in (grads.inputWeights, grads.outputWeights, grads.biases):
-        popops.zero(graph, t, prog, f"{name}/zeroGrads")
     h_prev = [fwdStateInit.output] + [fwdIntermediates[t][HIDDEN] for t in range(params.timeSteps - 1)]
-    rnn.weight_grads(graph, [input[t] for t in range(params.timeSteps)], h_prev, dgates, grads, prog, name)
-    weightsGrad.append(grads)
+    weightsGrad.append(rnn.weight_grads(graph, params, GATES, [input[t] for t in range(params.timeSteps)],
+                                        [(slice(0, GATES), h_prev)], dgates, prog, name))
     return state
 
