@@ -48,37 +48,10 @@ TARGET = ("matmul", 2, 1.6)  # matmul x8 at K=2: at least 1.6x faster than at K=
 
 def _tut7(quick: bool) -> tuple:
     """(engine, check, repeat): tutorial 7's program, loaded and given its inputs."""
-    import runpy
-
     import numpy as np
+    from workloads import tut7
 
-    import poplar_py as poplar
-
-    rows, cols = (2000, 500) if quick else (10000, 1000)
-    tut = ROOT / "tutorials" / "tut7_matrix_vector_opt"
-    ns = runpy.run_path(str(tut / "tut7.py"), run_name="tut7")
-    device = poplar.IPUModel().createDevice()
-    graph = poplar.Graph(device)
-    graph.addCodelets(str(tut / "matrix_mul_codelets.py"))
-    matrix = graph.addVariable(poplar.FLOAT, [rows, cols], "matrix")
-    inp = graph.addVariable(poplar.FLOAT, [cols], "inputVector")
-    out = graph.addVariable(poplar.FLOAT, [rows], "outputVector")
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            program = ns["buildMultiplyProgram"](graph, matrix, inp, out)
-        finally:
-            sys.stdout = stdout
-    for name, t in (("matrix", matrix), ("in", inp)):
-        graph.createHostWrite(name, t)
-    graph.createHostRead("out", out)
-    engine = poplar.Engine(graph, program)
-    engine.load(device)
-    rng = np.random.default_rng(0)
-    m = rng.standard_normal((rows, cols)).astype(np.float32)
-    v = rng.standard_normal(cols).astype(np.float32)
-    engine.writeTensor("matrix", m)
-    engine.writeTensor("in", v)
+    engine, m, v = tut7(*((2000, 500) if quick else (10000, 1000)))
 
     def check() -> None:
         np.testing.assert_allclose(engine.readTensor("out"), m @ v, rtol=1e-4, atol=1e-3)
@@ -89,31 +62,9 @@ def _tut7(quick: bool) -> tuple:
 def _matmul(quick: bool) -> tuple:
     """(engine, check, repeat): matMul on each of 8 replicas, one IPU each."""
     import numpy as np
+    from workloads import matmul
 
-    import poplar_py as poplar
-    from poplar_py import program as prog
-    from poplibs_py import poplin, popops
-
-    size = 256 if quick else 512
-    model = poplar.IPUModel()
-    model.numIPUs = REPLICAS
-    device = model.createDevice()
-    graph = poplar.Graph(device.getTarget(), replication_factor=REPLICAS)
-    popops.addCodelets(graph)
-    poplin.addCodelets(graph)
-    seq = prog.Sequence()
-    a = poplin.createMatMulInputLHS(graph, poplar.FLOAT, [size, size], [size, size], "A")
-    b = poplin.createMatMulInputRHS(graph, poplar.FLOAT, [size, size], [size, size], "B")
-    c = poplin.matMul(graph, a, b, seq, "C")
-    graph.createHostWrite("a", a)
-    graph.createHostWrite("b", b)
-    graph.createHostRead("c", c)
-    engine = poplar.Engine(graph, seq)
-    engine.load(device)
-    rng = np.random.default_rng(0)
-    ha, hb = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
-    engine.writeTensor("a", ha)  # every replica
-    engine.writeTensor("b", hb)
+    engine, ha, hb = matmul(256 if quick else 512, replicas=REPLICAS)
 
     def check() -> None:
         want = ha @ hb

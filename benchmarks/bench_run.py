@@ -34,37 +34,11 @@ TARGETS = {("tut7", "strict, checked"): 2.0, ("tut7", "fast"): 1.2}
 
 
 def _tut7(options: dict, quick: bool) -> tuple[float, float]:
-    import runpy
-
     import numpy as np
     from timing import best
+    from workloads import tut7
 
-    import poplar_py as poplar
-
-    rows, cols = (2500, 1000) if quick else (10000, 1000)
-    ns = runpy.run_path(str(ROOT / "tutorials" / "tut7_matrix_vector_opt" / "tut7.py"), run_name="tut7")
-    device = poplar.IPUModel().createDevice()
-    graph = poplar.Graph(device)
-    graph.addCodelets(str(ROOT / "tutorials" / "tut7_matrix_vector_opt" / "matrix_mul_codelets.py"))
-    matrix = graph.addVariable(poplar.FLOAT, [rows, cols], "matrix")
-    inp = graph.addVariable(poplar.FLOAT, [cols], "inputVector")
-    out = graph.addVariable(poplar.FLOAT, [rows], "outputVector")
-    with open(os.devnull, "w") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            program = ns["buildMultiplyProgram"](graph, matrix, inp, out)
-        finally:
-            sys.stdout = stdout
-    for name, t in (("matrix", matrix), ("in", inp)):
-        graph.createHostWrite(name, t)
-    graph.createHostRead("out", out)
-    engine = poplar.Engine(graph, program, options)
-    engine.load(device)
-    rng = np.random.default_rng(0)
-    m = rng.standard_normal((rows, cols)).astype(np.float32)
-    v = rng.standard_normal(cols).astype(np.float32)
-    engine.writeTensor("matrix", m)
-    engine.writeTensor("in", v)
+    engine, m, v = tut7(*((2500, 1000) if quick else (10000, 1000)), options)
     run = best(engine.run, 5)
     np.testing.assert_allclose(engine.readTensor("out"), m @ v, rtol=1e-4, atol=1e-3)
     return run, best(lambda: m @ v, 20)
@@ -116,29 +90,9 @@ def _vertices(options: dict, quick: bool) -> tuple[float, float]:
 def _matmul(options: dict, quick: bool) -> tuple[float, float]:
     import numpy as np
     from timing import best
+    from workloads import matmul
 
-    import poplar_py as poplar
-    from poplar_py import program as prog
-    from poplibs_py import poplin, popops
-
-    size = 512 if quick else 1024
-    device = poplar.IPUModel().createDevice()
-    graph = poplar.Graph(device)
-    popops.addCodelets(graph)
-    poplin.addCodelets(graph)
-    seq = prog.Sequence()
-    a = poplin.createMatMulInputLHS(graph, poplar.FLOAT, [size, size], [size, size], "A")
-    b = poplin.createMatMulInputRHS(graph, poplar.FLOAT, [size, size], [size, size], "B")
-    c = poplin.matMul(graph, a, b, seq, "C")
-    graph.createHostWrite("a", a)
-    graph.createHostWrite("b", b)
-    graph.createHostRead("c", c)
-    engine = poplar.Engine(graph, seq, options)
-    engine.load(device)
-    rng = np.random.default_rng(0)
-    ha, hb = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
-    engine.writeTensor("a", ha)
-    engine.writeTensor("b", hb)
+    engine, ha, hb = matmul(512 if quick else 1024, options)
     run = best(engine.run, 3)
     np.testing.assert_allclose(engine.readTensor("c"), ha @ hb, rtol=1e-3, atol=1e-3)
     return run, best(lambda: ha @ hb, 5)
