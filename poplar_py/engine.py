@@ -23,7 +23,7 @@ from .arguments import is_int
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
-from .compiler.world import GATHER, SCATTER, ir_digest, make_world
+from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
 from .errors import (
     GraphReplicationError,
     InvalidArgumentError,
@@ -67,9 +67,9 @@ class Engine:
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
-        arena, target = self._exe.layout.arena, self._exe.target
+        arena = self._exe.layout.arena
         assert arena is not None and self._exe.layout.tile_base is not None
-        world = make_world(target.getNumIPUs(), target.getTilesPerIPU(), self._exe.layout.tile_base)
+        world = make_world(self._exe.replication, self._exe.layout.tile_base)
         world.join(lambda: _digest(exe.ir, self._exe), self._exe.lowered.runners, _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, RunRecord(leaves), self._exe.lowered.functions, world)
@@ -95,15 +95,22 @@ class Engine:
         if target.getNumTiles() != ours.getNumTiles():
             raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
-        m = self._machine
+        m, exe = self._machine, self._exe
         lo, hi = m.world.own_bytes(m.arena.size)
         m.arena[lo:hi] = 0  # under MPI, the other ranks' tiles are never touched: they take no memory here
-        for values, plan in self._exe.initial_values:
-            m.world.scatter(plan, values.ctypes.data, m.base)
-        for runner in self._exe.lowered.runners:
-            image = runner.image
-            if image.plan is not None:
-                m.world.scatter(image.plan, image.data.ctypes.data, m.base)
+        for r in m.world.replicas:
+            for values, plan in exe.initial_values:
+                m.world.scatter(plan, values.ctypes.data, m.base, r)
+            if exe.index_constants is not None:
+                index = np.full(len(exe.replication.index_constants), r, np.uint32)
+                m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
+            for runner in exe.lowered.runners:  # the vertices' lists point into the replica's memories
+                image = runner.image
+                if image.plan is not None:
+                    at = r * exe.replication.stride
+                    image.rebase(at)
+                    m.world.scatter(image.plan, image.data.ctypes.data, m.base, r)
+                    image.rebase(-at)
         self._loaded = True
 
     def loadAndRun(self, device: Device, programIndex: int = 0) -> None:
@@ -234,7 +241,7 @@ class Engine:
         """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
         ``replicaIndex``, or (None) on every replica."""
         t = self._transfer(handle, write=True)
-        replicas = range(len(t.plans)) if replicaIndex is None \
+        replicas = range(self._exe.replication.factor) if replicaIndex is None \
             else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
         if data is None or isinstance(data, (str, bytes)):
             raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {data!r:.40}")
@@ -249,7 +256,7 @@ class Engine:
         host = np.ascontiguousarray(arr.reshape(-1).astype(t.dtype, copy=False))
         base = self._base()
         for r in replicas:
-            self._machine.world.scatter(t.plans[r], host.ctypes.data, base)
+            self._machine.world.scatter(t.plan, host.ctypes.data, base, r)
 
     def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None,
                    replicaIndex: Any = 0) -> np.ndarray:
@@ -258,7 +265,7 @@ class Engine:
         t = self._transfer(handle, write=False)
         replica = self._replica(replicaIndex, f"readTensor('{handle}')")
         values = np.empty(t.shape, dtype=t.dtype)
-        self._machine.world.gather(t.plans[replica], self._base(), values.ctypes.data)
+        self._machine.world.gather(t.plan, self._base(), values, replica)
         if out is None:
             return values
         if not isinstance(out, np.ndarray) or out.size != t.size or out.dtype != t.dtype:
@@ -319,14 +326,16 @@ def _report_path(options: EngineOptions, name: str) -> str | None:
     return path
 
 
-def _moves(compiled: CompiledGraph) -> Iterator[tuple[str, Any]]:
+def _moves(compiled: CompiledGraph) -> Iterator[Move]:
     """Every plan the engine runs, with its kind of move (for the world to plan over ranks)."""
     for leaf in compiled.lowered.leaves:
         yield from leaf.moves()
     for transfer in compiled.host_transfers.values():
-        yield from ((SCATTER if transfer.write else GATHER, plan) for plan in transfer.plans)
-    yield from ((SCATTER, plan) for _, plan in compiled.initial_values)
-    yield from ((SCATTER, r.image.plan) for r in compiled.lowered.runners if r.image.plan is not None)
+        yield SCATTER if transfer.write else GATHER, transfer.plan, True
+    yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
+    if compiled.index_constants is not None:
+        yield SCATTER, compiled.index_constants, True
+    yield from ((SCATTER, r.image.plan, True) for r in compiled.lowered.runners if r.image.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:

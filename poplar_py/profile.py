@@ -51,7 +51,7 @@ class Profile:
     def __init__(self, graph: GraphIR, exe: CompiledGraph, record: RunRecord) -> None:
         self.exe = exe
         self.record = record
-        self.model = CostModel(exe.target, exe.replication.factor)
+        self.model = CostModel(exe.target, exe.replication)
         self.graph_counts = {"numVertices": len(graph.vertices), "numEdges": graph.vertices.num_edges,
                              "numVariables": len(graph.variables), "numComputeSets": len(graph.compute_sets)}
         self.compute_sets = [{"name": name, "vertices": _vertex_counts(graph.vertices, cs)}
@@ -60,18 +60,23 @@ class Profile:
         self._holdings: list[dict] | None = None
 
     def holdings(self) -> list[dict]:
-        """What each tile holds, by variable name (computed once: the layout does not change)."""
+        """What each of the device's tiles holds, by variable name (computed once: the layout
+        does not change; every replica holds the same)."""
         if self._holdings is None:
-            self._holdings = tile_holdings(self.graph, self.exe.layout)
+            self._holdings = tile_holdings(self.graph, self.exe.layout) * self.exe.replication.factor
         return self._holdings
+
+    def usage(self) -> dict[str, np.ndarray]:
+        """Bytes per device tile, by category (every replica uses the same memory)."""
+        return {k: self.exe.replication.device_tiles(v) for k, v in self.exe.layout.usage.items()}
 
     def liveness(self) -> dict:
         """Always-live and not-always-live bytes (the packed variables') and the liveness chart
         over the program's steps (every replica's bytes)."""
-        layout, liveness = self.exe.layout, self.exe.liveness
-        shared = 0 if layout.not_always_live is None else int(layout.not_always_live.sum())
-        out = {"alwaysLive": int(layout.usage["variables"].sum() + layout.usage["constants"].sum()) - shared,
-               "notAlwaysLive": shared}
+        layout, liveness, replicas = self.exe.layout, self.exe.liveness, self.exe.replication.factor
+        shared = 0 if layout.not_always_live is None else int(layout.not_always_live.sum()) * replicas
+        fixed = int(layout.usage["variables"].sum() + layout.usage["constants"].sum()) * replicas
+        out = {"alwaysLive": fixed - shared, "notAlwaysLive": shared}
         if liveness is not None:
             v = self.graph.variables
             var_bytes = v.sizes * v.element_sizes() * self.exe.replication.factor
@@ -113,8 +118,9 @@ class Profile:
             if numbers <= budget:
                 budget -= numbers
                 step_rows[-1]["tileCycles"] = tile_cycles
-        used = layout.tile_total
-        shared = layout.not_always_live if layout.not_always_live is not None else np.zeros(n, np.int64)
+        device = self.exe.replication.device_tiles
+        used, usage = device(layout.tile_total), self.usage()
+        shared = device(layout.not_always_live) if layout.not_always_live is not None else np.zeros(n, np.int64)
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]
@@ -130,12 +136,14 @@ class Profile:
                 "graph": self.graph_counts,
                 "computeSets": self.compute_sets,
                 "autoMappedVariables": list(self.exe.mapping.auto_mapped),
-                "memory": {"byCategory": {k: int(v.sum()) for k, v in layout.usage.items()},
-                           "total": int(used.sum()), **self.liveness()},
+                "memory": {"byCategory": {k: int(v.sum()) for k, v in usage.items()},
+                           "total": int(used.sum()), **self.liveness(),
+                           "perReplica": {"byCategory": {k: int(v.sum()) for k, v in layout.usage.items()},
+                                          "total": int(layout.tile_total.sum())}},
                 "ipus": [{"ipu": k, "memory": int(used[tiles].sum())} for k, tiles in enumerate(ipus)],
                 "tiles": [{"tile": i, "memory": {"total": int(used[i]), "outOfMemory": bool(
                     used[i] > t.getBytesPerTile()), "byCategory": {
-                        k: int(v[i]) for k, v in layout.usage.items() if v[i]},
+                        k: int(v[i]) for k, v in usage.items() if v[i]},
                     "notAlwaysLive": int(shared[i]), **holds}}
                     for i, holds in zip(range(n), self.holdings())],
             },
@@ -155,14 +163,14 @@ class Profile:
 
 def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:
     """Per tile: ``variables`` and ``constants`` as {name: bytes} (largest first, at most
-    MAX_NAMES_PER_TILE each; ``variablesOmitted``/``constantsOmitted`` sum the rest). Replicas'
-    copies count under their variable's name."""
+    MAX_NAMES_PER_TILE each; ``variablesOmitted``/``constantsOmitted`` sum the rest), over one
+    replica's tiles."""
     out: list[dict] = [{} for _ in range(layout.num_tiles)]
     starts = layout.intervals.starts
     if not starts.size or not len(graph.variables):
         return out
     nbytes = (layout.intervals.ends - starts) * layout.elem_size
-    var = (np.searchsorted(layout.bases, starts, side="right") - 1) % len(graph.variables)
+    var = np.searchsorted(layout.bases, starts, side="right") - 1
     names, name_of = np.unique(np.asarray(graph.variables.names, dtype=object), return_inverse=True)
     constant = graph.variables.constant[var].astype(np.int64)
     key = (layout.tile.astype(np.int64) * len(names) + name_of[var]) * 2 + constant
@@ -272,6 +280,10 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
     if chart and chart["steps"]:
         step = chart["steps"][chart["peakStep"]]
         lines.append(f"        {'Peak live:':<30}{chart['peak']:>14,} B at step {chart['peakStep']} ({step})")
+    per_replica = memory.get("perReplica")
+    if per_replica is not None and t.get("numReplicas", 1) > 1:
+        lines += [f"  Per Replica (each of {t['numReplicas']:,} alike):",
+                  f"    Including Gaps:         {per_replica['total']:,} B"]
     lines += ["", "  By Tile:", *_histogram(used, per_tile),
               "", f"    Maximum: {used[worst] if used else 0:,} ({(used[worst] if used else 0) / 1024:.1f} K)"
               f" on tile {worst}",

@@ -16,6 +16,7 @@ import numpy as np
 from ..target import Target
 from .exchange import TileTraffic
 from .fabric import Fabric
+from .replicas import Replication
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,14 @@ def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
 
 
 class CostModel:
-    """The target's figures, as per-tile cycle counts of the phases of a step."""
+    """The target's figures, as per-tile cycle counts of the phases of a step, over the device's
+    tiles (a replica's traffic counts on every replica: :meth:`Replication.device_traffic`)."""
 
-    def __init__(self, target: Target, replicas: int = 1) -> None:
+    def __init__(self, target: Target, replication: Replication | None = None) -> None:
         self.target = target
         n = target.getNumTiles()
-        self.replica_of_tile = np.arange(n) // (n // replicas)
+        self.replication = replication or Replication(1, n, target)
+        self.replica_of_tile = np.arange(n) // (n // self.replication.factor)
         relative = np.arange(n) % target.getTilesPerIPU() // 32 if target.relativeSyncDelay \
             else np.zeros(n, dtype=np.int64)
         self.barrier = target.syncCycles + relative  # cycles of one sync, per tile
@@ -53,27 +56,32 @@ class CostModel:
 
     def global_exchange(self, traffic: TileTraffic) -> int:
         """Cycles of the bytes that cross IPUs, over the IPU-Links (compiler/fabric.py)."""
+        traffic = self.replication.device_traffic(traffic)
         if self.fabric is None or traffic.ipu_bytes is None or not traffic.ipu_bytes.any():
             return 0
         return self.fabric.cycles(traffic.ipu_bytes)
 
     def sync(self, traffic: TileTraffic, syncs: int = 1) -> np.ndarray:
         """Barrier cycles per tile: ``syncs`` internal ones, and a global one when bytes cross IPUs."""
+        traffic = self.replication.device_traffic(traffic)
         crossing = traffic.ipu_bytes is not None and bool(traffic.ipu_bytes.any())
         return self.barrier * syncs + (self.target.globalSyncCycles if crossing else 0)
 
     def exchange(self, traffic: TileTraffic) -> np.ndarray:
         """On-chip exchange cycles per tile."""
+        traffic = self.replication.device_traffic(traffic)
         busiest = np.maximum(traffic.bytes_in, traffic.bytes_out)
         return _ceil_div(busiest, self.target.getExchangeBytesPerCycle())
 
     def local(self, traffic: TileTraffic) -> np.ndarray:
         """Cycles of on-tile copies (memcpy) per tile."""
+        traffic = self.replication.device_traffic(traffic)
         return _ceil_div(traffic.bytes_local, self.target.getMemcpyBytesPerCycle())
 
     def host(self, traffic: TileTraffic) -> np.ndarray:
         """Host exchange cycles: the whole transfer at the host rate, every tile waiting. Each
         replica has its own host link, so the replica moving the most bytes sets the time."""
+        traffic = self.replication.device_traffic(traffic)
         moved = np.bincount(self.replica_of_tile, weights=traffic.bytes_in + traffic.bytes_out)
         total = int(moved.max(initial=0))
         return np.full(self.target.getNumTiles(), -(-total // self.target.hostExchangeBytesPerCycle),

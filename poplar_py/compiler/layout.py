@@ -80,7 +80,8 @@ class MemoryLayout:
     usage: dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
     not_always_live: np.ndarray | None = None  # per tile: bytes the packed (not always live) variables take
     scratch: np.ndarray | None = None  # per tile: bytes of buffers living within one step (reserve_scratch)
-    tile_base: np.ndarray | None = None
+    tile_base: np.ndarray | None = None  # one replica's tiles
+    replicas: int = 1  # the arena holds this many copies of the tile memories, back to back
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
 
@@ -126,11 +127,16 @@ class MemoryLayout:
         self.usage.setdefault(category, np.zeros(self.num_tiles, dtype=_I64))
         self.usage[category] += per_tile
 
-    def finalise(self) -> None:
-        """Fix the arena: tile buffers back to back."""
+    def finalise(self, replicas: int = 1) -> None:
+        """Fix the arena: tile buffers back to back, and ``replicas`` copies of them (untouched
+        pages of a zeroed arena take no memory)."""
         sizes = align(self.tile_used)
         self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(_I64)
-        self.arena = np.zeros(int(self.tile_base[-1]) + ALIGN, dtype=np.uint8)
+        self.replicas = replicas
+        self.arena = self._new_arena()
+
+    def _new_arena(self) -> np.ndarray:
+        return np.zeros(self.replicas * self.arena_size + ALIGN, dtype=np.uint8)
 
     def __getstate__(self) -> dict:
         """Pickled without the arena (the tile memories): an unpickled layout gets new, zeroed ones."""
@@ -141,10 +147,11 @@ class MemoryLayout:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self.tile_base is not None:
-            self.arena = np.zeros(int(self.tile_base[-1]) + ALIGN, dtype=np.uint8)
+            self.arena = self._new_arena()
 
     @property
     def arena_size(self) -> int:
+        """The bytes of one replica's tile memories."""
         assert self.tile_base is not None
         return int(self.tile_base[-1])
 

@@ -7,14 +7,15 @@ programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees. On
 :data:`STEPS`, says which step each kind of program becomes: lowering dispatches on it,
 and running a step is calling its ``run``.
 
-In a replicated graph a leaf step covers every replica (the tensors' elements of all
-replicas, one replica after another); control flow reads its predicates on replica 0, since
-every replica runs the same program (Poplar requires them to agree).
+A replicated graph is lowered once, for one replica: a leaf step's plan runs on every replica's
+memories in turn, except a ``CrossReplicaCopy``, whose one plan spans the device
+(:mod:`replicas`). Control flow reads its predicates on replica 0, since every replica runs
+the same program (Poplar requires them to agree).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,7 @@ from ..tensor import Tensor
 from .computeset import ComputeSetPlans
 from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
 from .layout import MemoryLayout
-from .replicate import Replication
+from .replicas import Replication
 from .steps import (
     CallStep,
     CopyStep,
@@ -104,17 +105,13 @@ class Lowerer:
         raise ProgramError(f"cannot lower program of type {type(p).__name__}")
 
     def runs(self, t: Tensor, what: str) -> Runs:
-        """``t``'s elements on replica 0."""
+        """``t``'s elements (of one replica)."""
         if t.variables is not self.graph.tensors:
             raise ProgramError(f"{what}: tensor '{t.name}' belongs to another graph")
         return t.runs()
 
-    def replica_runs(self, t: Tensor, what: str, replicas: Sequence[int] | None = None) -> Runs:
-        """``t``'s elements on every replica (or on ``replicas``), one replica after another."""
-        return self.replication.runs(self.runs(t, what), replicas)
-
     def host_plan(self, t: Tensor, what: str, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
-        """Replica 0's plan between a host buffer and ``t``."""
+        """A replica's plan between a host buffer and ``t``."""
         return host_plan(self.layout, self.runs(t, what), t.elementType().size, to_device)
 
     def scalar(self, t: Tensor, what: str) -> ScalarRef:
@@ -146,51 +143,65 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
-        return _tensor_copy(lw, p.src, p.dst, lw.replica_runs(p.src, "Copy source"),
-                            lw.replica_runs(p.dst, "Copy destination"), prog.step_label(p))
+        plan = _tensor_copy(lw, p.src, p.dst, lw.runs(p.src, "Copy source"), lw.runs(p.dst, "Copy destination"))
+        return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=True), plan.traffic)
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
     assert isinstance(stream, DataStream) and isinstance(t, Tensor)
-    runs, size = lw.runs(t, "Copy"), t.elementType().size
-    plans, moved = [], TileTraffic.empty(lw.num_tiles)
-    for r in range(lw.replication.factor):  # each replica's transfer between the host and its tiles
-        plan, host = host_plan(lw.layout, lw.replication.shifted(runs, r), size, to_device)
-        plans.append(plan)
-        moved = moved + host
-    return lw.leaf(StreamCopyStep(prog.step_label(p), stream.handle(), to_device, plans, stream.isBroadcast(),
-                                  t.elementType().dtype, t.numElements()), moved)
+    plan, host = lw.host_plan(t, "Copy", to_device)  # each replica's transfer between the host and its tiles
+    return lw.leaf(StreamCopyStep(prog.step_label(p), stream.handle(), to_device, plan, stream.isBroadcast(),
+                                  t.elementType().dtype, t.numElements()), host)
 
 
-def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs, name: str) -> Step:
-    """A copy of the elements ``src_runs`` to ``dst_runs`` (in flattened order), planned once."""
+def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs,
+                 replica_map: dict[int, int] | None = None) -> CopyPlan:
+    """The plan copying the elements ``src_runs`` to ``dst_runs`` (in flattened order) on one
+    replica, or, given ``replica_map``, from each replica ``r`` to replica ``replica_map[r]``
+    over the device's memories and tiles."""
     a, b = lw.layout.locate(src_runs), lw.layout.locate(dst_runs)
     a_addr, b_addr = lw.layout.address(a.tile, a.offset), lw.layout.address(b.tile, b.offset)
     start, count, ia, ib = align_pieces(a.flat, a.count, b.flat, b.count)
     size = np.full(count.size, src.elementType().size, _I64)
     src_addr = a_addr[ia] + (start - a.flat[ia]) * a.step[ia]
     dst_addr = b_addr[ib] + (start - b.flat[ib]) * b.step[ib]
+    src_tile, dst_tile, src_step, dst_step = a.tile[ia], b.tile[ib], a.step[ia], b.step[ib]
+    gid, gstep = None, None
     if src.containsAliases():  # an element sent to several places crosses the exchange once
         a_gid, a_gstep = a.gids(src_runs, lw.graph.variables.bases)
-        gid = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia]
-        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, gid, a_gstep[ia], lw.tiles_per_ipu)
-    else:
-        t = traffic(a.tile[ia], b.tile[ib], count, size, lw.num_tiles, tiles_per_ipu=lw.tiles_per_ipu)
+        gid, gstep = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia], a_gstep[ia]
+    num_tiles = lw.num_tiles
+    if replica_map is not None:
+        rep = lw.replication
+        sources = np.asarray(sorted(replica_map), _I64)
+        targets = np.asarray([replica_map[r] for r in sorted(replica_map)], _I64)
+        n = count.size
+
+        def spread(x: np.ndarray, by: np.ndarray, unit: int) -> np.ndarray:
+            return (x[None, :] + by[:, None] * unit).reshape(-1)
+
+        src_addr, dst_addr = spread(src_addr, sources, rep.stride), spread(dst_addr, targets, rep.stride)
+        src_tile, dst_tile = spread(src_tile, sources, rep.tiles), spread(dst_tile, targets, rep.tiles)
+        count, size, src_step, dst_step = (np.tile(x, sources.size) for x in (count, size, src_step, dst_step))
+        if gid is not None and gstep is not None:  # replica r's elements as ids of an expanded device
+            gid = spread(gid, sources, lw.graph.variables.num_elements)
+            gstep = np.tile(gstep, sources.size)
+        num_tiles = rep.factor * rep.tiles
+        assert count.size == n * sources.size
+    t = traffic(src_tile, dst_tile, count, size, num_tiles, gid, gstep, lw.tiles_per_ipu)
     shared = bool(np.isin(unique_sorted(src_runs.var), unique_sorted(dst_runs.var)).any())
-    plan = CopyPlan.build(src_addr, dst_addr, count, a.step[ia], b.step[ib], size, t, same_memory=shared,
+    return CopyPlan.build(src_addr, dst_addr, count, src_step, dst_step, size, t, same_memory=shared,
                           disjoint=True)  # a Copy's destination has no aliases
-    return lw.leaf(CopyStep(name, plan), t)
 
 
 def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
-    """Replica r's ``src`` to replica ``replicaMap[r]``'s ``dst``: one copy over all replicas."""
+    """Replica r's ``src`` to replica ``replicaMap[r]``'s ``dst``: one copy over the device."""
     replicas = lw.replication.factor
     if sorted(p.replicaMap) != list(range(replicas)):
         raise GraphReplicationError(f"CrossReplicaCopy: the replica map {p.replicaMap} is not a permutation "
                                     f"of the graph's {replicas} replica(s) 0..{replicas - 1}")
-    sources = sorted(p.replicaMap)
-    src = lw.replica_runs(p.src, "CrossReplicaCopy source", sources)
-    dst = lw.replica_runs(p.dst, "CrossReplicaCopy destination", [p.replicaMap[r] for r in sources])
-    return _tensor_copy(lw, p.src, p.dst, src, dst, prog.step_label(p))
+    plan = _tensor_copy(lw, p.src, p.dst, lw.runs(p.src, "CrossReplicaCopy source"),
+                        lw.runs(p.dst, "CrossReplicaCopy destination"), p.replicaMap)
+    return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=False), plan.traffic)
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:
@@ -222,7 +233,7 @@ def _print(lw: Lowerer, p: prog.PrintTensor) -> Step:
     plan, host = lw.host_plan(p.tensor, "PrintTensor", to_device=False)
     step = PrintStep(prog.step_label(p), p.title, plan, p.tensor.elementType(),
                      tuple(p.tensor.shape()))
-    return lw.leaf(step, host)
+    return lw.leaf(step, lw.replication.first_only(host))  # printed from replica 0
 
 
 def _write_undef(lw: Lowerer, p: prog.WriteUndef) -> Step:

@@ -1,7 +1,9 @@
 """Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank.
 
 Under MPI (DESIGN.md section 9) each of K ranks holds the memories of one contiguous block
-of tiles: whole IPUs when the device has at least K, else an even split of the tiles. Tile
+of the device's tiles: whole IPUs when the device has at least K, else an even split of the
+tiles. In a replicated graph that is R/K whole replicas per rank when K divides R; a replica's
+plan is cut here only for a replica whose tiles several ranks hold, shifted to its memories. Tile
 buffers lie back to back in the arena, so a rank's tiles are one byte range of it, and which
 rank holds a byte is one ``searchsorted``. A copy plan's pieces are cut where they cross a
 rank's range (a contiguous piece at the boundary, any other element by element), then:
@@ -69,14 +71,19 @@ def rank_blocks(rank: int, ranks: int, ipus: int, tiles_per_ipu: int, tile_base:
     return RankBlocks(rank, tiles, np.asarray(tile_base, _I64)[tiles])
 
 
-def full_pieces(plan: CopyPlan) -> np.ndarray:
-    """A plan's pieces as rows of (source, destination, count, source step, destination step, size)."""
+def full_pieces(plan: CopyPlan, src_shift: int = 0, dst_shift: int = 0) -> np.ndarray:
+    """A plan's pieces as rows of (source, destination, count, source step, destination step, size),
+    their sources and destinations moved by these many bytes (a replica's plan on another replica)."""
     p = plan.pieces
     if plan.steps is None:
-        return p.reshape(-1, 6)
-    n = p.shape[0]
-    ss, ds, size = plan.steps
-    return np.concatenate((p.reshape(-1, 3), np.tile(np.asarray([ss, ds, size], _I64), (n, 1))), axis=1)
+        rows = p.reshape(-1, 6)
+    else:
+        ss, ds, size = plan.steps
+        rows = np.concatenate((p.reshape(-1, 3), np.tile(np.asarray([ss, ds, size], _I64), (p.shape[0], 1))),
+                              axis=1)
+    if src_shift or dst_shift:
+        rows = rows + np.asarray([src_shift, dst_shift, 0, 0, 0, 0], _I64)
+    return rows
 
 
 def cut(pieces: np.ndarray, blocks: RankBlocks, side: int) -> np.ndarray:
@@ -134,8 +141,9 @@ class RankCopy:
     crossing: bool  # some bytes cross ranks (on any rank)
 
 
-def rank_copy(plan: CopyPlan, blocks: RankBlocks) -> RankCopy:
-    rows = cut(cut(full_pieces(plan), blocks, SRC), blocks, DST)
+def rank_copy(plan: CopyPlan, blocks: RankBlocks, shift: int = 0) -> RankCopy:
+    """``plan`` (run ``shift`` bytes into the arena) cut by rank."""
+    rows = cut(cut(full_pieces(plan, shift, shift), blocks, SRC), blocks, DST)
     src, dst = blocks.rank_of(rows[:, 0]), blocks.rank_of(rows[:, 1])
     me = blocks.rank
     out = np.flatnonzero((src == me) & (dst != me))
@@ -155,8 +163,8 @@ class HostScatter:
     own: CopyPlan
 
 
-def host_scatter(plan: CopyPlan, blocks: RankBlocks) -> HostScatter:
-    rows = cut(full_pieces(plan), blocks, DST)
+def host_scatter(plan: CopyPlan, blocks: RankBlocks, shift: int = 0) -> HostScatter:
+    rows = cut(full_pieces(plan, dst_shift=shift), blocks, DST)
     return HostScatter(_plan(rows[blocks.rank_of(rows[:, 1]) == blocks.rank]))
 
 
@@ -170,8 +178,8 @@ class HostGather:
     counts: np.ndarray
 
 
-def host_gather(plan: CopyPlan, blocks: RankBlocks) -> HostGather:
-    rows = cut(full_pieces(plan), blocks, SRC)
+def host_gather(plan: CopyPlan, blocks: RankBlocks, shift: int = 0) -> HostGather:
+    rows = cut(full_pieces(plan, src_shift=shift), blocks, SRC)
     owner = blocks.rank_of(rows[:, 0])
     order = np.argsort(owner, kind="stable")
     mine = rows[owner == blocks.rank]

@@ -1,16 +1,18 @@
 """The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
-    complete tile mapping -> analyse liveness -> expand replicas -> lay out variables
-    -> plan compute sets -> account control code -> check memory -> fix addresses -> lower programs
+    complete tile mapping -> analyse liveness -> lay out variables -> plan compute sets
+    -> account control code -> check memory -> fix addresses -> lower programs
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
-passes before it produced; the small dataclasses between them live in the pass modules.
+passes before it produced. A replicated graph is compiled once, for one replica
+(:mod:`replicas`); the small dataclasses between them live in the pass modules.
 Set POPLAR_PY_DEBUG_PASSES=1 to print each pass's time; a slow build shows a progress bar
 (:mod:`progress`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -22,7 +24,7 @@ import numpy as np
 from .. import program as prog
 from ..errors import GraphMemoryAllocationError, ProgramError
 from ..handles import DataStream
-from ..ir import GraphIR, HostHandleIR
+from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions import Runs
 from ..target import Target
@@ -33,18 +35,18 @@ from .liveness import Liveness, analyse_liveness
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
 from .progress import Progress
-from .replicate import Replication, replicate
+from .replicas import Replication
 
 _I64 = np.int64
 
 
 @dataclass(frozen=True)
 class HostTransfer:
-    """How ``writeTensor``/``readTensor`` move one handle's tensor (host buffer <-> arena), one
-    plan per replica."""
+    """How ``writeTensor``/``readTensor`` move one handle's tensor (host buffer <-> a replica's
+    memories)."""
 
     write: bool
-    plans: tuple[CopyPlan, ...]
+    plan: CopyPlan
     dtype: np.dtype
     shape: tuple[int, ...]
 
@@ -63,7 +65,8 @@ class CompiledGraph:
     mapping: TileMapping
     layout: MemoryLayout
     lowered: LoweredPrograms
-    initial_values: list[tuple[np.ndarray, CopyPlan]]  # (values, plan writing them) per variable
+    initial_values: list[tuple[np.ndarray, CopyPlan]]  # (values, plan writing them on a replica)
+    index_constants: CopyPlan | None  # writes replica r's index into its replication index constants
     host_transfers: dict[str, HostTransfer]
     replication: Replication
     liveness: Liveness | None = None
@@ -75,9 +78,9 @@ class _State:
     graph: GraphIR
     programs: list[prog.Program]
     options: EngineOptions
+    replication: Replication
     mapping: TileMapping | None = None
     liveness: Liveness | None = None
-    replication: Replication | None = None
     layout: MemoryLayout | None = None
     compute_sets: ComputeSetPlans | None = None
     lowered: LoweredPrograms | None = None
@@ -89,11 +92,6 @@ def _complete_mapping(s: _State) -> None:
 
 def _analyse_liveness(s: _State) -> None:
     s.liveness = analyse_liveness(s.graph, s.programs)
-
-
-def _expand_replicas(s: _State) -> None:
-    assert s.mapping is not None
-    s.graph, s.mapping, s.replication = replicate(s.graph, s.mapping)
 
 
 def _lay_out_variables(s: _State) -> None:
@@ -138,19 +136,18 @@ def _check_memory(s: _State) -> None:
 
 def _fix_addresses(s: _State) -> None:
     assert s.layout is not None
-    s.layout.finalise()
+    s.layout.finalise(s.replication.factor)
+    s.replication = dataclasses.replace(s.replication, stride=s.layout.arena_size)
 
 
 def _lower_programs(s: _State) -> None:
     assert s.layout is not None and s.compute_sets is not None
-    assert s.replication is not None
     s.lowered = lower_programs(s.graph, s.programs, s.layout, s.compute_sets, s.replication)
 
 
 PASSES = [
     ("complete tile mapping", _complete_mapping),
     ("analyse liveness", _analyse_liveness),
-    ("expand replicas", _expand_replicas),
     ("lay out variables", _lay_out_variables),
     ("plan compute sets", _plan_compute_sets),
     ("account control code", _account_control_code),
@@ -165,7 +162,9 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
             raise ProgramError(f"Engine program {i} is not a program: {type(p).__name__}")
-    state = _State(graph, programs, options)
+    replication = Replication(graph.replication_factor, graph.target.getNumTiles(),
+                              graph.device_target or graph.target, graph.replica_index_constants)
+    state = _State(graph, programs, options, replication)
     times = {}
     debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"
     with Progress(len(PASSES)) as progress:
@@ -177,18 +176,21 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
             if debug:
                 print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
     layout, replication = state.layout, state.replication
-    assert layout is not None and state.lowered is not None and state.mapping is not None and replication
-    transfers = {name: _host_transfer(h, layout, replication) for name, h in graph.host_handles.items()}
-    return CompiledGraph(state.graph.target, graph.streams, options, state.mapping, layout, state.lowered,
-                         _initial_values(state.graph, layout), transfers, replication, state.liveness, times)
+    assert layout is not None and state.lowered is not None and state.mapping is not None
+    transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,
+                                    h.shape) for name, h in graph.host_handles.items()}
+    return CompiledGraph(replication.device, graph.streams, options, state.mapping, layout, state.lowered,
+                         _initial_values(graph, layout), _index_constants(graph, layout), transfers,
+                         replication, state.liveness, times)
 
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
-    """(values, plan writing them): one plan per element size for every constant and initial
-    value (a replicated graph has many small ones), the values as their raw bits."""
+    """(values, plan writing them on a replica): one plan per element size for every constant and
+    initial value, the values as their raw bits."""
     by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    index = set(graph.replica_index_constants)
     for var, values in graph.initial:
-        if values.size:
+        if values.size and var not in index:
             by_size.setdefault(values.dtype.itemsize, []).append((var, values))
     plans = []
     for size, items in sorted(by_size.items()):
@@ -198,7 +200,10 @@ def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarr
     return plans
 
 
-def _host_transfer(h: HostHandleIR, layout: MemoryLayout, replication: Replication) -> HostTransfer:
-    plans = tuple(host_plan(layout, replication.shifted(h.runs, r), h.type.size, h.write)[0]
-                  for r in range(replication.factor))
-    return HostTransfer(h.write, plans, h.type.dtype, h.shape)
+def _index_constants(graph: GraphIR, layout: MemoryLayout) -> CopyPlan | None:
+    """The plan writing a host buffer of one UNSIGNED_INT per replication index constant (each the
+    replica's index) into that replica's constants."""
+    if not graph.replica_index_constants:
+        return None
+    runs = Runs.concat([Runs.single(var, 0, 1, 1) for var in graph.replica_index_constants])
+    return host_plan(layout, runs, 4, True)[0]

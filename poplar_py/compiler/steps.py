@@ -3,12 +3,15 @@
 A leaf step (a copy, a stream copy, a compute set, a print, a sync) has a precomputed plan
 that knows how to run itself on a :class:`Machine` and what it costs
 (:class:`~poplar_py.compiler.costs.StepCost`); control steps (Sequence, Repeat, loops, If,
-Switch, Call) run their children. In a replicated graph every leaf step runs every replica.
+Switch, Call) run their children. In a replicated graph a leaf step runs its one replica's plan
+on every replica's memories in turn (:mod:`replicas`), and raises the first error of any replica
+(on every MPI rank) once all have run.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import IO, ClassVar
 
@@ -19,17 +22,17 @@ from ..printing import format_tensor
 from ..streams import HostStream
 from ..types import Type
 from .costs import CostModel, RunRecord, StepCost
-from .exchange import CopyPlan, SharedGather, TileTraffic
+from .exchange import CopyPlan, TileTraffic
 from .vertex_tables import ComputeSetRunner
-from .world import COPY, GATHER, SCATTER, World
+from .world import COPY, GATHER, SCATTER, Move, World
 
 
 @dataclass
 class Machine:
-    """The running device: tile memories, connected host streams (per stream, one host end per
-    replica, or one for a broadcast stream), where PrintTensor writes, the lowered functions,
-    the record of what ran and the processes that run it (under MPI, this rank's tiles only:
-    the record holds their cycles)."""
+    """The running device: tile memories (every replica's), connected host streams (per stream,
+    one host end per replica, or one for a broadcast stream), where PrintTensor writes, the
+    lowered functions, the record of what ran and the processes that run it (under MPI, this
+    rank's tiles only: the record holds their cycles)."""
 
     arena: np.ndarray
     record: RunRecord
@@ -41,6 +44,19 @@ class Machine:
     @property
     def base(self) -> int:
         return self.arena.ctypes.data
+
+    def on_replicas(self, run: Callable[[int], None], every: bool = False) -> None:
+        """``run(r)`` for every replica this process takes part in (``every``: for every replica
+        of the device, on every rank alike, as what reaches the host reaches every rank's host
+        end); the first error (by replica) is raised once all have run, on every rank."""
+        error: tuple[int, Exception] | None = None
+        for replica in range(self.world.replica_count) if every else self.world.replicas:
+            try:
+                run(replica)
+            except Exception as exc:  # noqa: BLE001 (a host callback's error too: raised on every rank)
+                if error is None:
+                    error = (replica, exc)
+        self.world.agree(None if error is None else error[1], () if error is None else (error[0],))
 
 
 @dataclass(frozen=True)
@@ -66,8 +82,9 @@ class Step:
     def run(self, m: Machine) -> None:
         raise NotImplementedError
 
-    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
-        """The plans a leaf step runs, each with its kind of move (world.COPY, SCATTER, GATHER)."""
+    def moves(self) -> list[Move]:
+        """The plans a leaf step runs, each with its kind of move (world.COPY, SCATTER, GATHER)
+        and whether it runs on every replica (else it spans the device)."""
         return []
 
     def outline(self) -> str:
@@ -95,15 +112,23 @@ class Step:
 
 @dataclass
 class CopyStep(Step):
+    """A copy within every replica (``replicated``), or one over the device's memories
+    (a CrossReplicaCopy)."""
+
     plan: CopyPlan
+    replicated: bool
     kind: ClassVar[str] = "DoExchange"
 
     def run(self, m: Machine) -> None:
-        m.world.copy(self.plan, m.base)
+        if self.replicated:
+            for replica in m.world.replicas:
+                m.world.copy(self.plan, m.base, replica)
+        else:
+            m.world.copy(self.plan, m.base, None)
         m.record.counts[self.id] += 1
 
-    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
-        return [(COPY, self.plan)]
+    def moves(self) -> list[Move]:
+        return [(COPY, self.plan, self.replicated)]
 
 
 @dataclass
@@ -121,13 +146,14 @@ class HostStep(Step):
 @dataclass
 class StreamCopyStep(HostStep):
     """One transfer per replica, each between its own host end and its replica's tiles; a
-    broadcast stream's one transfer goes to every replica. Under MPI, the rank holding a
-    transfer's first destination calls the host end and shares the data; data going to the
-    host reaches every rank's host end."""
+    broadcast stream's one transfer goes to every replica. Under MPI, a replica's host end is
+    called on the rank that holds it (or, for a replica split over ranks and for a broadcast, on
+    the rank holding its first destination, which shares the data); data going to the host
+    reaches every rank's host end."""
 
     handle: str
     to_device: bool
-    plans: list[CopyPlan]  # host buffer <-> arena, per replica
+    plan: CopyPlan  # host buffer <-> a replica's memories
     broadcast: bool
     dtype: np.dtype
     n: int
@@ -136,59 +162,64 @@ class StreamCopyStep(HostStep):
         ends = m.streams.get(self.handle)
         stream = ends[replica] if ends is not None else None
         if stream is None:
-            which = f" for replica {replica}" if len(self.plans) > 1 and not self.broadcast else ""
+            which = f" for replica {replica}" if m.world.replica_count > 1 and not self.broadcast else ""
             raise StreamError(f"stream '{self.handle}' is not connected{which}: call engine.connectStream "
                               "first")
         return stream
 
-    def _fetch(self, m: Machine, replica: int, plan: CopyPlan) -> np.ndarray:
-        """The host end's data for one transfer, on every rank."""
-        stream = self._host(m, replica)  # on every rank: an unconnected stream fails on all alike
-        home = m.world.home(plan)
-        data = m.world.share(lambda: stream.to_device(self.n, self.dtype), home, self.n, self.dtype)
-        if m.world.rank == home:
+    def _fetch(self, m: Machine, replica: int | None) -> np.ndarray:
+        """The host end's data for one replica's transfer (None: a broadcast's, for every replica)."""
+        stream = self._host(m, 0 if replica is None else replica)
+        data, fetched = m.world.share(lambda: stream.to_device(self.n, self.dtype), self.plan, replica,
+                                      self.n, self.dtype)
+        if fetched:
             stream.transferred()
         return data
 
+    def _receive(self, m: Machine, replica: int) -> None:
+        stream = self._host(m, replica)
+        data = np.empty(self.n, dtype=self.dtype)
+        m.world.gather(self.plan, m.base, data, replica)
+        stream.from_device(data)
+
     def run(self, m: Machine) -> None:
         if self.broadcast:
-            data = self._fetch(m, 0, self.plans[0])
-            for plan in self.plans:
-                m.world.scatter(plan, data.ctypes.data, m.base)
+            data = self._fetch(m, None)
+            m.on_replicas(lambda r: m.world.scatter(self.plan, data.ctypes.data, m.base, r))
         elif self.to_device:
-            for replica, plan in enumerate(self.plans):
-                data = self._fetch(m, replica, plan)  # held: the copy reads it by address
-                m.world.scatter(plan, data.ctypes.data, m.base)
+            def one(replica: int) -> None:
+                data = self._fetch(m, replica)  # held: the copy reads it by address
+                m.world.scatter(self.plan, data.ctypes.data, m.base, replica)
+
+            m.on_replicas(one)
         else:
-            for replica, plan in enumerate(self.plans):
-                stream = self._host(m, replica)
-                data = np.empty(self.n, dtype=self.dtype)
-                m.world.gather(plan, m.base, data.ctypes.data)
-                stream.from_device(data)
+            m.on_replicas(lambda r: self._receive(m, r), every=True)
         m.record.counts[self.id] += 1
 
-    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
-        return [(SCATTER if self.to_device else GATHER, plan) for plan in self.plans]
+    def moves(self) -> list[Move]:
+        return [(SCATTER if self.to_device else GATHER, self.plan, True)]
 
 
 @dataclass
 class PrintStep(HostStep):
+    """Replica 0's tensor, printed once."""
+
     title: str
-    plan: CopyPlan  # arena -> host buffer
+    plan: CopyPlan  # a replica's memories -> host buffer
     type: Type
     shape: tuple[int, ...]
 
     def run(self, m: Machine) -> None:
         values = np.empty(self.shape, dtype=self.type.dtype)
-        m.world.gather(self.plan, m.base, values.ctypes.data)
+        m.world.gather(self.plan, m.base, values, 0)
         if m.world.rank == 0:  # printed once
             out = m.out or sys.stdout
             out.write(format_tensor(self.title, values) + "\n")
             out.flush()
         m.record.counts[self.id] += 1
 
-    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
-        return [(GATHER, self.plan)]
+    def moves(self) -> list[Move]:
+        return [(GATHER, self.plan, True)]
 
 
 @dataclass
@@ -197,12 +228,12 @@ class ExecuteStep(Step):
     kind: ClassVar[str] = "OnTileExecute"
 
     def run(self, m: Machine) -> None:
-        self.runner.run(m.arena, m.record, self.id, m.world)
+        m.on_replicas(lambda r: self.runner.run(m.arena, m.record, self.id, m.world, r))
         m.record.counts[self.id] += 1
 
-    def moves(self) -> list[tuple[str, CopyPlan | SharedGather]]:
+    def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)
-        return [(COPY, plan) for plan in exchanges if plan is not None]
+        return [(COPY, plan, True) for plan in exchanges if plan is not None]
 
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None

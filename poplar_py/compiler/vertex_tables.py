@@ -108,6 +108,7 @@ class _Group:
     err: np.ndarray  # one error record per chunk
     chunks: list[tuple[int, ...]]  # first vertex, then run()'s (states, n, slots, sums, err)
     kernel: KernelOptions | None = None  # how ``compiled`` was compiled (None: interpreter mode)
+    at: int = 0  # the replica offset the table's addresses include (bytes)
 
     def pointer_columns(self) -> list[str]:
         """The state table's columns holding arena addresses (vectors, lists, scalar edges)."""
@@ -128,13 +129,19 @@ class _Group:
         self.compiled = compile_codelet(self.cls, self.kernel) if self.kernel is not None else None
         self.chunks = _chunks(self.table, self.slots, self.sums, self.err)
 
-    def restrict(self, keep: np.ndarray, estimates: np.ndarray) -> None:
-        """Keep the vertices ``keep`` marks (``estimates``: every vertex's estimated cycles, or -1)."""
-        self.positions, self.table = self.positions[keep], np.ascontiguousarray(self.table[keep])
-        self.slots = np.ascontiguousarray(self.slots[keep])
+    def restricted(self, keep: np.ndarray, estimates: np.ndarray) -> _Group:
+        """The group of the vertices ``keep`` marks (``estimates``: every vertex's estimated
+        cycles, or -1)."""
         mine = estimates[keep]
-        self.estimated = int(mine[mine >= 0].sum())
-        self.chunks = _chunks(self.table, self.slots, self.sums, self.err)
+        table, slots = np.ascontiguousarray(self.table[keep]), np.ascontiguousarray(self.slots[keep])
+        return replace(self, positions=self.positions[keep], table=table, slots=slots,
+                       estimated=int(mine[mine >= 0].sum()), chunks=_chunks(table, slots, self.sums, self.err))
+
+    def move_to(self, at: int) -> None:
+        """Point the table at the replica whose memories start ``at`` bytes into the arena."""
+        if at != self.at:
+            self.rebase(at - self.at)
+            self.at = at
 
     def rebase(self, delta: int) -> None:
         """Move the table's arena addresses by ``delta`` bytes."""
@@ -272,8 +279,20 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
                   _chunks(table, measured, sums, err), kernel)
 
 
+@dataclass
+class _Share:
+    """The vertices one replica runs in this process: all of them, or (a replica split over MPI
+    ranks) those on this rank's tiles; with the cycles per slot of those whose cycles are
+    estimated, and per tile (compute, active) when every run costs the same."""
+
+    groups: list[_Group]
+    estimated: np.ndarray
+    fixed: tuple[np.ndarray, np.ndarray] | None
+
+
 class ComputeSetRunner:
-    """Runs one compute set: exchange in, kernels, exchange out; accounts its cycles."""
+    """Runs one compute set on a replica's memories: exchange in, kernels, exchange out; accounts
+    its cycles on that replica's tiles."""
 
     def __init__(self, graph: GraphIR, plan: ComputeSetPlan, layout: MemoryLayout,
                  options: EngineOptions) -> None:
@@ -282,6 +301,7 @@ class ComputeSetRunner:
         self.graph_vertices = graph.vertices  # for messages
         self.interpret = options["codelets.mode"] == "interpreter"
         self.num_tiles = layout.num_tiles
+        self.replicas, self.stride = layout.replicas, layout.arena_size
         target = graph.target
         self.workers = target.getNumWorkerContexts()
         seg = plan.segments
@@ -293,31 +313,37 @@ class ComputeSetRunner:
         image = Image(base)
         estimates = _cycle_estimates(graph, plan, target)
         slots = self._slots(graph, plan)
-        self.estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
-                                     minlength=self.num_tiles * (self.workers + 1)).astype(_I64)
+        estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
+                                minlength=self.num_tiles * (self.workers + 1)).astype(_I64)
         kernel = None if self.interpret else KernelOptions(checked=options.flag("codelets.checkBounds"),
                                                            fast_math=options.flag("codelets.fastMath"))
-        self.groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel,
-                                    slots, estimates)
-                       for cls, positions in plan.groups.items()]
-        self.estimates = estimates  # kept for restrict
-        self.image = image.plan()  # written into tile memory by Engine.load
+        groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel, slots,
+                               estimates)
+                  for cls, positions in plan.groups.items()]
+        self.estimates = estimates  # kept for share
+        self.image = image.plan()  # written into every replica's tile memory by Engine.load
         self.base = base  # the arena address the tables and the image hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
         # the same: account it once
-        measures = not self.interpret and any((g.slots >= 0).any() for g in self.groups)
-        self.fixed = None if measures else self._tile_cycles(self.estimated)
+        self.measures = not self.interpret and any((g.slots >= 0).any() for g in groups)
+        self.whole = self._share(groups, estimated)
+        self.split: dict[int, _Share] = {}  # replica -> this rank's share, for replicas split over ranks
 
-    def restrict(self, own: np.ndarray) -> None:
-        """Keep only the vertices on the tiles ``own`` marks (a rank's, under MPI): only they run,
-        and only their cycles are counted."""
-        split, slot = self.num_tiles * self.workers, np.arange(self.estimated.size)
+    @property
+    def groups(self) -> list[_Group]:
+        return self.whole.groups
+
+    def _share(self, groups: list[_Group], estimated: np.ndarray) -> _Share:
+        return _Share(groups, estimated, None if self.measures else self._tile_cycles(estimated))
+
+    def share(self, replica: int, own: np.ndarray) -> None:
+        """Run only the vertices on the tiles ``own`` marks when running ``replica`` (a replica
+        split over MPI ranks: this rank's tiles of it); only their cycles are counted."""
+        split, slot = self.num_tiles * self.workers, np.arange(self.whole.estimated.size)
         slot_tile = np.where(slot < split, slot // self.workers, slot - split)
-        self.estimated = np.where(own[slot_tile], self.estimated, 0)
-        for g in self.groups:
-            g.restrict(own[self.tiles[g.positions]], self.estimates[g.positions])
-        if self.fixed is not None:
-            self.fixed = self._tile_cycles(self.estimated)
+        estimated = np.where(own[slot_tile], self.whole.estimated, 0)
+        groups = [g.restricted(own[self.tiles[g.positions]], self.estimates[g.positions]) for g in self.groups]
+        self.split[replica] = self._share(groups, estimated)
 
     def rebase(self, base: int) -> None:
         """Point the tables and the image at an arena at ``base`` (a deserialized executable's)."""
@@ -340,34 +366,44 @@ class ComputeSetRunner:
         plain = tiles * self.workers + rank % self.workers
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
-    def run(self, arena: np.ndarray, record: RunRecord, step_id: int, world: World) -> None:
+    def run(self, arena: np.ndarray, record: RunRecord, step_id: int, world: World, replica: int) -> None:
+        """Run the compute set on ``replica``'s memories; a failing vertex raises its VertexError
+        once the exchange out has run (under MPI, every rank takes part in it)."""
         base = arena.ctypes.data
+        mine = self.split.get(replica, self.whole)
         if self.exchange_in is not None:
-            world.copy(self.exchange_in, base)
-        total = self.estimated.copy() if self.fixed is None else self.estimated
-        for index, g in enumerate(self.groups):
+            world.copy(self.exchange_in, base, replica)
+        total = mine.estimated.copy() if mine.fixed is None else mine.estimated
+        error = None
+        for g in mine.groups:
+            g.move_to(replica * self.stride)
             err = g.info.run_interpreted(g.table, arena, None) if self.interpret else g.run_native()
-            if err is not None:  # every rank raises the error of the first failing vertex
-                pos = int(g.positions[int(err["vertex"])])
-                world.agree(self._error(g, err, pos), (index, pos))
+            if err is not None:
+                error = self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
+                break
             entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
             entry[0] += g.positions.size
             entry[1] += g.estimated
-            if self.fixed is None:
+            if mine.fixed is None:
                 measured = g.sums.sum(axis=0)
                 total[:measured.size] += measured
                 entry[1] += int(measured.sum())
-        world.agree(None)
         if self.exchange_out is not None:
-            world.copy(self.exchange_out, base)
-        compute, active = self._tile_cycles(total) if self.fixed is None else self.fixed
-        sums = record.compute_sums.setdefault(step_id, [0, 0])
-        sums[0] = sums[0] + compute
-        sums[1] = sums[1] + active
+            world.copy(self.exchange_out, base, replica)
+        if error is not None:
+            raise error
+        compute, active = self._tile_cycles(total) if mine.fixed is None else mine.fixed
+        sums = record.compute_sums.get(step_id)
+        if sums is None:
+            sums = record.compute_sums[step_id] = [np.zeros(self.num_tiles * self.replicas) for _ in range(2)]
+        tiles = slice(replica * self.num_tiles, (replica + 1) * self.num_tiles)
+        sums[0][tiles] += compute
+        sums[1][tiles] += active
 
-    def _error(self, g: _Group, err: np.void, pos: int) -> VertexError:
+    def _error(self, g: _Group, err: np.void, pos: int, replica: int) -> VertexError:
         vid = int(self.vertices[pos])
-        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])} in compute set "
+        of_replica = f" of replica {replica}" if self.replicas > 1 else ""
+        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])}{of_replica} in compute set "
                  f"'{self.name}'")
         return VertexError(error_message(g.cls, err, where))
 
@@ -389,6 +425,6 @@ class ComputeSetRunner:
         sums = record.compute_sums.get(step_id)
         runs = record.counts[step_id]
         if sums is None or not runs:
-            zero = np.zeros(self.num_tiles)
+            zero = np.zeros(self.num_tiles * self.replicas)
             return zero, zero
         return sums[0] / runs, sums[1] / runs

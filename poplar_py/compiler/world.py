@@ -35,6 +35,7 @@ from .partition import (
     rank_copy,
     tile_copies,
 )
+from .replicas import Replication
 
 #: environment variables by which MPI launchers (MPICH's Hydra, Open MPI, Slurm's srun) give
 #: the number of ranks, and this process's rank
@@ -63,50 +64,61 @@ def launched_rank() -> int:
 
 #: the moves a plan makes: tile to tile, host to tiles, tiles to host
 COPY, SCATTER, GATHER = "copy", "scatter", "gather"
+#: a plan a step runs: its kind of move, the plan, and whether it runs on every replica's
+#: memories (else it spans the device: a CrossReplicaCopy)
+Move = tuple[str, Any, bool]
 
 
 class Restrictable(Protocol):
-    """A compute set's runner, which can keep the vertices of some tiles only."""
+    """A compute set's runner, which can run some tiles only of a replica."""
 
-    def restrict(self, own: np.ndarray) -> None: ...
+    def share(self, replica: int, own: np.ndarray) -> None: ...
 
 
 class World:
-    """One process holds every tile: each operation runs in place."""
+    """One process holds every tile of every replica: each operation runs in place. A replica's
+    plan runs on replica ``r``'s memories, ``r * replication.stride`` bytes into the arena."""
 
     rank = 0
     size = 1
 
-    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable],
-             moves: Iterable[tuple[str, Any]]) -> None:
+    def __init__(self, replication: Replication | None = None) -> None:
+        self.replica_count = 1 if replication is None else replication.factor
+        self.stride = 0 if replication is None else replication.stride
+        self.replicas: list[int] = list(range(self.replica_count))  # the replicas this process runs
+
+    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable], moves: Iterable[Move]) -> None:
         """Take up a compiled graph: check that every rank built the same (``digest``), keep
-        each compute set's own vertices, and plan every move (``(COPY | SCATTER | GATHER,
-        plan)``) over the ranks. One process has nothing to do."""
+        each compute set's own vertices, and plan every move over the ranks. One process has
+        nothing to do."""
 
-    def copy(self, plan: CopyPlan | SharedGather, base: int) -> None:
-        """A tile-to-tile copy."""
-        plan.execute(base, base)
+    def offset(self, replica: int | None) -> int:
+        """Where a replica's memories start in the arena (None: a plan over the device)."""
+        return 0 if replica is None else replica * self.stride
 
-    def scatter(self, plan: CopyPlan, host: int, base: int) -> None:
-        """Host buffer to tiles."""
-        plan.execute(host, base)
+    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
+        """A tile-to-tile copy on ``replica``'s memories (None: a plan over the device)."""
+        at = base + self.offset(replica)
+        plan.execute(at, at)
 
-    def gather(self, plan: CopyPlan, base: int, host: int) -> None:
-        """Tiles to a host buffer: every rank's buffer receives all of it."""
-        plan.execute(base, host)
+    def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
+        """Host buffer to ``replica``'s tiles."""
+        plan.execute(host, base + self.offset(replica))
+
+    def gather(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
+        """``replica``'s tiles to a host buffer: every rank's buffer receives all of it."""
+        plan.execute(base + self.offset(replica), out.ctypes.data)
 
     def read_scalar(self, arena: np.ndarray, address: int, dtype: np.dtype) -> int | float:
         """One element of tile memory, the same on every rank."""
         return arena[address:address + dtype.itemsize].view(dtype)[0].item()
 
-    def home(self, plan: CopyPlan) -> int:
-        """The rank that calls the host end of a host-to-tiles stream copy."""
-        return 0
-
-    def share(self, fetch: Callable[[], np.ndarray], root: int, n: int, dtype: np.dtype) -> np.ndarray:
-        """What ``fetch`` returns on rank ``root`` (``n`` elements of ``dtype``), on every rank;
-        if it raises, every rank raises."""
-        return fetch()
+    def share(self, fetch: Callable[[], np.ndarray], plan: CopyPlan, replica: int | None, n: int,
+              dtype: np.dtype) -> tuple[np.ndarray, bool]:
+        """The host data of a transfer ``plan`` makes to ``replica`` (None: to every replica), on
+        each rank that writes it, and whether ``fetch`` ran here: it runs on one rank, the one
+        holding the replica (or its first destination); if it raises, every rank raises."""
+        return fetch(), True
 
     def agree(self, error: Exception | None, order: tuple = ()) -> None:
         """Raise ``error`` (the first by ``order`` of any rank's) on every rank."""
@@ -126,35 +138,56 @@ class World:
 
 
 class MpiWorld(World):
-    """Rank ``blocks.rank`` of ``comm``, holding the tiles ``blocks`` gives it."""
+    """Rank ``blocks.rank`` of ``comm``, holding the device tiles ``blocks`` gives it: whole
+    replicas, which it runs alone, and parts of replicas that several ranks hold, whose plans
+    are cut by rank (every rank takes part in those, in replica order)."""
 
-    def __init__(self, mpi: Any, blocks: RankBlocks) -> None:
+    def __init__(self, mpi: Any, blocks: RankBlocks, replication: Replication) -> None:
+        super().__init__(replication)
         self.mpi, self.comm, self.blocks = mpi, mpi.COMM_WORLD, blocks
         self.rank, self.size = blocks.rank, blocks.size
-        self._plans: dict[tuple[str, int], Any] = {}
+        self.tiles = replication.tiles
+        ranks = blocks.tile_ranks().reshape(self.replica_count, self.tiles)
+        whole = (ranks == ranks[:, :1]).all(axis=1)
+        self.owner = np.where(whole, ranks[:, 0], -1)  # the rank holding each whole replica, or -1
+        self.replicas = [r for r in range(self.replica_count) if self.owner[r] in (self.rank, -1)]
+        self._plans: dict[tuple[str, int, int | None], Any] = {}
         self._sent = 0
-        self._cut_by = {COPY: lambda p: [rank_copy(c, blocks) for c in tile_copies(p)],
-                        SCATTER: lambda p: host_scatter(p, blocks), GATHER: lambda p: host_gather(p, blocks)}
+        self._cut_by = {COPY: lambda p, at: [rank_copy(c, blocks, at) for c in tile_copies(p)],
+                        SCATTER: lambda p, at: host_scatter(p, blocks, at),
+                        GATHER: lambda p, at: host_gather(p, blocks, at)}
 
-    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable],
-             moves: Iterable[tuple[str, Any]]) -> None:
+    def _split(self) -> list[int]:
+        return [r for r in range(self.replica_count) if self.owner[r] < 0]
+
+    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable], moves: Iterable[Move]) -> None:
         self._check_same(digest())
-        own = self.blocks.own_tiles()
+        split = self._split()
+        own = self.blocks.own_tiles().reshape(self.replica_count, self.tiles)
         for runner in runners:
-            runner.restrict(own)
-        for kind, plan in moves:
-            self._share_of(kind, plan)
+            for r in split:
+                runner.share(r, own[r])
+        for kind, plan, replicated in moves:
+            for r in split if replicated else [None]:
+                self._share_of(kind, plan, r)
 
-    def _share_of(self, kind: str, plan: Any) -> Any:
-        """This rank's share of a plan, cut once (``join`` cuts every plan of the Engine)."""
-        key = (kind, id(plan))
+    def _share_of(self, kind: str, plan: Any, replica: int | None) -> Any:
+        """This rank's share of a plan run on a replica (None: over the device), cut once
+        (``join`` cuts every plan of the Engine)."""
+        key = (kind, id(plan), replica)
         cut = self._plans.get(key)
-        if cut is None:
-            cut = self._plans[key] = (plan, self._cut_by[kind](plan))  # plan kept alive: its id stays unique
+        if cut is None:  # the plan is kept alive: its id stays unique
+            cut = self._plans[key] = (plan, self._cut_by[kind](plan, self.offset(replica)))
         return cut[1]
 
-    def copy(self, plan: CopyPlan | SharedGather, base: int) -> None:
-        parts: list[RankCopy] = self._share_of(COPY, plan)
+    def _whole(self, replica: int | None) -> bool:
+        return replica is not None and self.owner[replica] >= 0
+
+    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
+        if self._whole(replica):
+            super().copy(plan, base, replica)
+            return
+        parts: list[RankCopy] = self._share_of(COPY, plan, replica)
         for part in parts:
             if not part.crossing:
                 part.local.execute(base, base)
@@ -170,17 +203,27 @@ class MpiWorld(World):
     def _spec(self, buffer: np.ndarray, counts: np.ndarray) -> list:
         return [buffer, (counts.tolist(), exclusive_cumsum(counts).tolist()), self.mpi.BYTE]
 
-    def scatter(self, plan: CopyPlan, host: int, base: int) -> None:
-        part: HostScatter = self._share_of(SCATTER, plan)
+    def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
+        if self._whole(replica):
+            if self.owner[replica] == self.rank:
+                super().scatter(plan, host, base, replica)
+            return
+        part: HostScatter = self._share_of(SCATTER, plan, replica)
         part.own.execute(host, base)
 
-    def gather(self, plan: CopyPlan, base: int, host: int) -> None:
-        part: HostGather = self._share_of(GATHER, plan)
+    def gather(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
+        if self._whole(replica):
+            owner = int(self.owner[replica])
+            if owner == self.rank:
+                super().gather(plan, base, out, replica)
+            self.comm.Bcast(out.reshape(-1).view(np.uint8), root=owner)
+            return
+        part: HostGather = self._share_of(GATHER, plan, replica)
         mine = np.empty(part.pack.nbytes, np.uint8)
         part.pack.execute(base, mine.ctypes.data)
         every = np.empty(int(part.counts.sum()), np.uint8)
         self.comm.Allgatherv(mine, self._spec(every, part.counts))
-        part.unpack.execute(every.ctypes.data, host)
+        part.unpack.execute(every.ctypes.data, out.ctypes.data)
 
     def read_scalar(self, arena: np.ndarray, address: int, dtype: np.dtype) -> int | float:
         value = np.zeros(1, dtype)
@@ -190,11 +233,12 @@ class MpiWorld(World):
         self.comm.Bcast(value.view(np.uint8), root=owner)
         return value[0].item()
 
-    def home(self, plan: CopyPlan) -> int:
-        pieces = full_pieces(plan)
-        return int(self.blocks.rank_of(pieces[:1, 1])[0]) if pieces.shape[0] else 0
-
-    def share(self, fetch: Callable[[], np.ndarray], root: int, n: int, dtype: np.dtype) -> np.ndarray:
+    def share(self, fetch: Callable[[], np.ndarray], plan: CopyPlan, replica: int | None, n: int,
+              dtype: np.dtype) -> tuple[np.ndarray, bool]:
+        if self._whole(replica):  # only its rank writes it
+            return fetch(), True
+        pieces = full_pieces(plan, dst_shift=self.offset(replica or 0))
+        root = int(self.blocks.rank_of(pieces[:1, 1])[0]) if pieces.shape[0] else 0
         out, error = np.empty(n, dtype), None
         if self.rank == root:
             try:
@@ -203,7 +247,7 @@ class MpiWorld(World):
                 error = exc
         self.agree(error)
         self.comm.Bcast(out.view(np.uint8), root=root)
-        return out
+        return out, self.rank == root
 
     def agree(self, error: Exception | None, order: tuple = ()) -> None:
         failed = np.asarray([error is not None], np.int32)
@@ -242,10 +286,11 @@ class MpiWorld(World):
                               "every rank must build the same graph")
 
 
-def make_world(ipus: int, tiles_per_ipu: int, tile_base: np.ndarray) -> World:
-    """This process's world: MpiWorld when an MPI launcher started several ranks."""
+def make_world(replication: Replication, tile_base: np.ndarray) -> World:
+    """This process's world: MpiWorld when an MPI launcher started several ranks (``tile_base``:
+    one replica's tiles' first arena bytes, and the end)."""
     if launched_ranks() == 1:
-        return World()
+        return World(replication)
     try:
         from mpi4py import MPI  # the optional dependency: imported only when MPI launched the program
     except ImportError:
@@ -253,7 +298,10 @@ def make_world(ipus: int, tiles_per_ipu: int, tile_base: np.ndarray) -> World:
                           "pip install 'poplar-py[mpi]'") from None
     comm = MPI.COMM_WORLD
     _abort_on_uncaught(comm)
-    return MpiWorld(MPI, rank_blocks(comm.Get_rank(), comm.Get_size(), ipus, tiles_per_ipu, tile_base))
+    device = replication.device
+    blocks = rank_blocks(comm.Get_rank(), comm.Get_size(), device.getNumIPUs(), device.getTilesPerIPU(),
+                         replication.device_tile_base(tile_base))
+    return MpiWorld(MPI, blocks, replication)
 
 
 def _abort_on_uncaught(comm: Any) -> None:
