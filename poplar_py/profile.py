@@ -120,7 +120,7 @@ class Profile:
                 step_rows[-1]["tileCycles"] = tile_cycles
         device = self.exe.replication.device_tiles
         used, usage = device(layout.tile_total), self.usage()
-        shared = device(layout.not_always_live) if layout.not_always_live is not None else np.zeros(n, np.int64)
+        shared = np.zeros(n, np.int64) if layout.not_always_live is None else device(layout.not_always_live)
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]

@@ -6,6 +6,7 @@ Every rank R writes what it reports to the file ``OUT.R``.
 import os
 import resource
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -209,8 +210,73 @@ def spin() -> None:
         engine.run()
 
 
+def _replicated(replicas: int, ipus_per_replica: int, connected: Callable[[int], bool] = lambda r: True
+                ) -> tuple[poplar.Engine, dict[int, int]]:
+    """Every replica scales its own x, all-reduces it with gcl, passes it round with a
+    CrossReplicaCopy, and takes y from its own host end (a callback counting its calls here)."""
+    from poplibs_py import gcl, popops, poputil
+
+    device = model(4, replicas * ipus_per_replica)
+    graph = poplar.Graph(device, replication_factor=replicas)
+    popops.addCodelets(graph)
+    graph.addCodelets([Scale])
+    x = graph.addVariable(poplar.FLOAT, [8 * ipus_per_replica, 3], "x")
+    poputil.mapTensorLinearly(graph, x)
+    y = graph.addVariable(poplar.FLOAT, [5], "y")
+    graph.setTileMapping(y, graph.getTarget().getNumTiles() - 1)
+    cs = graph.addComputeSet("scale")
+    for t in range(x.dim(0)):
+        graph.setTileMapping(graph.addVertex(cs, "Scale", {"x": x[t]}), t % graph.getTarget().getNumTiles())
+    seq = prog.Sequence([prog.Execute(cs)])
+    total = gcl.allReduceCrossReplica(graph, x, gcl.CollectiveOperator.ADD, seq)
+    turned = graph.clone(x, "turned")
+    seq.add(prog.CrossReplicaCopy(x, turned, {r: (r + 1) % replicas for r in range(replicas)}))
+    seq.add(prog.Copy(graph.addHostToDeviceFIFO("y", poplar.FLOAT, 5), y))
+    for name, t in (("x", x), ("total", total), ("turned", turned), ("y", y)):
+        graph.createHostRead(name + "/read", t)
+    graph.createHostWrite("x", x)
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    calls = dict.fromkeys(range(replicas), 0)
+
+    def fill(r: int):
+        def callback(buffer: np.ndarray) -> None:
+            calls[r] += 1
+            buffer[:] = 10 * r + calls[r]
+        return callback
+
+    for r in range(replicas):
+        engine.writeTensor("x", np.arange(x.numElements(), dtype=np.float32) * (r + 1), replicaIndex=r)
+        if connected(r):
+            engine.connectStreamToCallback("y", fill(r), replicaIndex=r)
+    return engine, calls
+
+
+def replicas() -> None:
+    """A replicated program (R and IPUs per replica from argv): every replica's values, the
+    cycles, and how often this rank called each replica's host end."""
+    count, per = int(sys.argv[3]), int(sys.argv[4])
+    engine, calls = _replicated(count, per)
+    engine.run()
+    engine.run()
+    for r in range(count):
+        say(r, *(engine.readTensor(f"{name}/read", replicaIndex=r).tolist()
+                 for name in ("x", "total", "turned", "y")))
+    say("cycles", engine.getProfile()["execution"]["totalCycles"])
+    say("calls", *calls.values())
+
+
+def unconnected_elsewhere() -> None:
+    """Only rank 0 connects replica 3's host end, which rank 1 holds: every rank raises."""
+    engine, _ = _replicated(4, 1, lambda r: r != 3 or RANK == 0)
+    try:
+        engine.run()
+    except poplar.PoplarError as e:
+        say(type(e).__name__, e)
+
+
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
      "different_programs": different_programs,
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
-     "spin": spin}[sys.argv[1]]()
+     "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere}[sys.argv[1]]()

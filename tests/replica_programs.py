@@ -91,7 +91,8 @@ def index_scale() -> tuple[dict, dict]:
         engine.writeTensor("x", data)
         engine.writeTensor("x", data * 10, replicaIndex=1)
 
-    engine, _ = _run(graph, prog.Sequence([prog.Execute(cs), prog.PrintTensor("y", y)]), device, write, runs=2)
+    program = prog.Sequence([prog.Execute(cs), prog.PrintTensor("y", y)])
+    engine, _ = _run(graph, program, device, write, runs=2)
     return {"y": [engine.readTensor("y", replicaIndex=r) for r in range(2)]}, engine.getProfile()
 
 
@@ -230,8 +231,9 @@ def tutorial5() -> tuple[dict, dict]:
     """Tutorial 5's data-parallel training on four replicas, as a user runs it."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "profile.json"
-        done = subprocess.run([sys.executable, "-m", "poplar_py.cli", "run", "tutorials/tut5_ml/regression_demo.py",
-                               "1", "40", "--replicas", "4", "--tiles", "16", "--profile", str(report)],
+        demo = "tutorials/tut5_ml/regression_demo.py"
+        done = subprocess.run([sys.executable, "-m", "poplar_py.cli", "run", demo, "1", "40",
+                               "--replicas", "4", "--tiles", "16", "--profile", str(report)],
                               cwd=ROOT, capture_output=True, text=True, timeout=600, check=True)
         return {"stdout": done.stdout}, json.loads(report.read_text())
 

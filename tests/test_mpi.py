@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,10 +32,10 @@ def launch(ranks: int, *command: str) -> str:
     return done.stdout
 
 
-def reports(ranks: int, mode: str, tmp_path: Path) -> list[str]:
-    """What each rank of ``mpi_programs.py mode`` reported."""
-    out = tmp_path / f"{mode}-{ranks}"
-    launch(ranks, sys.executable, str(PROGRAMS), mode, str(out))
+def reports(ranks: int, mode: str, tmp_path: Path, *args: str) -> list[str]:
+    """What each rank of ``mpi_programs.py mode [args]`` reported."""
+    out = tmp_path / f"{mode}-{ranks}-{'-'.join(args)}"
+    launch(ranks, sys.executable, str(PROGRAMS), mode, str(out), *args)
     return [Path(f"{out}.{r}").read_text() for r in range(ranks)]
 
 
@@ -119,6 +120,26 @@ def test_each_rank_holds_its_share_of_the_memory(tmp_path):
     shares = [int(text.split()[-1]) for text in reports(2, "memory", tmp_path)]
     assert alone > 900  # about 960 MB of tile memory
     assert max(shares) <= 0.65 * alone, (shares, alone)
+
+
+@pytest.mark.parametrize("replicas,ipus,ranks", [(4, 1, 2), (4, 1, 3), (2, 2, 3), (2, 2, 4)])
+def test_ranks_own_whole_replicas_or_share_them_alike(replicas, ipus, ranks, tmp_path):
+    """K dividing R: each rank runs R/K whole replicas and calls their host ends alone; any
+    other split shares replicas between ranks. Values and cycles are those of one process."""
+    args = [str(replicas), str(ipus)]
+    one = reports(1, "replicas", tmp_path, *args)[0]
+    every = reports(ranks, "replicas", tmp_path, *args)
+    for text in every:
+        assert text.splitlines()[:-1] == one.splitlines()[:-1]
+    # each replica's host end ran twice (two runs), on one rank: the one holding the replica
+    calls = np.asarray([[int(c) for c in text.splitlines()[-1].split()[1:]] for text in every])
+    assert (np.sort(calls, axis=0) == [[0] * replicas] * (ranks - 1) + [[2] * replicas]).all(), calls
+
+
+def test_a_host_end_left_unconnected_on_its_replicas_rank_is_named_on_every_rank(tmp_path):
+    every = reports(2, "unconnected_elsewhere", tmp_path)
+    assert every[0] == every[1]
+    assert every[0].startswith("StreamError stream 'y' is not connected for replica 3")
 
 
 def test_without_mpiexec_mpi4py_is_never_imported():

@@ -29,8 +29,8 @@ def test_results_and_profiles_are_unchanged(name):
     results, profile = PROGRAMS[name]()
     golden = GOLDENS[name]
     if "stdout" in results:  # the summary's lines added with the one-replica compiler
-        results["stdout"] = re.sub(r"  Per Replica \(each of \d+ alike\):\n    Including Gaps: +[\d,]+ B\n", "",
-                                   results["stdout"])
+        added = r"  Per Replica \(each of \d+ alike\):\n    Including Gaps: +[\d,]+ B\n"
+        results["stdout"] = re.sub(added, "", results["stdout"])
     assert plain(results) == golden["results"]
     profile = json.loads(json.dumps(profile))
     profile["compilation"]["memory"].pop("perReplica")  # added with the one-replica compiler

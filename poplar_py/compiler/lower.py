@@ -143,7 +143,8 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
-        plan = _tensor_copy(lw, p.src, p.dst, lw.runs(p.src, "Copy source"), lw.runs(p.dst, "Copy destination"))
+        src, dst = lw.runs(p.src, "Copy source"), lw.runs(p.dst, "Copy destination")
+        plan = _tensor_copy(lw, p.src, p.dst, src, dst)
         return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=True), plan.traffic)
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
@@ -181,7 +182,8 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs
 
         src_addr, dst_addr = spread(src_addr, sources, rep.stride), spread(dst_addr, targets, rep.stride)
         src_tile, dst_tile = spread(src_tile, sources, rep.tiles), spread(dst_tile, targets, rep.tiles)
-        count, size, src_step, dst_step = (np.tile(x, sources.size) for x in (count, size, src_step, dst_step))
+        count, size, src_step, dst_step = (np.tile(x, sources.size)
+                                           for x in (count, size, src_step, dst_step))
         if gid is not None and gstep is not None:  # replica r's elements as ids of an expanded device
             gid = spread(gid, sources, lw.graph.variables.num_elements)
             gstep = np.tile(gstep, sources.size)

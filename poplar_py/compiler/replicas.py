@@ -43,7 +43,8 @@ class Replication:
 
     def device_tile_base(self, tile_base: np.ndarray) -> np.ndarray:
         """Every device tile's first arena byte, and the end (``tile_base``: one replica's)."""
-        starts = (np.arange(self.factor, dtype=_I64)[:, None] * self.stride + tile_base[None, :-1]).reshape(-1)
+        replica = np.arange(self.factor, dtype=_I64)[:, None] * self.stride
+        starts = (replica + tile_base[None, :-1]).reshape(-1)
         return np.append(starts, self.factor * self.stride).astype(_I64)
 
     def device_tiles(self, per_tile: np.ndarray) -> np.ndarray:
@@ -58,7 +59,9 @@ class Replication:
         tiles and IPUs (traffic over the device's tiles is returned as it is)."""
         if self.factor == 1 or traffic.bytes_in.shape[0] != self.tiles:
             return traffic
-        ipus = None if traffic.ipu_bytes is None else np.kron(np.eye(self.factor, dtype=_I64), traffic.ipu_bytes)
+        ipus = traffic.ipu_bytes
+        if ipus is not None:
+            ipus = np.kron(np.eye(self.factor, dtype=_I64), ipus)
         return TileTraffic(self.device_tiles(traffic.bytes_out), self.device_tiles(traffic.bytes_in),
                            self.device_tiles(traffic.bytes_local), ipus)
 

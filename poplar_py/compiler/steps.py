@@ -53,7 +53,7 @@ class Machine:
         for replica in range(self.world.replica_count) if every else self.world.replicas:
             try:
                 run(replica)
-            except Exception as exc:  # noqa: BLE001 (a host callback's error too: raised on every rank)
+            except Exception as exc:
                 if error is None:
                     error = (replica, exc)
         self.world.agree(None if error is None else error[1], () if error is None else (error[0],))

@@ -135,7 +135,8 @@ class _Group:
         mine = estimates[keep]
         table, slots = np.ascontiguousarray(self.table[keep]), np.ascontiguousarray(self.slots[keep])
         return replace(self, positions=self.positions[keep], table=table, slots=slots,
-                       estimated=int(mine[mine >= 0].sum()), chunks=_chunks(table, slots, self.sums, self.err))
+                       estimated=int(mine[mine >= 0].sum()),
+                       chunks=_chunks(table, slots, self.sums, self.err))
 
     def move_to(self, at: int) -> None:
         """Point the table at the replica whose memories start ``at`` bytes into the arena."""
@@ -342,7 +343,8 @@ class ComputeSetRunner:
         split, slot = self.num_tiles * self.workers, np.arange(self.whole.estimated.size)
         slot_tile = np.where(slot < split, slot // self.workers, slot - split)
         estimated = np.where(own[slot_tile], self.whole.estimated, 0)
-        groups = [g.restricted(own[self.tiles[g.positions]], self.estimates[g.positions]) for g in self.groups]
+        groups = [g.restricted(own[self.tiles[g.positions]], self.estimates[g.positions])
+                  for g in self.groups]
         self.split[replica] = self._share(groups, estimated)
 
     def rebase(self, base: int) -> None:
@@ -403,8 +405,8 @@ class ComputeSetRunner:
     def _error(self, g: _Group, err: np.void, pos: int, replica: int) -> VertexError:
         vid = int(self.vertices[pos])
         of_replica = f" of replica {replica}" if self.replicas > 1 else ""
-        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])}{of_replica} in compute set "
-                 f"'{self.name}'")
+        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])}{of_replica} in "
+                 f"compute set '{self.name}'")
         return VertexError(error_message(g.cls, err, where))
 
     def _tile_cycles(self, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
