@@ -275,8 +275,120 @@ def unconnected_elsewhere() -> None:
         say(type(e).__name__, e)
 
 
+def _failing_rank() -> int:
+    """The rank that fails: argv[3] is "first" or "last"."""
+    return 0 if sys.argv[3] == "first" else int(os.environ.get("PMI_SIZE", "1")) - 1
+
+
+def host_code_fails() -> None:
+    """Host code fails on one rank only (argv[4]: a device-to-host callback, a StreamCallback's
+    complete, or a prefetch returning a bad value): every rank raises the same error."""
+    kind, failing = sys.argv[4], _failing_rank()
+
+    class Feed(poplar.StreamCallback):
+        def prefetch(self, p):
+            bad = kind == "prefetch" and failing == RANK
+            return "maybe" if bad else poplar.StreamCallback.Result.NotAvailable
+
+        def fetch(self, p):
+            p[:] = 1.0
+
+        def complete(self):
+            if kind == "complete" and failing == RANK:
+                raise ValueError(f"complete failed on rank {RANK}")
+
+    def take(p):
+        if failing == RANK:
+            raise ValueError(f"no room on rank {RANK}")
+
+    if kind == "to_host":
+        engine = _to_host_engine(take)
+    else:  # the host end is called on the rank holding the destination: tile 0 or tile 7
+        device = model(8)
+        graph = poplar.Graph(device)
+        x = graph.addVariable(poplar.FLOAT, [8, 4], "x")
+        for t in range(8):
+            graph.setTileMapping(x[t], t)
+        fifo = graph.addHostToDeviceFIFO("in", poplar.FLOAT, 4)
+        engine = poplar.Engine(graph, prog.Copy(fifo, x[7 if sys.argv[3] == "last" else 0]),
+                               {"exchange.enablePrefetch": "true", "exchange.streamBufferOverlap": "none"})
+        engine.load(device)
+        engine.connectStreamToCallback("in", Feed())
+    try:
+        engine.run()
+        say("no error")
+    except Exception as e:
+        say(type(e).__name__, str(e).split(" on rank")[0])
+
+
+def _to_host_engine(take: Callable[[np.ndarray], None]) -> poplar.Engine:
+    device = model(8)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [8, 4], "x")
+    for t in range(8):
+        graph.setTileMapping(x[t], t)
+    engine = poplar.Engine(graph, prog.Copy(x, graph.addDeviceToHostFIFO("out", poplar.FLOAT, 32)))
+    engine.load(device)
+    engine.connectStreamToCallback("out", take)
+    return engine
+
+
+def exit_in_callback() -> None:
+    """sys.exit(3) in a stream callback on one rank ends the job."""
+    failing = _failing_rank()
+
+    def take(p):
+        if failing == RANK:
+            sys.exit(3)
+
+    engine = _to_host_engine(take)
+    while True:
+        engine.run()
+
+
+if RANK == 1 and sys.argv[1:2] == ["values_differ"] and sys.argv[3:4] == ["codelet"]:
+    class Twice(Vertex):  # the same name, other code, on rank 1
+        x: InOut[Vector[float]]
+
+        def compute(self):
+            for i in range(len(self.x)):
+                self.x[i] = self.x[i] * 3.0
+            return True
+else:
+    class Twice(Vertex):
+        x: InOut[Vector[float]]
+
+        def compute(self):
+            for i in range(len(self.x)):
+                self.x[i] = self.x[i] * 2.0
+            return True
+
+
+def values_differ() -> None:
+    """Ranks whose graphs differ only in values (argv[3]: initial values, a constant's values or a
+    codelet's code) are refused on every rank."""
+    kind = sys.argv[3]
+    device = model(4)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [2], "x")
+    graph.setTileMapping(x, 3)
+    c = graph.addConstant(poplar.FLOAT, [2], [RANK if kind == "constant" else 0, 1], "c")
+    graph.setTileMapping(c, 0)
+    graph.setInitialValue(x, [RANK if kind == "initial" else 0] * 2)
+    graph.addCodelets(Twice)
+    cs = graph.addComputeSet("twice")
+    graph.setTileMapping(graph.addVertex(cs, "Twice", {"x": x}), 3)
+    try:
+        poplar.Engine(graph, prog.Sequence([prog.Copy(c, x), prog.Execute(cs)]))
+        say("built")
+    except poplar.PoplarError as e:
+        say(type(e).__name__, str(e).split(" (frozen")[0])
+
+
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
      "different_programs": different_programs,
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
-     "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere}[sys.argv[1]]()
+     "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere,
+     "host_code_fails": host_code_fails, "exit_in_callback": exit_in_callback,
+     "values_differ": values_differ}[sys.argv[1]]()

@@ -142,6 +142,31 @@ def test_a_host_end_left_unconnected_on_its_replicas_rank_is_named_on_every_rank
     assert every[0].startswith("StreamError stream 'y' is not connected for replica 3")
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
+@pytest.mark.parametrize("failing", ["first", "last"])
+@pytest.mark.parametrize("kind", ["to_host", "complete", "prefetch"])
+def test_host_code_failing_on_one_rank_raises_on_every_rank(kind, failing, ranks, tmp_path):
+    every = reports(ranks, "host_code_fails", tmp_path, failing, kind)
+    expected = {"to_host": "ValueError no room", "complete": "ValueError complete failed",
+                "prefetch": "StreamError"}[kind]
+    assert len(set(every)) == 1 and every[0].startswith(expected), every
+
+
+@pytest.mark.parametrize("failing", ["first", "last"])
+def test_sys_exit_in_a_callback_ends_every_rank(failing, tmp_path):
+    done = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(PROGRAMS), "exit_in_callback",
+                           str(tmp_path / "exit"), failing], capture_output=True, text=True, timeout=TIMEOUT,
+                          env=_env())
+    assert done.returncode != 0
+    assert "ended the job: SystemExit(3)" in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["initial", "constant", "codelet"])
+def test_ranks_whose_values_or_code_differ_are_refused(kind, tmp_path):
+    every = reports(2, "values_differ", tmp_path, kind)
+    assert every == ["PoplarError MPI ranks [1] built a different graph or programs than rank 0\n"] * 2
+
+
 def test_without_mpiexec_mpi4py_is_never_imported():
     code = ("import sys, runpy; sys.argv = ['tut1']; "
             "runpy.run_path('tutorials/tut1_variables/tut1.py', run_name='__main__'); "

@@ -174,6 +174,12 @@ def codelet_info(cls: type) -> CodeletInfo:
     return info
 
 
+def codelet_fingerprint(cls: type) -> str:
+    """Everything a codelet's generated code depends on, as text (its normalised source, fields
+    and the values its global names resolved to)."""
+    return codelet_info(cls).typed.parsed.fingerprint()
+
+
 def kernel_key(typed: TypedCodelet, options: KernelOptions) -> KernelKey:
     """The cache key: source (normalised AST with lines), fields, options, compiler, LLVM and CPU."""
     text = "\n".join([COMPILER_VERSION, typed.parsed.fingerprint(), repr(options), jit.host_fingerprint()])

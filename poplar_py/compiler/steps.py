@@ -53,9 +53,11 @@ class Machine:
         for replica in range(self.world.replica_count) if every else self.world.replicas:
             try:
                 run(replica)
-            except Exception as exc:
+            except Exception as exc:  # a host callback's error too: raised on every rank
                 if error is None:
                     error = (replica, exc)
+            except BaseException as exc:  # sys.exit or Ctrl-C in a host callback: the job ends
+                self.world.abort(exc)
         self.world.agree(None if error is None else error[1], () if error is None else (error[0],))
 
 
@@ -212,10 +214,15 @@ class PrintStep(HostStep):
     def run(self, m: Machine) -> None:
         values = np.empty(self.shape, dtype=self.type.dtype)
         m.world.gather(self.plan, m.base, values, 0)
+        error = None
         if m.world.rank == 0:  # printed once
             out = m.out or sys.stdout
-            out.write(format_tensor(self.title, values) + "\n")
-            out.flush()
+            try:
+                out.write(format_tensor(self.title, values) + "\n")
+                out.flush()
+            except Exception as exc:  # the user's stream failed: raised on every rank
+                error = exc
+        m.world.agree(error)
         m.record.counts[self.id] += 1
 
     def moves(self) -> list[Move]:

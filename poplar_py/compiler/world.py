@@ -125,6 +125,10 @@ class World:
         if error is not None:
             raise error
 
+    def abort(self, exc: BaseException) -> None:
+        """End the run for an exit or interrupt raised in host code (under MPI: the whole job)."""
+        raise exc
+
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
         """Make ``into`` the record of every rank's tiles (``partial`` holds this rank's)."""
 
@@ -255,7 +259,16 @@ class MpiWorld(World):
         if not failed[0]:
             return
         errors = self.comm.allgather(None if error is None else (order, self.rank, error))
-        raise min(e for e in errors if e is not None)[2]
+        _, rank, first = min((e for e in errors if e is not None), key=lambda e: e[:2])
+        if hasattr(first, "add_note"):  # Python 3.11+: the traceback names the failing rank
+            first.add_note(f"(raised on MPI rank {rank} of {self.size}, and so on every rank)")
+        raise first
+
+    def abort(self, exc: BaseException) -> None:
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
+        print(f"poplar-py: MPI rank {self.rank} ended the job: {type(exc).__name__}({exc})", file=sys.stderr,
+              flush=True)
+        self.comm.Abort(code)
 
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
         into.counts, into.runs = list(partial.counts), list(partial.runs)
