@@ -92,7 +92,7 @@ class Graph:
 
     ``Graph(target, replication_factor=R)`` builds one replica of a program that runs on R
     replicas of ``numIPUs / R`` IPUs each: ``getTarget()`` is one replica's, and the Engine
-    gives every replica its own tile memories (and copies of variables and vertices).
+    compiles that one replica and runs it on every replica's own tile memories.
     """
 
     def __init__(self, target: Target | Device, replication_factor: int = 1) -> None:

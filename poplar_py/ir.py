@@ -129,7 +129,7 @@ class GraphIR:
     host_handles: Mapping[str, HostHandleIR]
     streams: Mapping[str, DataStream]
     perf_estimators: Mapping[str, PerfEstimator]
-    replication_factor: int = 1  # the graph is one replica; the compiler expands it (compiler/replicate.py)
+    replication_factor: int = 1  # the graph is one replica, compiled once for all (compiler/replicas.py)
     device_target: Target | None = None  # the whole device, every replica's IPUs
     replica_index_constants: tuple[int, ...] = ()  # constants whose value on replica r is r
 
