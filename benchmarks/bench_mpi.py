@@ -33,14 +33,13 @@ single-process (no mpi4py). Printed per row:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from timing import child_json
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 RANKS = (1, 2)
 REPLICAS = 8
 TARGET = ("matmul", 2, 1.6)  # matmul x8 at K=2: at least 1.6x faster than at K=1
@@ -119,14 +118,8 @@ def _child(workload: str, quick: bool) -> None:
 
 def measure(workload: str, ranks: int, quick: bool) -> dict | str:
     """The child's JSON result, or the tail of its error output."""
-    env = dict(os.environ, POPLAR_PY_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=str(ROOT))
     cmd = ["mpiexec", "-n", str(ranks), sys.executable, __file__, "--child", workload]
-    out = subprocess.run(cmd + (["--quick"] if quick else []), env=env, capture_output=True, text=True)
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return "\n".join((out.stderr or out.stdout).strip().splitlines()[-30:])
-    return json.loads(lines[-1])
+    return child_json(cmd + (["--quick"] if quick else []))
 
 
 def main() -> None:

@@ -27,23 +27,18 @@ R = 8 under MPI; ``--no-mpi`` leaves the MPI row out.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from timing import best, child_json
+
 GB = 2**30
 
 
 def _child(replicas: int, quick: bool) -> None:
     """Build, load, run and check one row; rank 0 prints one JSON line."""
-    sys.path.insert(0, str(HERE))
     from resource import RUSAGE_SELF, getrusage
 
-    from timing import best
     from workloads import BERT_BASE, BertSizes, bert_layer
 
     import poplar_py as poplar
@@ -79,15 +74,8 @@ def _child(replicas: int, quick: bool) -> None:
 
 def measure(replicas: int, quick: bool, ranks: int = 1) -> dict | str:
     """The child's JSON result, or the tail of its error output."""
-    env = dict(os.environ, POPLAR_PY_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=str(ROOT))
     child = [sys.executable, __file__, "--child", str(replicas), *(["--quick"] if quick else [])]
-    cmd = ["mpiexec", "-n", str(ranks), *child] if ranks > 1 else ["taskset", "-c", "0", *child]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return "\n".join((out.stderr or out.stdout).strip().splitlines()[-30:])
-    return json.loads(lines[-1])
+    return child_json(["mpiexec", "-n", str(ranks), *child] if ranks > 1 else ["taskset", "-c", "0", *child])
 
 
 def main() -> None:
