@@ -122,7 +122,7 @@ def test_bad_files_are_named(tmp_path):
     data = good.read_bytes()
     cases = {"foreign.exe": b"\x7fELF" + data[4:], "truncated.exe": data[: len(data) // 2],
              "corrupt.exe": data[:-10] + bytes(10), "empty.exe": b"",
-             "version.exe": data.replace(b"EXECUTABLE\n\x01\x00", b"EXECUTABLE\n\x09\x00", 1)}
+             "version.exe": data.replace(b"EXECUTABLE\n\x02\x00", b"EXECUTABLE\n\x09\x00", 1)}
     for name, content in cases.items():
         (tmp_path / name).write_bytes(content)
         with pytest.raises(ExecutableError, match=name.replace(".", r"\.")):
