@@ -201,6 +201,17 @@ def one_rank_raises() -> None:
         engine.run()
 
 
+def raises_before_engine() -> None:
+    """Rank ``argv[3]`` maps a tile out of range (uncaught) while the others build an Engine
+    (waiting in MPI start-up for it): the job ends."""
+    device = model(8)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [4], "x")
+    graph.setTileMapping(x, 9 if RANK == int(sys.argv[3]) else 0)
+    poplar.Engine(graph, prog.Sequence())
+    say("built")
+
+
 def spin() -> None:
     """Runs until interrupted (Ctrl-C reaches every rank through mpiexec)."""
     engine, _ = _small_engine(to_device=False)
@@ -213,4 +224,4 @@ if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
      "different_programs": different_programs,
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
-     "spin": spin}[sys.argv[1]]()
+     "raises_before_engine": raises_before_engine, "spin": spin}[sys.argv[1]]()
