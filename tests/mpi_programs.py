@@ -207,7 +207,7 @@ def raises_before_engine() -> None:
     device = model(8)
     graph = poplar.Graph(device)
     x = graph.addVariable(poplar.FLOAT, [4], "x")
-    graph.setTileMapping(x, 9 if RANK == int(sys.argv[3]) else 0)
+    graph.setTileMapping(x, 9 if int(sys.argv[3]) == RANK else 0)
     poplar.Engine(graph, prog.Sequence())
     say("built")
 
