@@ -4,7 +4,8 @@ in another process, ``Engine(exe)``, as Poplar has them.
 An executable is the frozen graph IR and what the compiler passes made of it: the memory
 layout, the exchange plans, the vertex state tables and the lowered programs. A file holds
 them pickled, behind a header (magic, format version, length and CRC-32 of the payload, which
-finds corruption and truncation) that is checked before anything is unpickled. What belongs
+finds corruption and truncation) that is checked before anything is unpickled; what is
+unpickled is checked against the structure of an executable before it is used. What belongs
 to one process is left out and rebuilt on loading: the tile memories (zeroed), the native
 kernels (from the on-disk kernel cache, or compiled again) and the addresses in the state
 tables (moved to the new memories).
