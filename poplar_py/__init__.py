@@ -1,6 +1,7 @@
 """poplar-py: a Poplar-style graph programming framework running on a simulated IPU."""
 
 from . import program
+from .compiler.world import abort_every_rank_on_uncaught
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
@@ -72,6 +73,8 @@ from .vertex import (
 )
 
 __version__ = "0.1.0"
+
+abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 
 __all__ = [
                      "BOOL",

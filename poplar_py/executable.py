@@ -4,7 +4,8 @@ in another process, ``Engine(exe)``, as Poplar has them.
 An executable is the frozen graph IR and what the compiler passes made of it: the memory
 layout, the exchange plans, the vertex state tables and the lowered programs. A file holds
 them pickled, behind a header (magic, format version, length and CRC-32 of the payload, which
-finds corruption and truncation) that is checked before anything is unpickled. What belongs
+finds corruption and truncation) that is checked before anything is unpickled; what is
+unpickled is checked against the structure of an executable before it is used. What belongs
 to one process is left out and rebuilt on loading: the tile memories (zeroed), the native
 kernels (from the on-disk kernel cache, or compiled again) and the addresses in the state
 tables (moved to the new memories).
@@ -30,6 +31,7 @@ import numpy as np
 from . import program as prog
 from .codelet_loading import codelet_source, import_codelet_source
 from .compiler.pipeline import CompiledGraph, compile_graph
+from .conforms import mismatch
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
 from .ir import EdgesIR, GraphIR
@@ -59,7 +61,9 @@ class Executable:
         return self.compiled
 
     def serialize(self, file: File) -> None:
-        """Write the executable to ``file`` (a path or a binary file object)."""
+        """Write the executable to ``file`` (a path or a binary file object). A wrong kind of
+        ``file`` raises InvalidArgumentError; a file that cannot be written, ExecutableError."""
+        name = _file_name(file, "write", "Executable.serialize")
         buffer = io.BytesIO()
         # The engine reads the IR for its profile only: the edges (the compiled tables hold them
         # now) and the perf estimators (functions, already applied) stay behind.
@@ -69,36 +73,46 @@ class Executable:
         _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((ir, self.compiled, self.options))
         payload = buffer.getvalue()
         data = _MAGIC + _HEADER.pack(_VERSION, zlib.crc32(payload), len(payload)) + payload
-        if isinstance(file, (str, os.PathLike)):
-            with open(file, "wb") as f:
-                f.write(data)
-        else:
-            file.write(data)
+        try:
+            if isinstance(file, (str, os.PathLike)):
+                with open(file, "wb") as f:
+                    f.write(data)
+            else:
+                file.write(data)  # type: ignore[union-attr]
+        except TypeError as exc:  # a file object that takes no bytes
+            raise InvalidArgumentError(f"Executable.serialize: file '{name}' does not take bytes ({exc}): "
+                                       "open it in binary mode") from None
+        except (OSError, ValueError) as exc:  # (ValueError: a closed file)
+            raise ExecutableError(f"cannot write the executable '{name}': {exc}") from None
 
     @staticmethod
     def deserialize(file: File) -> Executable:
-        """Read an executable written by :meth:`serialize`; a file that is not one, or is
-        corrupt or truncated, raises ExecutableError naming it."""
-        name = os.fspath(file) if isinstance(file, (str, os.PathLike)) else getattr(file, "name", "<stream>")
+        """Read an executable written by :meth:`serialize` from ``file`` (a path or a binary file
+        object). A wrong kind of ``file`` raises InvalidArgumentError; a file that cannot be
+        read, is not an executable, or is corrupt, truncated or followed by other bytes raises
+        ExecutableError naming it."""
+        name = _file_name(file, "read", "Executable.deserialize")
         try:
             if isinstance(file, (str, os.PathLike)):
                 with open(file, "rb") as f:
                     data = f.read()
             else:
-                data = file.read()
-        except OSError as exc:
+                data = file.read()  # type: ignore[union-attr]
+        except (OSError, ValueError) as exc:  # (ValueError: a closed file)
             raise ExecutableError(f"cannot read the executable '{name}': {exc}") from None
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"Executable.deserialize: file '{name}' gave {type(data).__name__}, "
+                                       "not bytes: open it in binary mode")
         payload = _payload(memoryview(data), name)
         try:
-            ir, compiled, options = pickle.loads(payload)
+            loaded = pickle.loads(payload)
         except ExecutableError:
             raise
         except Exception as exc:
             raise ExecutableError(f"'{name}' could not be loaded: {type(exc).__name__}: {exc}") from exc
-        arena = compiled.layout.arena
-        assert arena is not None
+        ir, compiled, options = _checked_parts(loaded, name)
         for runner in compiled.lowered.runners:
-            runner.rebase(arena.ctypes.data)
+            runner.rebase(compiled.layout.arena.ctypes.data)
         return Executable(ir, compiled, options)
 
 
@@ -130,11 +144,43 @@ def _payload(data: memoryview, name: str) -> memoryview:
         raise ExecutableError(f"'{name}' is an executable of format {version}; this poplar-py reads "
                               f"format {_VERSION}: compile it again")
     payload = data[head + _HEADER.size:]
-    if len(payload) != length:
+    if len(payload) < length:
         raise ExecutableError(f"'{name}' is truncated: {len(payload)} of {length} bytes")
+    if len(payload) > length:
+        raise ExecutableError(f"'{name}' has {len(payload) - length} trailing bytes after its {length}-byte "
+                              "payload")
     if zlib.crc32(payload) != digest:
         raise ExecutableError(f"'{name}' is corrupt: its checksum does not match")
     return payload
+
+
+def _file_name(file: Any, method: str, what: str) -> str:
+    """The name of ``file`` for messages, once it is known to be a path or a binary file object
+    with the method ``method``; InvalidArgumentError naming the argument otherwise."""
+    if isinstance(file, (str, os.PathLike)):
+        return os.fsdecode(os.fspath(file))
+    kind = f"{type(file).__name__} {file!r:.40}"
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"{what}: file must be a path or a binary file object, got {kind} "
+                                   "(bytes holding an executable go in an io.BytesIO)")
+    if isinstance(file, io.TextIOBase):
+        raise InvalidArgumentError(f"{what}: file {kind} is a text-mode file: open it in binary mode")
+    if not callable(getattr(file, method, None)):
+        raise InvalidArgumentError(f"{what}: file must be a path or a binary file object (with {method}()), "
+                                   f"got {kind}")
+    return str(getattr(file, "name", "<stream>"))
+
+
+def _checked_parts(loaded: Any, name: str) -> tuple[GraphIR, CompiledGraph, EngineOptions]:
+    """The (IR, compiled graph, options) a payload unpickled to, once it is known to be one: each
+    object holding fields of their declared types (:mod:`.conforms`), the tile memory there."""
+    parts = tuple[GraphIR, CompiledGraph, EngineOptions]
+    problem = mismatch(loaded, parts, "payload")
+    if problem is None and not isinstance(loaded[1].layout.arena, np.ndarray):
+        problem = "its compiled graph has no tile memory"
+    if problem is not None:
+        raise ExecutableError(f"'{name}' does not hold an executable: {problem}")
+    return loaded
 
 
 class _Pickler(pickle.Pickler):

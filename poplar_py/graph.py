@@ -152,38 +152,41 @@ class Graph:
         IPU; ``(lowerTile, upperTile)``; or ``(tiles)``, a list. Tile ids inside it are relative
         (tile 0 is its first tile); tensors, vertices, compute sets, codelets, streams and
         functions are shared with the top-level graph."""
-        target = self._target
+        target, what = self._target, "createVirtualGraph"
         per_ipu = target.getTilesPerIPU()
         if len(args) == 1 and not isinstance(args[0], (list, tuple, np.ndarray)):
-            n = checked_int(args[0], "createVirtualGraph: numTilesPerIPU", 1)
+            n = checked_int(args[0], f"{what}: numTilesPerIPU", 1)
             if n > per_ipu:
-                raise InvalidArgumentError(f"createVirtualGraph: {n} tiles per IPU, but an IPU of this "
-                                           f"graph has {per_ipu}")
-            tiles = [ipu * per_ipu + k for ipu in range(target.getNumIPUs()) for k in range(n)]
+                raise InvalidArgumentError(f"{what}: {n} tiles per IPU, but an IPU of this graph has "
+                                           f"{per_ipu}")
+            tiles = (np.arange(target.getNumIPUs(), dtype=np.int64)[:, None] * per_ipu + np.arange(n)).ravel()
             sub = replace(target, tilesPerIPU=n)
         else:
             if len(args) == 2:
-                lower = checked_int(args[0], "createVirtualGraph: lowerTile")
-                upper = checked_int(args[1], "createVirtualGraph: upperTile")
-                tiles = list(range(lower, upper))
+                lower = checked_int(args[0], f"{what}: lowerTile", None)
+                upper = checked_int(args[1], f"{what}: upperTile", None)
+                if lower >= upper:
+                    raise InvalidArgumentError(f"{what}: lowerTile {lower} must be below upperTile {upper}")
+                if lower < 0 or upper > self._num_tiles:  # checked before a tile list is built
+                    raise InvalidTileMappingError(f"{what}: tiles [{lower}, {upper}) are out of range (the "
+                                                  f"target has {self._num_tiles} tiles)")
+                tiles = np.arange(lower, upper, dtype=np.int64)
             elif len(args) == 1:
-                tiles = list(checked_ints(args[0], "createVirtualGraph: tiles"))
+                listed = checked_ints(args[0], f"{what}: tiles")
+                tiles = np.asarray([checked_tile(t, self._num_tiles, what) for t in listed], dtype=np.int64)
+                if not tiles.size or np.unique(tiles).size != tiles.size:
+                    raise InvalidArgumentError(f"{what}: the tiles {tiles[:8].tolist()} must be distinct and "
+                                               "at least one")
             else:
-                raise InvalidArgumentError("createVirtualGraph takes (numTilesPerIPU), "
-                                           "(lowerTile, upperTile) or (tiles)")
-            if not tiles or len(set(tiles)) != len(tiles):
-                raise InvalidArgumentError(f"createVirtualGraph: the tiles {tiles[:8]} must be distinct and "
-                                           "at least one")
-            for t in tiles:
-                checked_tile(t, self._num_tiles, "createVirtualGraph")
-            ipus = {t // per_ipu for t in tiles}
-            whole = len(tiles) % len(ipus) == 0 and all(
-                sum(1 for t in tiles if t // per_ipu == i) == len(tiles) // len(ipus) for i in ipus)
-            sub = replace(target, numIPUs=len(ipus), tilesPerIPU=len(tiles) // len(ipus)) if whole \
-                else replace(target, numIPUs=1, tilesPerIPU=len(tiles))
+                raise InvalidArgumentError(f"{what} takes (numTilesPerIPU), (lowerTile, upperTile) or "
+                                           "(tiles)")
+            counts = np.unique(tiles // per_ipu, return_counts=True)[1]
+            even = bool((counts == counts[0]).all())  # as many tiles on each IPU used
+            sub = replace(target, numIPUs=counts.size, tilesPerIPU=int(counts[0])) if even \
+                else replace(target, numIPUs=1, tilesPerIPU=tiles.size)
         view = copy.copy(self)  # shares every table: a view, not a copy of the graph
-        view._target, view._num_tiles = sub, len(tiles)
-        view._tiles = [int(x) for x in self._absolute(np.asarray(tiles, dtype=np.int64))]
+        view._target, view._num_tiles = sub, int(tiles.size)
+        view._tiles = self._absolute(tiles).tolist()
         return view
 
     def _new_variable(self, type_: Type, shape: Sequence[int], name: str, constant: bool) -> Tensor:

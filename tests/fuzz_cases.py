@@ -1,9 +1,10 @@
 """Seeded generators of bad inputs for tests/test_fuzz.py, and a runner for the ones that may
 crash the process (``python fuzz_cases.py NAME ...`` prints one ``OK``/``FAIL`` line per case).
 
-Every case misuses one API entry point in a small fresh world (a graph with a few tensors,
-a compute set and a codelet). It must raise a PoplarError whose message names the culprit,
-and leave the graph as it was.
+Every case here misuses one API entry point in a small fresh world (a graph with a few
+tensors, a compute set and a codelet). It must raise a PoplarError whose message names the
+culprit, and leave the graph as it was. Other modules (fuzz_replicas.py, fuzz_executables.py)
+add families in other worlds, and valid cases, whose action checks its own result.
 """
 
 from __future__ import annotations
@@ -63,27 +64,40 @@ class World:
         self.ov = self.other.addVertex(self.ocs, "Copy")
 
     def snapshot(self) -> tuple:
-        """What the graph holds: compared before and after a bad call."""
-        ir = self.graph.freeze()
-        e = ir.edges
-        arrays = (ir.vertices.cls, ir.vertices.tile, ir.vertices.perf, e.vertex, e.field, e.row, e.var,
-                  e.offset, e.count, ir.mapping_tiles)
-        return (ir.text(10**6), self.graph.getNumVertices(), tuple(a.tobytes() for a in arrays),
-                tuple(sorted(ir.host_handles)), tuple(sorted(ir.streams)), len(ir.functions))
+        return snapshot(self.graph)
+
+
+def snapshot(graph: poplar.Graph) -> tuple:
+    """What a graph holds: compared before and after a bad call."""
+    ir = graph.freeze()
+    e = ir.edges
+    arrays = (ir.vertices.cls, ir.vertices.tile, ir.vertices.perf, e.vertex, e.field, e.row, e.var,
+              e.offset, e.count, ir.mapping_tiles)
+    return (ir.text(10**6), graph.getNumVertices(), tuple(a.tobytes() for a in arrays),
+            tuple(sorted(ir.host_handles)), tuple(sorted(ir.streams)), len(ir.functions))
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    culprit: tuple[str, ...]  # the message must contain each of these
+    culprit: tuple[str, ...] | None  # the message must contain each of these; None: a valid input
     action: Callable[..., Any]  # action(world) or, with ``prepare``, action(world, prepared)
     isolated: bool = False  # runs native code that might crash: run it in a subprocess
-    prepare: Callable[[World], Any] | None = None  # legal set-up, before the graph is compared
+    prepare: Callable[[Any], Any] | None = None  # legal set-up, before the graph is compared
+    world: Callable[[Path], Any] = World  # the setting: anything with ``snapshot()``
 
 
-def check(case: Case, world: World) -> str | None:
-    """Run one case; None if it behaved, else what went wrong."""
+def check(case: Case, tmp: Path) -> str | None:
+    """Run one case in a fresh world; None if it behaved, else what went wrong. A valid case's
+    action compares its results itself: any exception fails it."""
+    world = case.world(tmp)
     args = (world,) if case.prepare is None else (world, case.prepare(world))
+    if case.culprit is None:
+        try:
+            case.action(*args)
+        except Exception as exc:
+            return f"a valid input failed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+        return None
     before = world.snapshot()
     try:
         case.action(*args)
@@ -486,7 +500,7 @@ def main(names: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             print(f"START {name}", flush=True)
-            problem = check(by_name[name], World(Path(tmp)))
+            problem = check(by_name[name], Path(tmp))
             print(f"OK {name}" if problem is None else f"FAIL {name} {problem!r}", flush=True)
 
 

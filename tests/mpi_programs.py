@@ -202,6 +202,17 @@ def one_rank_raises() -> None:
         engine.run()
 
 
+def raises_before_engine() -> None:
+    """Rank ``argv[3]`` maps a tile out of range (uncaught) while the others build an Engine
+    (waiting in MPI start-up for it): the job ends."""
+    device = model(8)
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [4], "x")
+    graph.setTileMapping(x, 9 if int(sys.argv[3]) == RANK else 0)
+    poplar.Engine(graph, prog.Sequence())
+    say("built")
+
+
 def spin() -> None:
     """Runs until interrupted (Ctrl-C reaches every rank through mpiexec)."""
     engine, _ = _small_engine(to_device=False)
@@ -391,4 +402,4 @@ if __name__ == "__main__":
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
      "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere,
      "host_code_fails": host_code_fails, "exit_in_callback": exit_in_callback,
-     "values_differ": values_differ}[sys.argv[1]]()
+     "values_differ": values_differ, "raises_before_engine": raises_before_engine}[sys.argv[1]]()

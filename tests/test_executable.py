@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
+import pickle
+import re
+import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +19,7 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.errors import ExecutableError, InvalidOptionError
+from poplar_py.errors import ExecutableError, InvalidArgumentError, InvalidOptionError
 from poplibs_py import poplin, popops
 
 CODELET = textwrap.dedent("""
@@ -139,3 +144,83 @@ def test_engine_options_of_an_executable(tmp_path):
     _run(poplar.Engine(exe, {"debug.instrument": "true", "codelets.fastMath": "true"}), device)
     with pytest.raises(ExecutableError, match="already built an Engine"):
         poplar.Engine(exe)  # it would share the first engine's tile memories
+
+
+def _file(payload: bytes) -> bytes:
+    """An executable file's bytes around ``payload``: magic, format 1, CRC-32 and length."""
+    return b"POPLAR_PY_EXECUTABLE\n" + struct.pack("<IIQ", 1, zlib.crc32(payload), len(payload)) + payload
+
+
+def test_files_of_the_wrong_kind_are_invalid_arguments(tmp_path):
+    _, graph, seq = _build(tmp_path)
+    exe = poplar.compileGraph(graph, seq)
+    text = open(tmp_path / "text.exe", "w")  # noqa: SIM115 (closed below)
+    for bad in (None, 3, b"prog.exe", io.StringIO(), text, [tmp_path / "x.exe"]):
+        with pytest.raises(InvalidArgumentError, match=r"^Executable\.serialize: file "):
+            exe.serialize(bad)
+    text.close()
+    data = io.BytesIO()
+    exe.serialize(data)
+    with open(tmp_path / "text.exe", "w") as f:
+        f.write("text")
+    with open(tmp_path / "text.exe") as text:
+        for bad in (None, 3, data.getvalue(), bytearray(b"xy"), io.StringIO("POPLAR"), text):
+            with pytest.raises(InvalidArgumentError, match=r"^Executable\.deserialize: file "):
+                poplar.Executable.deserialize(bad)
+
+
+def test_files_that_cannot_be_written_or_read_are_named(tmp_path):
+    _, graph, seq = _build(tmp_path)
+    exe = poplar.compileGraph(graph, seq)
+    for path in (tmp_path / "missing" / "prog.exe", tmp_path):
+        with pytest.raises(ExecutableError, match=f"cannot write the executable '{re.escape(str(path))}'"):
+            exe.serialize(path)
+    closed = open(tmp_path / "closed.exe", "wb")  # noqa: SIM115
+    closed.close()
+    with pytest.raises(ExecutableError, match=r"cannot write the executable '.*closed\.exe'"):
+        exe.serialize(closed)
+    with pytest.raises(ExecutableError, match=r"cannot read the executable '.*closed\.exe'"):
+        poplar.Executable.deserialize(closed)
+    with open(tmp_path / "w.exe", "wb") as write_only, \
+            pytest.raises(ExecutableError, match=r"cannot read the executable '.*w\.exe'"):
+        poplar.Executable.deserialize(write_only)
+    with pytest.raises(ExecutableError, match=f"cannot read the executable '{re.escape(str(tmp_path))}'"):
+        poplar.Executable.deserialize(tmp_path)
+    assert not (tmp_path / "missing").exists()
+
+
+def test_trailing_bytes_are_named(tmp_path):
+    _, graph, seq = _build(tmp_path)
+    data = io.BytesIO()
+    poplar.compileGraph(graph, seq).serialize(data)
+    size = len(data.getvalue()) - len(_file(b""))
+    with pytest.raises(ExecutableError, match=rf"'<stream>' has 3 trailing bytes after its {size}-byte "):
+        poplar.Executable.deserialize(io.BytesIO(data.getvalue() + b"abc"))
+
+
+def test_a_payload_that_is_not_an_executable_is_named(tmp_path):
+    """A valid header and checksum around other pickles: ExecutableError, never AttributeError."""
+    _, graph, seq = _build(tmp_path)
+    exe = poplar.compileGraph(graph, seq)
+    ir, compiled, options = exe.ir, exe.compiled, exe.options
+    payloads = {
+        "number": (pickle.dumps(3), "payload is of type int, not tuple"),
+        "short": (pickle.dumps((1, 2)), "payload has 2 items, not 3"),
+        "strings": (pickle.dumps(("a", "b", "c")), r"payload\[0\] is of type str, not GraphIR"),
+    }
+    for name, (payload, message) in payloads.items():
+        (tmp_path / f"{name}.exe").write_bytes(_file(payload))
+        with pytest.raises(ExecutableError, match=rf"'.*{name}\.exe' does not hold an executable: {message}"):
+            poplar.Executable.deserialize(tmp_path / f"{name}.exe")
+    lowered = dataclasses.replace(compiled.lowered, runners=[*compiled.lowered.runners, "runner"])
+    forged = {
+        "layout": (dataclasses.replace(compiled, layout=None), r"payload\[1\]\.layout is of type NoneType"),
+        "runners": (dataclasses.replace(compiled, lowered=lowered), r"payload\[1\]\.lowered\.runners item is "
+                    "of type str, not ComputeSetRunner"),
+        "arena": (dataclasses.replace(compiled, layout=dataclasses.replace(compiled.layout, tile_base=None)),
+                  "its compiled graph has no tile memory"),
+    }
+    for name, (bad, message) in forged.items():
+        poplar.Executable(ir, bad, options).serialize(tmp_path / f"{name}.exe")
+        with pytest.raises(ExecutableError, match=rf"'.*{name}\.exe' does not hold an executable: {message}"):
+            poplar.Executable.deserialize(tmp_path / f"{name}.exe")

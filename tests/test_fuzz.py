@@ -1,6 +1,7 @@
 """A seeded fuzz suite: several hundred bad inputs, each a PoplarError naming its culprit that
-leaves the graph unchanged. Cases that run compiled code run in subprocesses (a crash there
-fails the case instead of the test run)."""
+leaves the graph unchanged, and valid programs around replication and executables, each
+equal to numpy or to the directly built Engine. Cases that compile codelets that might crash
+the process run in subprocesses (a crash there fails the case instead of the test run)."""
 
 from __future__ import annotations
 
@@ -9,22 +10,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fuzz_executables
+import fuzz_replicas
 import pytest
-from fuzz_cases import World, cases, check
+from fuzz_cases import cases, check
 
-ALL = cases()
+ALL = cases() + fuzz_replicas.cases() + fuzz_executables.cases()
 IN_PROCESS = [c for c in ALL if not c.isolated]
 ISOLATED = [c for c in ALL if c.isolated]
 HERE = Path(__file__).resolve().parent
 
 
 def test_the_suite_is_large_enough():
-    assert len(ALL) >= 300
+    assert len(ALL) >= 600
+    assert len(fuzz_replicas.cases()) + len(fuzz_executables.cases()) >= 200
+    assert sum(c.culprit is None for c in ALL) >= 50  # valid programs checked against a reference
+    assert len({c.name for c in ALL}) == len(ALL)
 
 
 @pytest.mark.parametrize("case", IN_PROCESS, ids=[c.name for c in IN_PROCESS])
-def test_bad_input(case, tmp_path):
-    problem = check(case, World(tmp_path))
+def test_case(case, tmp_path):
+    problem = check(case, tmp_path)
     assert problem is None, problem
 
 

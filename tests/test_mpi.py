@@ -98,6 +98,17 @@ def test_an_exception_on_one_rank_ends_every_rank():
     assert "rank 1 gives up" in done.stderr
 
 
+@pytest.mark.parametrize("ranks,failing", [(2, 0), (2, 1), (4, 0), (4, 3)])
+def test_an_exception_before_the_first_engine_ends_every_rank(ranks, failing, tmp_path):
+    out = tmp_path / "early"
+    done = subprocess.run(["mpiexec", "-n", str(ranks), sys.executable, str(PROGRAMS), "raises_before_engine",
+                           str(out), str(failing)], capture_output=True, text=True, timeout=60, env=_env())
+    assert done.returncode != 0
+    assert "InvalidTileMappingError: tensor 'x': tile 9 is out of range" in done.stderr
+    assert f"rank {failing} in comm 0" in done.stderr  # MPI_Abort from the failing rank
+    assert not any(Path(f"{out}.{r}").exists() for r in range(ranks))  # no rank got past Engine()
+
+
 def test_ctrl_c_stops_every_rank(tmp_path):
     out = tmp_path / "spin"
     job = subprocess.Popen(["mpiexec", "-n", "2", sys.executable, str(PROGRAMS), "spin", str(out)],

@@ -317,6 +317,20 @@ def make_world(replication: Replication, tile_base: np.ndarray) -> World:
     return MpiWorld(MPI, blocks, replication)
 
 
+def abort_every_rank_on_uncaught() -> None:
+    """Under an MPI launch, install the hook that ends every rank on an uncaught exception.
+    ``import poplar_py`` calls it, so that an error before the first Engine (while the other
+    ranks wait in MPI start-up inside ``Engine()``) ends the job too. Without mpi4py there is
+    nothing to abort with: the first Engine then reports it missing, on every rank."""
+    if launched_ranks() == 1:
+        return
+    try:
+        from mpi4py import MPI  # the optional dependency, as in make_world
+    except ImportError:
+        return
+    _abort_on_uncaught(MPI.COMM_WORLD)
+
+
 def _abort_on_uncaught(comm: Any) -> None:
     """An exception no rank catches (or Ctrl-C) ends every rank, rather than leaving the others
     waiting in a collective."""

@@ -15,18 +15,12 @@ from typing import Any
 
 from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
-from poplar_py.debug import debug_name
-from poplar_py.errors import GraphReplicationError
 
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from .operators import (
-    CollectiveOperator,
-    checked_op,
-    checked_tensor,
-    combine_expr,
-)
+from .arguments import checked_call, checked_op, checked_root
+from .operators import CollectiveOperator, combine_expr
 from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
 
 __all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
@@ -90,8 +84,8 @@ def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog:
     """A new tensor (mapped like ``t``) holding ``t`` combined by ``op`` over every replica, the
     same on all of them. On the tiles: a ring reduce-scatter then a ring all-gather, 2 (R - 1)
     steps, each a cross-replica copy of ``1/R`` of the data and popops vertices combining it."""
-    name = debug_name(debugContext) or "allReduceCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    name, t = checked_call("allReduceCrossReplica", graph, t, prog, debugContext, options)
+    op = checked_op(op, t, "allReduceCrossReplica")
     out = graph.clone(t, f"{name}/out")
     _all_reduce(graph, t, out, op, prog, name)
     return out
@@ -100,8 +94,8 @@ def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog:
 def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
                                  debugContext: Any = "", options: dict | None = None) -> None:
     """``t`` = ``t`` combined by ``op`` over every replica (as allReduceCrossReplica)."""
-    name = debug_name(debugContext) or "allReduceInPlaceCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    name, t = checked_call("allReduceInPlaceCrossReplica", graph, t, prog, debugContext, options)
+    op = checked_op(op, t, "allReduceInPlaceCrossReplica")
     _all_reduce(graph, t, t, op, prog, name)
 
 
@@ -110,10 +104,11 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     """A new 1-D tensor of ``ceil(n / R)`` elements: on replica r, chunk r of the flattened ``t``
     combined over every replica (past the end of ``t``, the last shards hold zeros combined).
     On the tiles: R - 1 ring steps of a cross-replica copy and a combine."""
-    name = debug_name(debugContext) or "reduceScatterCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    name, t = checked_call("reduceScatterCrossReplica", graph, t, prog, debugContext, options)
+    op = checked_op(op, t, "reduceScatterCrossReplica")
     if op is CollectiveOperator.LOCAL:
-        raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
+        raise PoplibsError("reduceScatterCrossReplica: LOCAL is not a reduction; a replica's own shard is "
+                           "a slice of t")
     ring = Ring.of(graph)
     _, rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
@@ -127,8 +122,7 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     """A new tensor of shape ``[R, *t.shape()]`` whose row r is replica r's ``t``, on every replica
     (each row mapped like ``t``). On the tiles: R - 1 ring steps, each a cross-replica copy of
     the last row received, stored at its place by a dynamicUpdate."""
-    name = debug_name(debugContext) or "allGatherCrossReplica"
-    t = checked_tensor(graph, t, name)
+    name, t = checked_call("allGatherCrossReplica", graph, t, prog, debugContext, options)
     ring = Ring.of(graph)
     out = graph.cloneN(t, ring.size, f"{name}/out")
     if t.numElements() == 0:
@@ -146,12 +140,8 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     """A new tensor (mapped like ``t``) holding replica ``rootReplica``'s ``t`` on every replica.
     On the tiles: a ring reduce-scatter whose combine keeps the root's row as it passes (a
     popops select), then a ring all-gather: 2 (R - 1) steps of ``1/R`` of the data."""
-    name = debug_name(debugContext) or "broadcastCrossReplica"
-    t = checked_tensor(graph, t, name)
-    replicas = graph.getReplicationFactor()
-    if not isinstance(rootReplica, int) or not 0 <= rootReplica < replicas:
-        raise GraphReplicationError(f"{name}: root replica {rootReplica!r:.40} is out of range: the graph "
-                                    f"has {replicas} replica(s), 0..{replicas - 1}")
+    name, t = checked_call("broadcastCrossReplica", graph, t, prog, debugContext, options)
+    rootReplica = checked_root(rootReplica, graph, "broadcastCrossReplica")
     out = graph.clone(t, f"{name}/out")
     if t.numElements() == 0:
         return out

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
-
-from poplar_py import Graph, Tensor
 
 from ..popops import expr as pe
-from ..poputil import PoplibsArgumentError, tensorArgument
 
 
 class CollectiveOperator(enum.Enum):
@@ -47,15 +43,3 @@ def combine_expr(op: CollectiveOperator) -> pe.Expr:
     """``f(a, b)`` combining two partials, for a reducing operator."""
     return _COMBINE[op]
 
-
-def checked_op(op: Any, what: str) -> CollectiveOperator:
-    if not isinstance(op, CollectiveOperator):
-        raise PoplibsArgumentError(f"{what}: op must be a gcl.CollectiveOperator, got {op!r:.40}")
-    return op
-
-
-def checked_tensor(graph: Graph, t: Any, what: str) -> Tensor:
-    """``t``, a tensor of ``graph`` (PoplibsArgumentError naming ``what`` otherwise)."""
-    if not isinstance(graph, Graph):
-        raise PoplibsArgumentError(f"{what}: graph must be a poplar Graph, got {type(graph).__name__}")
-    return tensorArgument(graph, t, f"{what}: the tensor")

@@ -14,12 +14,12 @@ from typing import Any
 
 from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog_
-from poplar_py.debug import debug_name
 
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from .operators import CollectiveOperator, checked_op, checked_tensor, combine_expr
+from .arguments import checked_call, checked_op
+from .operators import CollectiveOperator, combine_expr
 from .ring import chunks
 
 __all__ = ["allGatherWithinReplica", "allReduceWithinReplica"]
@@ -45,9 +45,9 @@ def allReduceWithinReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog
     """A new tensor shaped and mapped like ``t`` whose every ``[i]`` holds the partials ``t[0..P)``
     combined by ``op``. On the tiles: P - 1 reduce-scatter steps (each IPU sends a chunk to the
     next, popops vertices combine it there) and P - 1 all-gather steps (chunks passed on)."""
-    name = debug_name(debugContext) or "allReduceWithinReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
-    ipus = _partials(graph, t, name)
+    name, t = checked_call("allReduceWithinReplica", graph, t, prog, debugContext, options)
+    op = checked_op(op, t, "allReduceWithinReplica")
+    ipus = _partials(graph, t, "allReduceWithinReplica")
     out = graph.clone(t, f"{name}/out")
     prog.add(prog_.Copy(t, out))
     if op is CollectiveOperator.LOCAL or out.numElements() == 0:
@@ -80,9 +80,8 @@ def allGatherWithinReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugC
     """A new tensor of shape ``[P, P, *t.shape()[1:]]`` whose ``[i]`` (mapped like ``t[i]``, on
     IPU i) holds every partial ``t[0..P)``. On the tiles: P - 1 steps, each IPU passing the
     last partial it received to the next IPU over the links."""
-    name = debug_name(debugContext) or "allGatherWithinReplica"
-    t = checked_tensor(graph, t, name)
-    ipus = _partials(graph, t, name)
+    name, t = checked_call("allGatherWithinReplica", graph, t, prog, debugContext, options)
+    ipus = _partials(graph, t, "allGatherWithinReplica")
     out = concat([graph.cloneN(t[i], ipus, f"{name}/out{i}").expand([0]) for i in range(ipus)], 0)
     _copy(prog, [(t[i], out[i][i]) for i in range(ipus)])
     for step in range(1, ipus):

@@ -149,5 +149,5 @@ def test_bad_operators_and_roots_are_named():
         gcl.allReduceCrossReplica(h.graph, t, "ADD", h.seq)
     with pytest.raises(PoplibsError, match="LOCAL is not a reduction"):
         gcl.reduceScatterCrossReplica(h.graph, t, Op.LOCAL, h.seq)
-    with pytest.raises(GraphReplicationError, match="root replica 2 is out of range"):
+    with pytest.raises(GraphReplicationError, match="rootReplica 2 is out of range"):
         gcl.broadcastCrossReplica(h.graph, t, h.seq, rootReplica=2)
