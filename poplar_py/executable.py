@@ -38,7 +38,7 @@ from .ir import EdgesIR, GraphIR
 from .options import EngineOptions, parseEngineOptions
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
-_VERSION = 2  # 2: one compiled replica for every replica
+FORMAT_VERSION = 2  # 2: one compiled replica for every replica
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]
@@ -72,7 +72,7 @@ class Executable:
         ir = dataclasses.replace(self.ir, edges=edges, perf_estimators={})
         _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((ir, self.compiled, self.options))
         payload = buffer.getvalue()
-        data = _MAGIC + _HEADER.pack(_VERSION, zlib.crc32(payload), len(payload)) + payload
+        data = _MAGIC + _HEADER.pack(FORMAT_VERSION, zlib.crc32(payload), len(payload)) + payload
         try:
             if isinstance(file, (str, os.PathLike)):
                 with open(file, "wb") as f:
@@ -140,9 +140,9 @@ def _payload(data: memoryview, name: str) -> memoryview:
     if len(data) < head + _HEADER.size:
         raise ExecutableError(f"'{name}' is truncated: its header is incomplete")
     version, digest, length = _HEADER.unpack_from(data, head)
-    if version != _VERSION:
+    if version != FORMAT_VERSION:
         raise ExecutableError(f"'{name}' is an executable of format {version}; this poplar-py reads "
-                              f"format {_VERSION}: compile it again")
+                              f"format {FORMAT_VERSION}: compile it again")
     payload = data[head + _HEADER.size:]
     if len(payload) < length:
         raise ExecutableError(f"'{name}' is truncated: {len(payload)} of {length} bytes")

@@ -26,6 +26,7 @@ from fuzz_cases import Case
 
 import poplar_py as poplar
 from poplar_py import program as prog
+from poplar_py.executable import FORMAT_VERSION
 from poplibs_py import gcl, popops
 from poplibs_py.popops import expr as pe
 
@@ -186,7 +187,7 @@ def good_file() -> bytes:
 
 def wrapped(payload: bytes) -> bytes:
     """``payload`` behind a valid header: magic, format 1, its CRC-32 and length."""
-    return MAGIC + HEADER.pack(1, zlib.crc32(payload), len(payload)) + payload
+    return MAGIC + HEADER.pack(FORMAT_VERSION, zlib.crc32(payload), len(payload)) + payload
 
 
 def _load(w: Folder, make: Callable[[bytes], bytes], name: str) -> None:

@@ -20,6 +20,7 @@ import pytest
 import poplar_py as poplar
 from poplar_py import program as prog
 from poplar_py.errors import ExecutableError, InvalidArgumentError, InvalidOptionError
+from poplar_py.executable import FORMAT_VERSION
 from poplibs_py import poplin, popops
 
 CODELET = textwrap.dedent("""
@@ -127,7 +128,8 @@ def test_bad_files_are_named(tmp_path):
     data = good.read_bytes()
     cases = {"foreign.exe": b"\x7fELF" + data[4:], "truncated.exe": data[: len(data) // 2],
              "corrupt.exe": data[:-10] + bytes(10), "empty.exe": b"",
-             "version.exe": data.replace(b"EXECUTABLE\n\x02\x00", b"EXECUTABLE\n\x09\x00", 1)}
+             "version.exe": data.replace(b"EXECUTABLE\n" + bytes([FORMAT_VERSION, 0]),
+                                         b"EXECUTABLE\n\x09\x00", 1)}
     for name, content in cases.items():
         (tmp_path / name).write_bytes(content)
         with pytest.raises(ExecutableError, match=name.replace(".", r"\.")):
@@ -147,8 +149,9 @@ def test_engine_options_of_an_executable(tmp_path):
 
 
 def _file(payload: bytes) -> bytes:
-    """An executable file's bytes around ``payload``: magic, format 1, CRC-32 and length."""
-    return b"POPLAR_PY_EXECUTABLE\n" + struct.pack("<IIQ", 1, zlib.crc32(payload), len(payload)) + payload
+    """An executable file's bytes around ``payload``: magic, format, CRC-32 and length."""
+    header = struct.pack("<IIQ", FORMAT_VERSION, zlib.crc32(payload), len(payload))
+    return b"POPLAR_PY_EXECUTABLE\n" + header + payload
 
 
 def test_files_of_the_wrong_kind_are_invalid_arguments(tmp_path):
