@@ -1,6 +1,7 @@
 """poplar-py: a Poplar-style graph programming framework running on a simulated IPU."""
 
 from . import program
+from .cdivision import cdiv, cmod
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
@@ -143,6 +144,8 @@ __all__ = [
                      "VertexError",
                      "VertexRef",
                      "append",
+                     "cdiv",
+                     "cmod",
                      "compileGraph",
                      "concat",
                      "program",
