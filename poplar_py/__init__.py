@@ -40,6 +40,7 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
+from .random_seed import getHwSeeds, setHwSeeds
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -148,6 +149,8 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "getHwSeeds",
                      "program",
                      "replication_factor",
+                     "setHwSeeds",
 ]
