@@ -373,8 +373,9 @@ class _Checker(ast.NodeVisitor):
             and self._resolve(f.value).kind == "poplar_module"
         ):
             if f.attr not in C_DIVISION:
-                raise self.error(node, f"poplar_py.{f.attr}() cannot be called in codelets (only "
-                                       f"{' and '.join(C_DIVISION)})")
+                raise self.error(node, f"poplar_py.{f.attr}() cannot be called through the module in "
+                                       f"codelets (only {' and '.join(C_DIVISION)}); import the name: "
+                                       f"from poplar_py import {f.attr}")
             return "builtin", f.attr
         if isinstance(f, ast.Name) and f.id not in self.fn.local_names:
             r = self._resolve(f)

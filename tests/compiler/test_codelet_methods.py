@@ -190,7 +190,8 @@ class V(Vertex):
     ("self.compute()", "compute\\(\\) cannot be called"),
     ("self.out = cdiv(1.0, 2)", "cdiv\\(\\) needs two integers"),
     ("self.out = cmod(1)", "cmod\\(\\) takes exactly two arguments"),
-    ("self.out = poplar.zeros(1)", "poplar_py.zeros\\(\\) cannot be called in codelets"),
+    ("self.out = poplar.LocalArray(int, 1)[0]", "poplar_py.LocalArray\\(\\) cannot be called through the "
+     "module in codelets \\(only cdiv and cmod\\); import the name"),
     ("f = cdiv", "'cdiv' can only be called"),
 ])
 def test_misuse_is_rejected_with_the_line(tmp_path, line, message):
