@@ -1,12 +1,12 @@
 """Codelet frontend: a vertex class's ``compute`` (and its helpers) -> checked Python AST.
 
-This pass parses the source of ``compute``, of every module-level helper function it
-calls (from the same file) and of every method of the vertex class it calls as
-``self.name(...)`` (methods read and write fields through ``self`` as compute does), moves
-every node to its absolute line in that file, checks that only the supported Python subset
-is used, and resolves every global name to one of: the ``math`` module, a ``math``
-function, a helper function, a numeric constant, or a supported builtin (``poplar_py``'s
-``cdiv`` and ``cmod`` among them). Anything else raises :class:`CodeletCompileError` with the message
+This pass parses the source of ``compute``, of every module-level helper function it calls
+(from the same file) and of every method of the vertex class it calls as ``self.name(...)``
+(methods read and write fields through ``self`` as compute does), moves every node to its
+absolute line in that file, checks that only the supported Python subset is used, and
+resolves every global name to one of: the ``math`` module, a ``math`` function, a helper
+function, a numeric constant, or a supported builtin (``poplar_py``'s ``cdiv`` and ``cmod``
+among them). Anything else raises :class:`CodeletCompileError` with the message
 ``"<file>:<line>: <where>: <what is wrong> (<construct>)"``. No types are inferred here.
 The data model it produces is in :mod:`codelet_source`.
 """
