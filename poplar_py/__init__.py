@@ -1,6 +1,7 @@
 """poplar-py: a Poplar-style graph programming framework running on a simulated IPU."""
 
 from . import program
+from .cdivision import cdiv, cmod
 from .compiler.world import abort_every_rank_on_uncaught
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
@@ -40,6 +41,7 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
+from .random_seed import getHwSeeds, setHwSeeds
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -146,8 +148,12 @@ __all__ = [
                      "VertexError",
                      "VertexRef",
                      "append",
+                     "cdiv",
+                     "cmod",
                      "compileGraph",
                      "concat",
+                     "getHwSeeds",
                      "program",
                      "replication_factor",
+                     "setHwSeeds",
 ]

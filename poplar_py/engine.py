@@ -39,6 +39,7 @@ from .handles import DataStream
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
+from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
 
@@ -113,6 +114,10 @@ class Engine:
                     m.world.scatter(image.plan, image.data.ctypes.data, m.base, r)
                     image.rebase(-at)
         self._loaded = True
+        seeds = self._exe.host_transfers.get(HW_SEEDS_HANDLE)
+        if seeds is not None:  # the tiles' random generators start from the engine's seed
+            seed = int(self._options["random.seed"])
+            self.writeTensor(HW_SEEDS_HANDLE, initialHwSeeds(seed, *seeds.shape[:2]))
 
     def loadAndRun(self, device: Device, programIndex: int = 0) -> None:
         self.load(device)

@@ -35,6 +35,7 @@ _KNOWN: dict[str, tuple[str, Any]] = {
     "profiler.format": ("json", ("json",)),
     "exchange.enablePrefetch": ("true", "bool"),
     "exchange.streamBufferOverlap": ("hostRearrangeOnly", ("none", "hostrearrangeonly", "any")),
+    "random.seed": ("0", "int"),  # the tiles' generators at load (random_seed.py)
 }
 
 

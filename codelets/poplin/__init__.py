@@ -4,4 +4,6 @@
 ``poplin::ReducePartials<PartT,OutT>``, ``poplin::ReducePartialsSameType<T>`` (partials of the
 output type, summed in place) and ``poplin::ScaledReducePartials<PartT,OutT>`` add the partial
 products of the tiles that shared a K-split (the last into ``C += k * sum``).
+``poplin::experimental::Householder``, ``UpdateColumns`` and ``UpdateRows`` are the steps of
+the QR factorization (``qr.py``).
 """

@@ -1,5 +1,6 @@
 """poprand codelets (loaded by ``poplibs_py.poprand.addCodelets``).
 
-Every vertex owns one xoroshiro128+ stream, seeded in the codelet from the seed tensor and
-its ``stream`` state (seedModifier, tile and worker) with splitmix64; see ``random.py``.
+Every generator vertex draws from its worker's xoroshiro128+ state in tile memory and writes it
+back advanced; ``SetSeed`` sets a tile's states from a seed tensor with splitmix64; see
+``random.py``.
 """

@@ -1,17 +1,24 @@
 """poprand codelets: uniform, normal, truncated normal, Bernoulli and dropout, and setSeed.
 
 Generator: xoroshiro128+ (the 2018 constants a=24, b=16, c=37; the IPU's hardware generator is
-xoroshiro128+ too), 64-bit arithmetic in uint64. Each vertex covers one worker's share of a
-tile's elements and owns one stream. Its 128-bit state is derived when the vertex starts, from
-the 64-bit key ``seed[0] | seed[1] << 32`` and the 64-bit ``stream`` state
-(``seedModifier << 32 | tile << 3 | worker``), with splitmix64::
+xoroshiro128+ too), 64-bit arithmetic in uint64. Each generator vertex covers one worker's share
+of a tile's elements and draws from that worker's hardware generator: its ``state`` field is the
+worker's 128-bit state in tile memory (four UNSIGNED_INT words, ``s0`` then ``s1``, low word
+first; poplar_py/random_seed.py), read when the vertex starts and written back advanced when it
+ends, so the next draw on that worker continues the sequence. Element k of a worker's share takes
+the k-th output(s) after the state it started from.
+
+``SetSeed`` (one vertex per tile) sets every worker's state from the 64-bit key
+``seed[0] | seed[1] << 32`` and the worker's stream id ``seedModifier << 32 | tile << 3 | worker``,
+with splitmix64::
 
     s = key ^ mix(stream);  s0 = mix(s + GAMMA);  s1 = mix(s + 2 * GAMMA)
 
 ``mix`` is splitmix64's output function, a bijection, so ``s0 != s1`` and the state is never
-the all-zero one xoroshiro must avoid. The element k of a worker's share takes the k-th
-output(s) of its stream, so a result depends only on the seed, the seedModifier and how the
-output is mapped onto tiles; never on earlier runs, threads or the codelet mode.
+the all-zero one xoroshiro must avoid. A call with a seed tensor sets the states so, draws and
+puts the old states back (as PopLibs does), so its result depends only on the seed, the
+seedModifier and how the output is mapped onto tiles; never on earlier runs, threads or the
+codelet mode.
 
 Bits used: uniform floats take the top 24 bits of an output (``u = (r >> 40) / 2**24`` in
 [0, 1)); integers and probabilities the top 32 bits; Box-Muller takes two outputs per pair of
@@ -20,7 +27,7 @@ normal values.
 
 import math
 
-from poplar_py import INT, UNSIGNED_INT, UNSIGNED_LONGLONG, Input, LocalArray, Output, Vector, Vertex
+from poplar_py import INT, UNSIGNED_INT, UNSIGNED_LONGLONG, InOut, Input, LocalArray, Output, Vector, Vertex
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
@@ -42,21 +49,17 @@ def _mix(z):
     return z ^ (z >> 31)
 
 
-def _start(stream, seed):
-    """The splitmix64 state of a stream: the seed tensor's key mixed with the stream id.
+def _load(g, state):
+    """The generator ``g = [s0, s1]`` from a worker's state words."""
+    g[0] = _u64(state[1], state[0])
+    g[1] = _u64(state[3], state[2])
 
-    ``int()`` widens the 32-bit seed words the same way in both codelet modes."""
-    return _mix(stream) ^ (int(seed[0]) | (int(seed[1]) << 32))
 
-
-def _seed(state, stream, seed):
-    """Set ``state`` to a stream's xoroshiro128+ state ``[s0, s1]``: splitmix64's first two
-    outputs from ``_start`` (gamma added twice, not 2 * gamma: uint64 sums wrap alike in both
-    codelet modes)."""
-    gamma = _u64(0x9E3779B9, 0x7F4A7C15)
-    s = _start(stream, seed)
-    state[0] = _mix(s + gamma)
-    state[1] = _mix(s + gamma + gamma)
+def _store(g, state, at):
+    """Write the generator ``g`` to the state words ``state[at:at + 4]``."""
+    for k in range(2):
+        state[at + 2 * k] = g[k] & 0xFFFFFFFF
+        state[at + 2 * k + 1] = g[k] >> 32
 
 
 def _rotl(x, k):
@@ -88,16 +91,16 @@ class Uniform(Vertex):
 
     vertexName = "poprand::Uniform"
     out: Output[Vector[T]]
-    seed: Input[Vector[UNSIGNED_INT]]
-    stream: UNSIGNED_LONGLONG
+    state: InOut[Vector[UNSIGNED_INT]]
     offset: float
     scale: float
 
     def compute(self):
         g = LocalArray(UNSIGNED_LONGLONG, 2)
-        _seed(g, self.stream, self.seed)
+        _load(g, self.state)
         for k in range(len(self.out)):
             self.out[k] = self.offset + _unit(g) * self.scale
+        _store(g, self.state, 0)
 
 
 class UniformInt(Vertex):
@@ -107,16 +110,16 @@ class UniformInt(Vertex):
 
     vertexName = "poprand::Uniform<int>"
     out: Output[Vector[INT]]
-    seed: Input[Vector[UNSIGNED_INT]]
-    stream: UNSIGNED_LONGLONG
+    state: InOut[Vector[UNSIGNED_INT]]
     base: UNSIGNED_LONGLONG
     range: UNSIGNED_LONGLONG
 
     def compute(self):
         g = LocalArray(UNSIGNED_LONGLONG, 2)
-        _seed(g, self.stream, self.seed)
+        _load(g, self.state)
         for k in range(len(self.out)):
             self.out[k] = (self.base + ((_bits32(g) * self.range) >> 32)) & 0xFFFFFFFF
+        _store(g, self.state, 0)
 
 
 class TruncatedNormal(Vertex):
@@ -131,8 +134,7 @@ class TruncatedNormal(Vertex):
 
     vertexName = "poprand::TruncatedNormal"
     out: Output[Vector[T]]
-    seed: Input[Vector[UNSIGNED_INT]]
-    stream: UNSIGNED_LONGLONG
+    state: InOut[Vector[UNSIGNED_INT]]
     mean: float
     stdDev: float
     alpha: float
@@ -140,7 +142,7 @@ class TruncatedNormal(Vertex):
 
     def compute(self):
         g = LocalArray(UNSIGNED_LONGLONG, 2)
-        _seed(g, self.stream, self.seed)
+        _load(g, self.state)
         have = False
         spare = 0.0
         for k in range(len(self.out)):
@@ -162,6 +164,7 @@ class TruncatedNormal(Vertex):
             if not found:
                 z = (2.0 * _unit(g) - 1.0) * self.alpha
             self.out[k] = self.mean + self.stdDev * z
+        _store(g, self.state, 0)
 
 
 class Normal(TruncatedNormal):
@@ -175,15 +178,15 @@ class Bernoulli(Vertex):
 
     vertexName = "poprand::Bernoulli"
     out: Output[Vector[T]]
-    seed: Input[Vector[UNSIGNED_INT]]
-    stream: UNSIGNED_LONGLONG
+    state: InOut[Vector[UNSIGNED_INT]]
     threshold: UNSIGNED_LONGLONG
 
     def compute(self):
         g = LocalArray(UNSIGNED_LONGLONG, 2)
-        _seed(g, self.stream, self.seed)
+        _load(g, self.state)
         for k in range(len(self.out)):
             self.out[k] = 1 if _bits32(g) < self.threshold else 0
+        _store(g, self.state, 0)
 
 
 class Dropout(Bernoulli):
@@ -195,20 +198,30 @@ class Dropout(Bernoulli):
 
     def compute(self):
         g = LocalArray(UNSIGNED_LONGLONG, 2)
-        _seed(g, self.stream, self.seed)
+        _load(g, self.state)
         for k in range(len(self.out)):
             self.out[k] = self.input[k] * self.scale if _bits32(g) < self.threshold else 0
+        _store(g, self.state, 0)
 
 
 class SetSeed(Vertex):
-    """``hwSeed = mix(key ^ mix(modifier))`` as two 32-bit words (low word first)."""
+    """Every worker's state on one tile, from the seed tensor and the tile's ``streams``
+    (``seedModifier << 32 | tile << 3``; worker w's stream adds w)."""
 
     vertexName = "poprand::SetSeed"
     seed: Input[Vector[UNSIGNED_INT]]
-    hwSeed: Output[Vector[UNSIGNED_INT]]
-    modifier: UNSIGNED_LONGLONG
+    hwSeeds: Output[Vector[UNSIGNED_INT]]
+    streams: UNSIGNED_LONGLONG
 
     def compute(self):
-        h = _mix(_start(self.modifier, self.seed))
-        self.hwSeed[0] = h & 0xFFFFFFFF
-        self.hwSeed[1] = h >> 32
+        """splitmix64's first two outputs from ``key ^ mix(stream)`` (gamma added twice, not
+        2 * gamma: uint64 sums wrap alike in both codelet modes); ``int()`` widens the 32-bit
+        seed words the same way in both modes."""
+        gamma = _u64(0x9E3779B9, 0x7F4A7C15)
+        key = int(self.seed[0]) | (int(self.seed[1]) << 32)
+        g = LocalArray(UNSIGNED_LONGLONG, 2)
+        for w in range(len(self.hwSeeds) // 4):
+            s = _mix(self.streams | w) ^ key
+            g[0] = _mix(s + gamma)
+            g[1] = _mix(s + gamma + gamma)
+            _store(g, self.hwSeeds, 4 * w)

@@ -15,8 +15,8 @@ Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 * 1 per field read or write (scalar or element) and per local-array element at an index not known
   when compiling (one at a known index is a register), 1 per ``if``/``while``/``assert`` test and
   loop iteration (a test known when compiling is free: only its branch is compiled);
-* ``COSTS`` (in codelet_exprs) for division/modulo (10), float ``**`` (20) and ``math`` functions
-  (1-20; ``math.log(x, base)`` costs two logs and a division);
+* ``COSTS`` (in codelet_exprs) for division/modulo (10, ``cdiv``/``cmod`` too), float ``**`` (20)
+  and ``math`` functions (1-20; ``math.log(x, base)`` costs two logs and a division);
 * locals, constants, ``len`` and bounds checks are free (the count does not depend on options).
 
 Costs are summed per basic block at compile time and added once at the block's end, so a loop

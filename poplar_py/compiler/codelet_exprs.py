@@ -423,6 +423,11 @@ class ExprLowering:
         if name in ("min", "max", "abs"):
             assert isinstance(rt, ScalarType)
             return self._minmax_abs(name, args, types, rt)
+        if name in ("cdiv", "cmod"):
+            assert isinstance(rt, ScalarType)
+            self.pending += COSTS["div"]
+            a, c = (self.ops.convert(v, t, rt) for v, t in zip(args, types))  # type: ignore[arg-type]
+            return self.ops.trunc_divmod(a, c, rt)[0 if name == "cdiv" else 1]
         self.pending += COSTS.get(name, MATH_COST)
         if name == "log" and len(args) == 2:  # log(x, base) = log(x) / log(base)
             self.pending += MATH_COST + COSTS["div"]
@@ -451,7 +456,7 @@ class ExprLowering:
     def _inline(self, node: ast.Call, callee: FunctionTypes) -> Value:
         args = [(self.expr(a), self.type(a)) for a in node.args]
         frame = self._new_frame(callee)
-        for pname, (v, vt) in zip(callee.fn.params, args):
+        for pname, (v, vt) in zip(callee.fn.arg_names, args):
             if isinstance(vt, PolicyType):
                 continue
             slot = frame.slots[pname]

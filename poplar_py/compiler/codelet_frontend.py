@@ -1,10 +1,12 @@
 """Codelet frontend: a vertex class's ``compute`` (and its helpers) -> checked Python AST.
 
-This pass parses the source of ``compute`` and of every module-level helper function it
-calls (from the same file), moves every node to its absolute line in that file, checks
-that only the supported Python subset is used, and resolves every global name to one of:
-the ``math`` module, a ``math`` function, a helper function, a numeric constant, or a
-supported builtin. Anything else raises :class:`CodeletCompileError` with the message
+This pass parses the source of ``compute``, of every module-level helper function it calls
+(from the same file) and of every method of the vertex class it calls as ``self.name(...)``
+(methods read and write fields through ``self`` as compute does), moves every node to its
+absolute line in that file, checks that only the supported Python subset is used, and
+resolves every global name to one of: the ``math`` module, a ``math`` function, a helper
+function, a numeric constant, or a supported builtin (``poplar_py``'s ``cdiv`` and ``cmod``
+among them). Anything else raises :class:`CodeletCompileError` with the message
 ``"<file>:<line>: <where>: <what is wrong> (<construct>)"``. No types are inferred here.
 The data model it produces is in :mod:`codelet_source`.
 """
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cdivision import cdiv, cmod
 from ..errors import CodeletCompileError
 from ..templates import Policy, TypeParam
 from ..types import Type
@@ -84,6 +87,10 @@ _ALLOWED_BINOPS = (
     ast.RShift,
 )
 _ALLOWED_CMPOPS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+#: poplar_py's codelet builtins for C's integer division, by name
+C_DIVISION = {"cdiv": cdiv, "cmod": cmod}
+_BUILTIN_ARITY = {"cdiv": 2, "cmod": 2}
+_COUNTS = {1: "one argument", 2: "two arguments"}
 
 
 def parse_codelet(cls: type) -> ParsedCodelet:
@@ -98,6 +105,7 @@ def parse_codelet(cls: type) -> ParsedCodelet:
         raise CodeletCompileError(f"{cls.__name__}.compute must be a plain method")
     is_multi = bool(getattr(cls, "isMultiVertex", False))
     fn = parse_function(compute, f"{cls.__name__}.compute")
+    fn.method = True
     expected = ["self", "workerId"] if is_multi else ["self"]
     if len(fn.params) != len(expected):
         sig = "compute(self, workerId)" if is_multi else "compute(self)"
@@ -267,7 +275,7 @@ class _Checker(ast.NodeVisitor):
         if node.id in self.fn.local_names:
             return
         r = self._resolve(node)
-        if r.kind in ("math_module", "helper", "builtin", "type"):
+        if r.kind in ("math_module", "helper", "builtin", "type", "poplar_module"):
             raise self.error(node, f"'{node.id}' can only be called, not used as a value")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -304,6 +312,11 @@ class _Checker(ast.NodeVisitor):
             if not self.parsed.is_multi or node.args:
                 raise self.error(node, "self.numWorkers() is only available in a MultiVertex")
             return
+        if isinstance(f, ast.Attribute) and self._is_self(f.value):
+            self._method(node, f.attr)
+            for a in node.args:
+                self.visit(a)
+            return
         if isinstance(f, ast.Attribute) and self._policy_value(f.value):
             for a in node.args:  # a policy's function: found and checked by the typing pass
                 self.visit(a)
@@ -312,8 +325,8 @@ class _Checker(ast.NodeVisitor):
         if name is None:
             raise self.error(
                 node,
-                "only math functions, min/max/abs/len/casts, LocalArray, helper functions of this "
-                "file and policy functions can be called",
+                "only math functions, min/max/abs/len/casts, LocalArray, cdiv/cmod, helper functions "
+                "and methods of this file and policy functions can be called",
             )
         kind, target = name
         if kind == "type":
@@ -336,8 +349,9 @@ class _Checker(ast.NodeVisitor):
                 raise self.error(node, "range() can only be used as the iterable of a for loop")
             if target in ("min", "max") and len(node.args) < 2:
                 raise self.error(node, f"{target}() needs at least 2 arguments")
-            if target not in ("min", "max") and len(node.args) != 1:
-                raise self.error(node, f"{target}() takes exactly one argument")
+            arity = _BUILTIN_ARITY.get(target, 1)
+            if target not in ("min", "max") and len(node.args) != arity:
+                raise self.error(node, f"{target}() takes exactly {_COUNTS[arity]}")
         for a in node.args:
             self.visit(a)
 
@@ -352,11 +366,36 @@ class _Checker(ast.NodeVisitor):
             if f.attr not in MATH_FUNCTIONS:
                 raise self.error(node, f"math.{f.attr}() is not supported")
             return "math", f.attr
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id not in self.fn.local_names
+            and self._resolve(f.value).kind == "poplar_module"
+        ):
+            if f.attr not in C_DIVISION:
+                raise self.error(node, f"poplar_py.{f.attr}() cannot be called through the module in "
+                                       f"codelets (only {' and '.join(C_DIVISION)}); import the name: "
+                                       f"from poplar_py import {f.attr}")
+            return "builtin", f.attr
         if isinstance(f, ast.Name) and f.id not in self.fn.local_names:
             r = self._resolve(f)
             if r.kind in ("math", "helper", "builtin", "type"):
                 return r.kind, r.value
         return None
+
+    def _method(self, node: ast.Call, name: str) -> None:
+        """``self.<name>(...)``: a method of the vertex class, checked as a helper once."""
+        cls = self.parsed.cls
+        func = inspect.getattr_static(cls, name, None)
+        if name in self.parsed.fields or name in self.parsed.constants:
+            raise self.error(node, f"'{name}' is a field of {cls.__name__}, not a method")
+        if name == "compute" or not isinstance(func, types.FunctionType):
+            what = "compute() cannot be called" if name == "compute" else \
+                f"{cls.__name__} has no method '{name}' (a plain def in the class)"
+            raise self.error(node, what)
+        if inspect.getsourcefile(func) != self.fn.file:
+            raise self.error(node, f"method '{name}' is not defined in the codelet's file")
+        self.parsed.methods[name] = check_helper(self.parsed, func, method=True)
 
     def _type_name(self, node: ast.expr) -> None:
         """LocalArray's element type: a poplar type, a type parameter, float, int or bool."""
@@ -400,6 +439,11 @@ class _Checker(ast.NodeVisitor):
             return Resolved("math_module")
         if value is LocalArray:
             return Resolved("builtin", "LocalArray")
+        if isinstance(value, types.ModuleType) and value.__name__ == "poplar_py":  # poplar.cdiv(a, b)
+            return Resolved("poplar_module")
+        for name, builtin in C_DIVISION.items():
+            if value is builtin:
+                return Resolved("builtin", name)
         if isinstance(value, Type):
             return Resolved("type", value)
         if isinstance(value, TypeParam):
@@ -431,12 +475,16 @@ class _Checker(ast.NodeVisitor):
         )
 
 
-def check_helper(parsed: ParsedCodelet, func: types.FunctionType) -> str:
-    """Parse and check a helper function (or a policy's function) of ``parsed`` once; its key."""
+def check_helper(parsed: ParsedCodelet, func: types.FunctionType, method: bool = False) -> str:
+    """Parse and check a helper function, a method of the vertex class (``method``: its first
+    parameter is the vertex) or a policy's function of ``parsed`` once; its key."""
     key = helper_key(func)
     if key not in parsed.helpers:
-        where = f"helper '{func.__qualname__}' (used by {parsed.cls.__name__})"
+        where = f"{'method' if method else 'helper'} '{func.__qualname__}' (used by {parsed.cls.__name__})"
         fn = parse_function(func, where)
+        fn.method = method
+        if method and not fn.params:
+            raise compile_error(fn, fn.node, "a method needs 'self' as its first parameter")
         parsed.helpers[key] = fn  # registered before checking: recursion is found by the typer
-        _Checker(parsed, fn, is_method=False).run()
+        _Checker(parsed, fn, is_method=method).run()
     return key

@@ -2,11 +2,12 @@
 
 ``self`` is a proxy: scalar fields read as numpy scalars of the field's type (so arithmetic follows
 numpy rules) and assignment writes through; vector fields are bounds-checked views; vector lists
-give such views per row. ``compute`` and its helpers run as Python functions (same code objects,
-so breakpoints work) whose globals see ``math`` functions with IEEE results instead of Python's
-exceptions (libm called directly, the same functions the native kernels call: ``expf`` when every
-argument is a numpy float32 or half, returning np.float32, else ``exp``) and a saturating
-``int()``: the same semantics as compiled kernels (see :mod:`codelet_types`).
+give such views per row; the methods compute calls are bound to it. ``compute`` and its helpers run
+as Python functions (same code objects, so breakpoints work) whose globals see ``math`` functions
+with IEEE results instead of Python's exceptions (libm called directly, the same functions the
+native kernels call: ``expf`` when every argument is a numpy float32 or half, returning np.float32,
+else ``exp``) and a saturating ``int()``: the same semantics as compiled kernels (see
+:mod:`codelet_types`).
 
 Annotated locals: a function (``compute`` or a helper) with a local declared ``x: HALF = ...``
 (any poplar type, or ``float``, ``int``, ``bool``) runs as a copy of its code in which every store
@@ -245,8 +246,9 @@ class Interpreter:
                         for k, (f, line, _) in enumerate(parsed.arrays)}
         # Each function runs with a copy of its module's globals in which the names it uses mean
         # what they mean in compiled code; the copies are filled once every function exists.
-        self.helpers = {key: self._rebind(fn, self._globals(fn), method=False)
+        self.helpers = {key: self._rebind(fn, self._globals(fn), method=fn.method)
                         for key, fn in parsed.helpers.items()}
+        self.methods = {name: self.helpers[key] for name, key in parsed.methods.items()}
         self.compute = self._rebind(parsed.compute, self._globals(parsed.compute), method=True)
         for fn in [parsed.compute, *parsed.helpers.values()]:
             g = self._globals(fn)
@@ -348,7 +350,10 @@ class Interpreter:
                     int(record[f"{name}.ptr"]), VECTOR_LIST_ENTRY_DTYPE, int(record[f"{name}.size"])
                 )
                 get[name] = _VectorList(rows, index, mem, dt)
-        return _Self(get, set_)
+        proxy = _Self(get, set_)
+        for name, method in self.methods.items():  # self.helper(x): bound to this vertex
+            get[name] = types.MethodType(method, proxy)
+        return proxy
 
     def _call(self, proxy: _Self, worker: int | None) -> np.void | None:
         code = self.compute.__code__

@@ -286,7 +286,7 @@ class _Shape:
         callee = self.types.calls.get(id(e))
         args = [self.value(a) for a in e.args if id(a) in self.types.exprs]
         if callee is not None:
-            params = dict(zip(callee.fn.params, args))
+            params = dict(zip(callee.fn.arg_names, args))
             return _Shape(self.typed, callee, params).check()
         f = e.func
         if isinstance(f, ast.Name) and f.id == "len":

@@ -176,7 +176,19 @@ class ScalarOps:
         return b.select(by_zero, quotient, floordiv), b.select(by_zero, mod, mod2)
 
     def _int_divmod(self, a: ir.Value, c: ir.Value, t: ScalarType) -> tuple[ir.Value, ir.Value]:
-        """Floor division and modulo; x // 0 == x % 0 == 0 and MIN // -1 wraps, as numpy does."""
+        """Floor division and modulo; x // 0 == x % 0 == 0 and MIN // -1 wraps, as numpy does:
+        the truncating ones, moved down by one where the remainder's sign differs from c's."""
+        q, r = self.trunc_divmod(a, c, t)
+        if t.kind == "u":
+            return q, r
+        b = self.b
+        zero, one = ir.Constant(a.type, 0), ir.Constant(a.type, 1)
+        adjust = b.and_(b.icmp_unsigned("!=", r, zero), b.icmp_signed("<", b.xor(r, c), zero))
+        return b.select(adjust, b.sub(q, one), q), b.select(adjust, b.add(r, c), r)
+
+    def trunc_divmod(self, a: ir.Value, c: ir.Value, t: ScalarType) -> tuple[ir.Value, ir.Value]:
+        """C's truncating ``a / c`` and ``a % c`` (cdiv, cmod); 0 for ``c == 0`` and ``MIN / -1``
+        wraps, as :meth:`_int_divmod` (never a division by 0 or -1: SIGFPE)."""
         b = self.b
         ty = a.type
         zero, one = ir.Constant(ty, 0), ir.Constant(ty, 1)
@@ -185,12 +197,9 @@ class ScalarOps:
             safe = b.select(is_zero, one, c)
             return b.select(is_zero, zero, b.udiv(a, safe)), b.select(is_zero, zero, b.urem(a, safe))
         minus_one = b.icmp_signed("==", c, ir.Constant(ty, -1))
-        safe = b.select(b.or_(is_zero, minus_one), one, c)  # never divide by 0 or -1 (SIGFPE on MIN / -1)
-        q, r = b.sdiv(a, safe), b.srem(a, safe)
-        adjust = b.and_(b.icmp_unsigned("!=", r, zero), b.icmp_signed("<", b.xor(r, safe), zero))
-        q = b.select(adjust, b.sub(q, one), q)
-        r = b.select(adjust, b.add(r, safe), r)
-        q = b.select(minus_one, b.sub(zero, a), q)
+        safe = b.select(b.or_(is_zero, minus_one), one, c)
+        q = b.select(minus_one, b.sub(zero, a), b.sdiv(a, safe))
+        r = b.select(minus_one, zero, b.srem(a, safe))
         return b.select(is_zero, zero, q), b.select(is_zero, zero, r)
 
     def _shift(self, kind: str, a: ir.Value, c: ir.Value, t: ScalarType) -> ir.Value:

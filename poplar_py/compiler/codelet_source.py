@@ -62,7 +62,7 @@ MATH_FUNCTIONS = {
 class Resolved:
     """What a global name in a codelet refers to."""
 
-    kind: str  # "math_module", "math", "helper", "const", "builtin", "type", "policy"
+    kind: str  # "math_module", "math", "helper", "const", "builtin", "type", "policy", "poplar_module"
     value: Any = None  # math function name, helper key, constant value, builtin name, Type or policy class
 
 
@@ -78,6 +78,12 @@ class FunctionSource:
     local_names: set[str]
     func: types.FunctionType  # the Python function itself (interpreter mode runs it)
     globals_used: dict[str, Resolved] = field(default_factory=dict)
+    method: bool = False  # compute, or a method of the vertex class called as self.name(...)
+
+    @property
+    def arg_names(self) -> list[str]:
+        """The parameters a call passes arguments to (a method's ``self`` is the vertex)."""
+        return self.params[1:] if self.method else self.params
 
     @property
     def key(self) -> str:
@@ -98,8 +104,9 @@ class ParsedCodelet:
     fields: dict[str, FieldSpec]
     is_multi: bool
     compute: FunctionSource
-    helpers: dict[str, FunctionSource]  # by FunctionSource.key
+    helpers: dict[str, FunctionSource]  # by FunctionSource.key (methods called as self.name(...) too)
     asserts: dict[int, str] = field(default_factory=dict)  # line -> the assert as error messages show it
+    methods: dict[str, str] = field(default_factory=dict)  # self.<name>(...) -> the helper key it calls
     #: local arrays, numbered after the fields in error records: (file, line) of the LocalArray call
     #: and the name of the local it was assigned to
     arrays: list[tuple[str, int, str]] = field(default_factory=list)
@@ -133,7 +140,7 @@ class ParsedCodelet:
         """Everything the generated code depends on, as text: the ASTs without columns, plus line numbers
         (they end up in error records), fields and what global names resolved to."""
         constants = sorted((k, repr(v)) for k, v in self.constants.items())
-        parts = [self.cls.__name__, repr(self.is_multi), repr(constants)]
+        parts = [self.cls.__name__, repr(self.is_multi), repr(constants), repr(sorted(self.methods.items()))]
         parts += [f"{f.name}:{f.direction.name}:{f.kind.name}:{f.type.name}" for f in self.fields.values()]
         for fn in [self.compute, *self.helpers.values()]:
             parts.append(ast.dump(fn.node))

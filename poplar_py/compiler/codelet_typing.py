@@ -14,6 +14,7 @@ import itertools
 import types
 from dataclasses import dataclass, field
 
+from ..cdivision import cdiv, cmod
 from ..types import Type, asType
 from ..vertex import Direction, FieldKind
 from .codelet_frontend import check_helper
@@ -38,6 +39,7 @@ from .codelet_types import (
     known,
     math_result,
     scalar_of,
+    wrap64,
 )
 
 #: the largest local array, in elements (it lives on the stack of the kernel)
@@ -108,6 +110,7 @@ class _FunctionTyper:
     def __init__(self, program: _Program, fn: FunctionSource, params: tuple[CType, ...]) -> None:
         self.program, self.fn = program, fn
         self.is_compute = fn is program.parsed.compute
+        self.has_self = fn.method  # compute and methods: self.<field> is the vertex's
         self.out = FunctionTypes(fn, params)
         self.declared: dict[str, ScalarType] = {}
         self.final = False
@@ -125,9 +128,9 @@ class _FunctionTyper:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 self.declared[node.target.id] = self._annotation(node.annotation)
         self.out.locals.update(self.declared)
-        for name, t in zip(self.fn.params, self.out.param_types):
-            if not (self.is_compute and name == "self"):
-                self._assign(name, t, self.fn.node)
+        first = 1 if self.has_self else 0  # self is the vertex, not a local
+        for name, t in zip(self.fn.params[first:], self.out.param_types[first:]):
+            self._assign(name, t, self.fn.node)
         for _ in range(50):
             self.changed = False
             self._body(self.fn.node.body)
@@ -325,7 +328,7 @@ class _FunctionTyper:
 
     def _eAttribute(self, node: ast.Attribute) -> CType:
         value = node.value
-        if isinstance(value, ast.Name) and value.id == "self" and self.is_compute:
+        if isinstance(value, ast.Name) and value.id == "self" and self.has_self:
             return self._self_attribute(node)
         if isinstance(value, ast.Name) and value.id not in self.fn.local_names \
                 and self.fn.globals_used[value.id].kind == "math_module":
@@ -423,14 +426,21 @@ class _FunctionTyper:
 
     def _eCall(self, node: ast.Call) -> CType:
         f = node.func
-        if isinstance(f, ast.Attribute) and f.attr == "numWorkers" and isinstance(f.value, ast.Name) \
-                and f.value.id == "self" and self.is_compute:
+        on_self = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self" \
+            and self.has_self
+        if on_self and f.attr == "numWorkers":
             return known(PY_INT, 6)
+        if on_self:
+            parsed = self.program.parsed
+            return self._helper_call(node, parsed.helpers[parsed.methods[f.attr]])
         if isinstance(f, ast.Attribute):
             owner = f.value
-            if isinstance(owner, ast.Name) and owner.id not in self.fn.local_names \
-                    and self.fn.globals_used[owner.id].kind == "math_module":
-                return self._math(node, f.attr)
+            if isinstance(owner, ast.Name) and owner.id not in self.fn.local_names:
+                kind = self.fn.globals_used[owner.id].kind
+                if kind == "math_module":
+                    return self._math(node, f.attr)
+                if kind == "poplar_module":  # poplar.cdiv(a, b)
+                    return self._c_division(node, f.attr)
             return self._policy_call(node, f)
         assert isinstance(f, ast.Name)
         r = self.fn.globals_used.get(f.id)
@@ -444,6 +454,8 @@ class _FunctionTyper:
             return scalar_of(name)
         if name == "LocalArray":
             return self._local_array(node)
+        if name in ("cdiv", "cmod"):
+            return self._c_division(node, name)
         if name == "len":
             v = self.expr(node.args[0])
             if not isinstance(v, VectorType):
@@ -465,9 +477,13 @@ class _FunctionTyper:
         return result
 
     def _helper_call(self, node: ast.Call, callee_fn: FunctionSource) -> CType:
+        """A helper or method call, typed (and compiled) per argument types; a method's ``self``
+        is the vertex, typed NONE as compute's is."""
         args = tuple(self.expr(a) for a in node.args)
-        if len(args) != len(callee_fn.params):
-            raise self.error(node, f"'{callee_fn.name}' takes {len(callee_fn.params)} argument(s)")
+        if len(args) != len(callee_fn.arg_names):
+            raise self.error(node, f"'{callee_fn.name}' takes {len(callee_fn.arg_names)} argument(s)")
+        if callee_fn.method:
+            args = (NONE, *args)
         callee = self.program.function(callee_fn, args, node)
         self.out.calls[id(node)] = callee
         return callee.returns
@@ -482,6 +498,16 @@ class _FunctionTyper:
             raise self.error(node, f"policy {owner.cls.__name__} has no function '{f.attr}'")
         key = check_helper(self.program.parsed, func)
         return self._helper_call(node, self.program.parsed.helpers[key])
+
+    def _c_division(self, node: ast.Call, name: str) -> ScalarType:
+        """``cdiv(a, b)``, ``cmod(a, b)``: integers of the type ``a // b`` has (known when both are)."""
+        a, b = (self.scalar(x) for x in node.args)
+        if not (a.is_int and b.is_int):
+            raise self.error(node, f"{name}() needs two integers, not {a} and {b}")
+        result = binop_type(ast.FloorDiv, a, b)
+        if result == PY_INT and a.value is not None and b.value is not None:
+            return known(result, wrap64((cdiv if name == "cdiv" else cmod)(int(a.value), int(b.value))))
+        return result
 
     def _local_array(self, node: ast.Call) -> CType:
         """``LocalArray(T, n)``: a writable local vector whose length is a known integer."""

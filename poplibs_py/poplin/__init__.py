@@ -6,10 +6,11 @@ reduce partial sums over K in a second compute set. ``convolution`` lowers to a 
 matMul on im2col views of the (transformed) input, which one Copy gathers onto the tiles
 that multiply them. The training passes (:mod:`.conv_backward`) reuse those views: weight
 deltas and updates are grouped matMuls too, the input gradient is a convolution with
-``getGradientParams``.
+``getGradientParams``. ``poplin.experimental`` has PopLibs' QR factorization.
 """
 
 from ..codelets import add_library
+from . import experimental
 from .conv_backward import (
     addBias,
     calculateWeightDeltas,
@@ -36,8 +37,8 @@ from .plan import MatMulPlan, TargetFigures, planMatMul
 
 __all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addBias", "addCodelets", "calculateWeightDeltas",
            "convolution", "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createInput",
-           "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "getGradientParams",
-           "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
+           "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "experimental",
+           "getGradientParams", "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
            "matMulGroupedWithOutput", "matMulWithOutput", "planMatMul", "transposeGroupedMatrix",
            "weightsTransposeChansFlipXY"]
 

@@ -22,7 +22,7 @@ from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, templateVertex, tensorArgument
+from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
     REGISTER_TILE,
@@ -247,6 +247,20 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
     if out is not None and out.shape() != [g, m, n]:
         raise PoplibsError(f"Matrix multiplication output '{out.name}' has shape {out.shape()}, "
                            f"expected {[g, m, n]}")
+    if out is not None and scale is None:  # (matMulAcc's reduction reads only the partials)
+        computeWithOutput(graph, out, [A, B], prog_, name or "matMul",
+                          lambda dst: _products(graph, A, B, prog_, out_type, name, options, dst, None))
+        return out
+    return _products(graph, A, B, prog_, out_type, name, options, out, scale)
+
+
+def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type, name: str,
+              options: dict | None, out: Tensor | None, scale: float | None) -> Tensor:
+    """The compute sets of ``out = A @ B`` (or ``out += scale * A @ B``); ``out`` overlaps no input
+    unless scale is given."""
+    shape = checkShapes(A.shape(), B.shape())
+    g, m, _, n = shape
+    in_type = A.elementType()
     plan = _plan(graph, in_type, out_type, shape, options)
     name = name or "matMul"
     map_out = out is None or _unmapped(graph, out)

@@ -6,7 +6,7 @@ from poplar_py import Graph, Tensor, Type
 from poplar_py import program as prog_
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, templateVertex, tensorArgument
+from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
 from .expr_map import ProgOrCs, addElementWiseVertices, computeSetFor, createOutputForElementWiseOp
 
 __all__ = ["cast", "castWithOutput"]
@@ -45,6 +45,10 @@ def castWithOutput(graph: Graph, src: Tensor, dst: Tensor, prog: ProgOrCs, debug
                            f"destination '{dst.name}' has {dst.shape()}")
     if not dst.isParallelWriteable():
         raise PoplibsError(f"Trying to update tensor that cannot be written in parallel: '{dst.name}'")
-    cs = computeSetFor(graph, prog, debugName or "cast")
     vertex = templateVertex("popops::Cast", src.elementType(), dst.elementType())
-    addElementWiseVertices(graph, cs, vertex, dst, {"src": src}, outField="dst")
+
+    def compute(out: Tensor) -> None:
+        cs = computeSetFor(graph, prog, debugName or "cast")
+        addElementWiseVertices(graph, cs, vertex, out, {"src": src}, outField="dst")
+
+    computeWithOutput(graph, dst, [src], prog, debugName or "castWithOutput", compute, elementwise=True)

@@ -23,6 +23,7 @@ from ..poputil import (
     PoplibsArgumentError,
     PoplibsError,
     broadcastToMatch,
+    computeWithOutput,
     mapTensorLinearly,
     splitRegionsBetweenWorkers,
     tensorArgument,
@@ -172,5 +173,10 @@ def mapInPlace(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs
 def mapWithOutput(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], out: Tensor, prog: ProgOrCs,
                   debugName: str = "") -> None:
     """Write ``expr`` evaluated element-wise into ``out``, on the tiles holding ``out``; the inputs
-    broadcast to ``out``'s shape and ``out`` must have the expression's type."""
-    _map(graph, expr, ts, out, prog, debugName, inPlace=False)
+    broadcast to ``out``'s shape and ``out`` must have the expression's type. An ``out`` that
+    overlaps an input other than element for element gets the result through a temporary."""
+    def compute(dst: Tensor) -> None:
+        _map(graph, expr, ts, dst, prog, debugName, inPlace=False)
+
+    inputs = ts if isinstance(ts, (list, tuple)) else []
+    computeWithOutput(graph, out, inputs, prog, debugName or "mapWithOutput", compute, elementwise=True)

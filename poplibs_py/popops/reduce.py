@@ -36,7 +36,7 @@ from poplar_py.arguments import is_int
 from poplar_py.debug import debug_name
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, calcLinearTileMapping, templateVertex, tensorArgument
+from ..poputil import PoplibsError, calcLinearTileMapping, computeWithOutput, templateVertex, tensorArgument
 from .reduce_plan import (
     Regions,
     assign_partials,
@@ -119,9 +119,15 @@ def reduceWithOutput(graph: Graph, t: Tensor, out: Tensor, dims: list[int],
                      debugName: str = "") -> None:
     """Reduce ``t`` over ``dims`` into ``out`` (which must have the output's shape); with
     ``params.update`` the result is added to ``out``. An incompletely mapped ``out`` is mapped
-    as ``reduce`` maps a new output. Vertices run as in ``reduce``."""
-    reduceMany(graph, [SingleReduceOp(t, dims, params, out.elementType(), debugName)], [out],
-               program, debugName)
+    as ``reduce`` maps a new output. Vertices run as in ``reduce``; an ``out`` that overlaps ``t``
+    gets the result through a temporary."""
+    def compute(dst: Tensor) -> None:
+        reduceMany(graph, [SingleReduceOp(t, dims, params, out.elementType(), debugName)], [dst],
+                   program, debugName)
+
+    full = params if isinstance(params, ReduceParams) else ReduceParams(params)
+    computeWithOutput(graph, out, [t, full.scale], program, debugName or "reduceWithOutput", compute,
+                      readsOutput=full.update)
 
 
 def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Tensor],

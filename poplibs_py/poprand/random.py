@@ -1,31 +1,31 @@
 """poprand's operations (RandomGen.hpp): each adds one compute set of generator vertices.
 
-Seed model:
+Seed model (as PopLibs on hardware):
 
-* With a ``seed`` tensor (2 UNSIGNED_INT words), every call re-seeds its streams from that
-  tensor's current value and its ``seedModifier``: the same seed and seedModifier give the
-  same tensor, however often and in whatever order the program runs.
-* With ``seed=None`` a call uses the graph's simulated *hardware seed* instead: a
-  2-word UNSIGNED_INT variable on tile 0 (created on first use) that holds the fixed
-  :data:`DEFAULT_SEED` at load, as the IPU Model's tiles share one fixed hardware seed. So
-  ``seed=None`` results are deterministic too, and equal across runs until a program
-  changes the hardware seed with :func:`setSeed` or :func:`setHwSeeds`. (On hardware the
-  generator state carries on from call to call; here each call restarts its streams.)
+* With ``seed=None`` a call draws from the tiles' hardware generators (one per tile and worker,
+  state in tile memory: :mod:`poplar_py.random_seed`) and leaves them advanced: the same call
+  twice in a program gives two different tensors, and a run continues from the previous one.
+  The engine option ``random.seed`` makes a freshly loaded engine repeat its draws.
+* With a ``seed`` tensor (2 UNSIGNED_INT words) a call saves the hardware states
+  (``getHwSeeds``), sets them from the seed and its ``seedModifier`` (:func:`setSeed`), draws,
+  and restores them (``setHwSeeds``): the same seed and seedModifier give the same tensor,
+  however often and in whatever order the program runs, and ``seed=None`` calls are not
+  disturbed. ``setSeed`` then a ``seed=None`` call draws what the seeded call draws.
 
-A stream belongs to a (tile, worker) pair: each tile's part of the output is split between
+A generator belongs to a (tile, worker) pair: each tile's part of the output is split between
 its workers with ``splitRegionsBetweenWorkers`` (grain: the type's vector width), and worker
-w on tile t takes stream ``seedModifier << 32 | t << 3 | w``.
+w on tile t draws from its own generator.
 """
 
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type, concat
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type, concat, getHwSeeds, setHwSeeds
 from poplar_py import program as prog_
+from poplar_py.random_seed import hwSeedState
 from poplar_py.types import asType
 
 from ..poputil import (
@@ -36,30 +36,16 @@ from ..poputil import (
     tensorArgument,
 )
 
-__all__ = ["DEFAULT_SEED", "bernoulli", "dropout", "getHwSeeds", "normal", "setHwSeeds", "setSeed",
-           "truncatedNormal", "uniform"]
+__all__ = ["bernoulli", "dropout", "normal", "setSeed", "truncatedNormal", "uniform"]
 
-#: the simulated hardware seed at load (low word, high word): digits of pi
-DEFAULT_SEED = (0x243F6A88, 0x85A308D3)
 _INT_RANGE = (-(2**31), 2**31 - 1)
 _MAX_ROUNDS = 64  # truncatedNormal: most values drawn for one element before the fallback
-_hw_seeds: weakref.WeakKeyDictionary[Graph, Tensor] = weakref.WeakKeyDictionary()
 
 
-def _hw_seed(graph: Graph) -> Tensor:
-    """The graph's simulated hardware seed variable, created on first use."""
-    if graph not in _hw_seeds:
-        t = graph.addVariable(UNSIGNED_INT, [2], "poprand/hwSeed")
-        graph.setTileMapping(t, 0)
-        graph.setInitialValue(t, np.array(DEFAULT_SEED, dtype=np.uint32))
-        _hw_seeds[graph] = t
-    return _hw_seeds[graph]
-
-
-def _seed_tensor(graph: Graph, seed: Tensor | None, name: str) -> Tensor:
-    """``seed`` checked (rank 1, 2 UNSIGNED_INT elements), or the hardware seed for None."""
+def _seed_tensor(graph: Graph, seed: Tensor | None, name: str) -> Tensor | None:
+    """``seed`` checked (rank 1, 2 UNSIGNED_INT elements), or None."""
     if seed is None:
-        return _hw_seed(graph)
+        return None
     if not isinstance(seed, Tensor):
         raise PoplibsArgumentError(f"{name}: seed must be a Tensor or None, got {type(seed).__name__}")
     tensorArgument(graph, seed, f"{name}: seed")
@@ -114,31 +100,38 @@ def _generate(graph: Graph, seed: Tensor | None, seedModifier: int, reference: T
               vertex: str, state: dict[str, object], prog: prog_.Sequence, name: str,
               src: Tensor | None = None) -> Tensor:
     """A clone of ``reference`` (of ``type_``) written by one ``vertex<type_>`` vertex per
-    (tile, worker) share of it, in a new compute set executed by ``prog``; each vertex gets
-    the seed, its stream id and ``state`` (and its share of ``src`` as ``input``)."""
+    (tile, worker) share of it, in a new compute set executed by ``prog``; each vertex draws
+    from its worker's hardware generator, set from ``seed`` first (and restored after) unless
+    it is None, and gets ``state`` (and its share of ``src`` as ``input``)."""
     tensorArgument(graph, reference, f"{name}: reference")
     seed_t = _seed_tensor(graph, seed, name)
     modifier = _check_modifier(seedModifier, name)
     out = graph.clone(type_, reference, name)
     if out.numElements() == 0:
         return out
+    saved = None
+    if seed_t is not None:
+        saved = getHwSeeds(graph, prog, f"{name}/hwSeeds")
+        setSeed(graph, seed_t, modifier, prog, f"{name}/setSeed")
     target = graph.getTarget()
     flat_out = out.flatten()
+    generators = hwSeedState(graph)
     grain = target.getVectorWidth(type_)
     vertexType = templateVertex(vertex, type_)
     cs = graph.addComputeSet(name)
     for tile, intervals in enumerate(graph.getTileMapping(flat_out)):
         parts = splitRegionsBetweenWorkers(target, intervals, grain) if intervals else []
         for worker, part in enumerate(parts):
-            fields = {"out": _piece(flat_out, part), "seed": seed_t}
+            fields = {"out": _piece(flat_out, part), "state": generators[tile][worker]}
             if src is not None:
                 fields["input"] = _piece(src.flatten(), part)
             v = graph.addVertex(cs, vertexType, fields)
-            graph.setInitialValue(v["stream"], np.uint64(modifier << 32 | tile << 3 | worker))
             for field, value in state.items():
                 graph.setInitialValue(v[field], value)
             graph.setTileMapping(v, tile)
     prog.add(prog_.Execute(cs))
+    if saved is not None:
+        setHwSeeds(graph, saved, prog, f"{name}/restore")
     return out
 
 
@@ -248,34 +241,19 @@ def dropout(graph: Graph, seed: Tensor | None, seedModifier: int, input: Tensor,
 
 def setSeed(graph: Graph, seed: Tensor, seedModifier: int, prog: prog_.Sequence,
             debugName: str = "") -> None:
-    """Set the graph's simulated hardware seed (used by calls with ``seed=None``) from
-    ``seed`` and ``seedModifier``: a ``poprand::SetSeed`` vertex on tile 0 writes
-    ``mix(key ^ mix(seedModifier))`` (splitmix64's mix of the 64-bit key) when ``prog`` runs.
-    Unlike the IPU Model, where setSeed does nothing, later ``seed=None`` calls change."""
+    """Set every tile's hardware generators (used by calls with ``seed=None``) from ``seed``
+    and ``seedModifier``: a ``poprand::SetSeed`` vertex on each tile of ``graph`` gives worker
+    w on tile t splitmix64's first two outputs from ``key ^ mix(seedModifier << 32 | t << 3 | w)``
+    when ``prog`` runs (unlike the IPU Model, where setSeed does nothing)."""
     name = debugName or "setSeed"
     if seed is None:
         raise PoplibsError(f"{name}: seed must be a tensor, not None")
     seed_t = _seed_tensor(graph, seed, name)
     modifier = _check_modifier(seedModifier, name)
+    generators = hwSeedState(graph)
     cs = graph.addComputeSet(name)
-    v = graph.addVertex(cs, "poprand::SetSeed", {"seed": seed_t, "hwSeed": _hw_seed(graph)})
-    graph.setInitialValue(v["modifier"], np.uint64(modifier))
-    graph.setTileMapping(v, 0)
+    for tile in range(generators.dim(0)):
+        v = graph.addVertex(cs, "poprand::SetSeed", {"seed": seed_t, "hwSeeds": generators[tile].flatten()})
+        graph.setInitialValue(v["streams"], np.uint64(modifier << 32 | tile << 3))
+        graph.setTileMapping(v, tile)
     prog.add(prog_.Execute(cs))
-
-
-def getHwSeeds(graph: Graph, prog: prog_.Sequence, debugName: str = "") -> Tensor:
-    """A new tensor holding a copy of the simulated hardware seed, copied when ``prog`` runs.
-
-    Here the whole hardware state is that 2-word UNSIGNED_INT seed (PopLibs returns
-    ``[tiles, workers, 4]`` generator states); pass it to :func:`setHwSeeds` to restore it.
-    """
-    hw = _hw_seed(graph)
-    copy = graph.clone(hw, debugName or "hwSeeds")
-    prog.add(prog_.Copy(hw, copy))
-    return copy
-
-
-def setHwSeeds(graph: Graph, hwSeeds: Tensor, prog: prog_.Sequence, debugName: str = "") -> None:
-    """Copy ``hwSeeds`` (from :func:`getHwSeeds`) back into the simulated hardware seed."""
-    prog.add(prog_.Copy(_seed_tensor(graph, hwSeeds, debugName or "setHwSeeds"), _hw_seed(graph)))

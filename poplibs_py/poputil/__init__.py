@@ -1,6 +1,7 @@
 """poputil: tile mappings, clones on other graphs and IPUs, region splitting, vertex names, the
 PopLibs error class."""
 
+from .aliasing import computeWithOutput
 from .clone import cloneToGraph, cloneToIpu, copyToIpu, duplicate
 from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
 from .regions import splitRegions, splitRegionsBetweenWorkers
@@ -14,6 +15,7 @@ __all__ = [
            "calcLinearTileMapping",
            "cloneToGraph",
            "cloneToIpu",
+           "computeWithOutput",
            "copyToIpu",
            "duplicate",
            "mapTensorLinearly",

@@ -118,6 +118,28 @@ def test_matmul_acc_and_with_output(harness):
     np.testing.assert_allclose(plain, a @ b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("tiles", [1, 4])
+def test_aliased_outputs_go_through_a_temporary(harness, tiles):
+    """``matMulWithOutput(g, Q, A, A, s)`` is ``A = Q @ A`` (PopLibs' QR test does it); also
+    ``A = A @ B`` into a view, a grouped product into its LHS, and matMulAcc into an operand."""
+    h = make(harness, tiles)
+    (q, a), (b, c) = operands((6, 6), (6, 5)), operands((5, 5), (5, 5), seed=1)
+    Q, A, B = h.tensor(q), h.tensor(a), h.tensor(b)
+    poplin.matMulWithOutput(h.graph, Q, A, A, h.seq)
+    poplin.matMulWithOutput(h.graph, A, B, A, h.seq)
+    gq, ga = operands((2, 4, 4), (2, 4, 3))
+    GQ = h.tensor(gq)
+    poplin.matMulGroupedWithOutput(h.graph, GQ, h.tensor(ga), GQ.slice(0, 3, 2), h.seq)
+    C = h.tensor(c)
+    poplin.matMulAcc(h.graph, C, 2.0, C, C, h.seq)
+    got_a, got_g, got_c = h.run(A, GQ, C)
+    np.testing.assert_allclose(got_a, q @ a @ b, rtol=1e-5, atol=1e-5)
+    expected_g = gq.copy()
+    expected_g[:, :, :3] = gq @ ga
+    np.testing.assert_allclose(got_g, expected_g, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_c, c + 2.0 * (c @ c), rtol=1e-5, atol=1e-5)
+
+
 def test_created_inputs_sit_on_their_tiles(harness):
     h = make(harness)
     shape_a, shape_b = [24, 64], [64, 20]

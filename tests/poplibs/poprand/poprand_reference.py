@@ -45,8 +45,9 @@ def stream_states(seed: tuple[int, int], streams: np.ndarray) -> tuple[np.ndarra
 
 
 def reference_outputs(graph: poplar.Graph, out: poplar.Tensor, seed: tuple[int, int], modifier: int,
-                      draws: int = 1) -> np.ndarray:
-    """The raw 64-bit draws behind each element of ``out`` (flattened; ``draws`` per element).
+                      draws: int = 1, after: int = 0) -> np.ndarray:
+    """The raw 64-bit draws behind each element of ``out`` (flattened; ``draws`` per element),
+    the generators having drawn ``after`` earlier tensors mapped like ``out`` first.
 
     Each tile's elements are split between its workers as poprand does; worker w on tile t
     takes stream ``modifier << 32 | t << 3 | w`` in element order."""
@@ -60,10 +61,11 @@ def reference_outputs(graph: poplar.Graph, out: poplar.Tensor, seed: tuple[int, 
             owners.append((modifier << 32 | tile << 3 | worker, idx))
     s0, s1 = stream_states(seed, np.array([o[0] for o in owners], np.uint64))
     longest = max(len(o[1]) for o in owners)
-    raw = xoroshiro128plus(s0, s1, longest * draws)
+    raw = xoroshiro128plus(s0, s1, longest * draws * (after + 1))
     result = np.empty((out.numElements(), draws), np.uint64)
     for row, (_, idx) in enumerate(owners):
-        result[idx] = raw[row, :len(idx) * draws].reshape(-1, draws)
+        skip = len(idx) * draws * after
+        result[idx] = raw[row, skip:skip + len(idx) * draws].reshape(-1, draws)
     return result
 
 

@@ -3,7 +3,14 @@ and misuse. Every test runs in both codelet modes (the ``rand`` fixture)."""
 
 import numpy as np
 import pytest
-from poprand_reference import mix, reference_outputs, reference_tensor, seed_tensor, xoroshiro128plus
+from poprand_reference import (
+    mix,
+    reference_outputs,
+    reference_tensor,
+    seed_tensor,
+    stream_states,
+    xoroshiro128plus,
+)
 
 import poplar_py as poplar
 from poplibs_py import poprand
@@ -137,34 +144,95 @@ def test_output_is_mapped_like_reference(rand):
     assert h.graph.getTileMapping(out) == h.graph.getTileMapping(ref)
 
 
-def test_seed_none_uses_fixed_hardware_seed(rand):
+def top_bits(ints: np.ndarray) -> np.ndarray:
+    """The top 32 bits of the draws behind uniform INT over the whole int range."""
+    return (ints.view(np.uint32) ^ np.uint32(2**31)).astype(np.uint64)
+
+
+FULL = (-(2**31), 2**31 - 1)
+
+
+def test_seed_none_draws_continue_the_hardware_generators(rand):
+    """The same seed=None call twice draws two tensors: the generators' sequence, continued.
+    At load every generator holds what setSeed gives for the engine's seed (random.seed) and
+    seedModifier 0; the modifier of a seed=None call is not used."""
     h = rand(4)
-    ref = reference_tensor(h, [40])
-    a = poprand.uniform(h.graph, None, 3, ref, poplar.INT, 0, 1000, h.seq)
-    default = seed_tensor(h, poprand.DEFAULT_SEED)
-    explicit = poprand.uniform(h.graph, default, 3, ref, poplar.INT, 0, 1000, h.seq)
-    saved = poprand.getHwSeeds(h.graph, h.seq)
-    user = seed_tensor(h, (5, 6))
-    poprand.setSeed(h.graph, user, 11, h.seq)
-    b = poprand.uniform(h.graph, None, 3, ref, poplar.INT, 0, 1000, h.seq)
-    poprand.setHwSeeds(h.graph, saved, h.seq)
-    c = poprand.uniform(h.graph, None, 3, ref, poplar.INT, 0, 1000, h.seq)
-    got_a, got_explicit, got_saved, got_b, got_c = h.run(a, explicit, saved, b, c)
-    np.testing.assert_array_equal(got_a, got_explicit)
-    np.testing.assert_array_equal(got_saved, np.array(poprand.DEFAULT_SEED, np.uint32))
-    np.testing.assert_array_equal(got_c, got_a)
-    assert not np.array_equal(got_b, got_a)
-    # setSeed(seed, modifier) makes the hardware seed mix(key ^ mix(modifier))
-    key = np.uint64(5 | 6 << 32)
-    hw = int(mix(mix(np.array([11], np.uint64)) ^ key)[0])
-    h2 = rand(4)
-    ref2 = reference_tensor(h2, [40])
-    (expected,) = h2.run(poprand.uniform(h2.graph, seed_tensor(h2, (hw & 0xFFFFFFFF, hw >> 32)), 3, ref2,
-                                         poplar.INT, 0, 1000, h2.seq))
-    np.testing.assert_array_equal(got_b, expected)
-    # the program sets the hardware seed again on every run, so runs repeat
+    ref = reference_tensor(h, [40], mapping=spread)
+    a = poprand.uniform(h.graph, None, 3, ref, poplar.INT, *FULL, h.seq)
+    b = poprand.uniform(h.graph, None, 3, ref, poplar.INT, *FULL, h.seq)
+    got_a, got_b = h.run(a, b, options={"random.seed": str(5 | 6 << 32)})
+    assert not np.array_equal(got_a, got_b)
+    for k, got in enumerate((got_a, got_b)):
+        draws = reference_outputs(h.graph, a, (5, 6), 0, after=k)[:, 0] >> np.uint64(32)
+        np.testing.assert_array_equal(top_bits(got), draws)
+    # a second run continues again; a new engine with the same seed repeats the first run
     h.engine.run()
-    np.testing.assert_array_equal(h.engine.readTensor("out3"), got_b)
+    third = h.engine.readTensor("out0")
+    draws = reference_outputs(h.graph, a, (5, 6), 0, after=2)[:, 0] >> np.uint64(32)
+    np.testing.assert_array_equal(top_bits(third), draws)
+
+
+def test_engine_seed_repeats_in_both_modes_and_changes_the_draws(rand):
+    def draw(mode, seed):
+        h = rand(4, mode)
+        ref = reference_tensor(h, [64])
+        outs = [poprand.normal(h.graph, None, 0, ref, poplar.FLOAT, 0.0, 1.0, h.seq),
+                poprand.bernoulli(h.graph, None, 0, ref, poplar.INT, 0.5, h.seq)]
+        return h.run(*outs, options={} if seed is None else {"random.seed": seed})
+    first = draw("native", None)
+    for other in (draw("interpreter", "0"), draw("native", 0)):
+        for x, y in zip(first, other):
+            np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(draw("native", "1")[0], first[0])
+
+
+def test_seeded_calls_leave_the_hardware_generators_alone(rand):
+    """A seeded call between two seed=None calls does not change what the second draws; setSeed
+    then a seed=None call draws what the seeded call draws."""
+    h = rand(4)
+    ref = reference_tensor(h, [30], mapping=spread)
+    s = seed_tensor(h, (7, 8))
+    a = poprand.uniform(h.graph, None, 0, ref, poplar.INT, *FULL, h.seq)
+    seeded = poprand.uniform(h.graph, s, 9, ref, poplar.INT, *FULL, h.seq)
+    b = poprand.uniform(h.graph, None, 0, ref, poplar.INT, *FULL, h.seq)
+    poprand.setSeed(h.graph, s, 9, h.seq)
+    c = poprand.uniform(h.graph, None, 0, ref, poplar.INT, *FULL, h.seq)
+    got_a, got_seeded, got_b, got_c = h.run(a, seeded, b, c)
+    for k, got in enumerate((got_a, got_b)):
+        draws = reference_outputs(h.graph, a, (0, 0), 0, after=k)[:, 0] >> np.uint64(32)
+        np.testing.assert_array_equal(top_bits(got), draws)
+    np.testing.assert_array_equal(top_bits(got_seeded), reference_outputs(h.graph, a, (7, 8), 9)[:, 0]
+                                  >> np.uint64(32))
+    np.testing.assert_array_equal(got_c, got_seeded)
+
+
+def test_get_and_set_hw_seeds(rand):
+    """getHwSeeds reads every worker's state ([tiles, workers, 4] words); setHwSeeds puts a saved
+    state back (the draws repeat) or any other (the draws follow it)."""
+    h = rand(3)
+    g = h.graph
+    ref = reference_tensor(h, [24], mapping=lambda g, t: [g.setTileMapping(t.slice(8 * k, 8 * k + 8), k)
+                                                        for k in range(3)])
+    saved = poplar.getHwSeeds(g, h.seq)
+    a = poprand.uniform(g, None, 0, ref, poplar.INT, *FULL, h.seq)
+    poplar.setHwSeeds(g, saved, h.seq)
+    b = poprand.uniform(g, None, 0, ref, poplar.INT, *FULL, h.seq)
+    mine = h.tensor(np.arange(3 * 6 * 4, dtype=np.uint32).reshape(3, 6, 4) * 977 + 1, poplar.UNSIGNED_INT)
+    poplar.setHwSeeds(g, mine, h.seq)
+    c = poprand.uniform(g, None, 0, ref, poplar.INT, *FULL, h.seq)
+    after = poplar.getHwSeeds(g, h.seq)
+    got_saved, got_a, got_b, got_c, got_after = h.run(saved, a, b, c, after)
+    assert got_saved.shape == (3, 6, 4) and got_saved.dtype == np.uint32
+    s0, s1 = stream_states((0, 0), np.arange(3 * 8, dtype=np.uint64).reshape(3, 8)[:, :6].reshape(-1))
+    words = np.stack([s0, s1], axis=-1).view(np.uint32).reshape(3, 6, 4)
+    np.testing.assert_array_equal(got_saved, words)
+    np.testing.assert_array_equal(got_b, got_a)
+    state = np.arange(3 * 6 * 4, dtype=np.uint64).reshape(3, 6, 2, 2) * np.uint64(977) + np.uint64(1)
+    key = state[..., 0] | state[..., 1] << np.uint64(32)  # [tile, worker, (s0, s1)]
+    draws = xoroshiro128plus(key[..., 0].reshape(-1), key[..., 1].reshape(-1), 1)[:, 0].reshape(3, 6)
+    # 8 elements per tile, 2 per worker (the vector width): the first is worker 0's first draw
+    np.testing.assert_array_equal(top_bits(got_c[::8]), draws[:, 0] >> np.uint64(32))
+    assert (got_after[:, 4:] == np.uint32(state[:, 4:].reshape(3, 2, 4))).all()  # idle workers
 
 
 def test_empty_reference(rand):
@@ -218,5 +286,4 @@ def test_misuse_raises(rand):
         poprand.dropout(g, s, 0, h.tensor(np.zeros(9, np.float32)), ref, 0.5, 2.0, seq)
     with pytest.raises(PoplibsError, match="not None"):
         poprand.setSeed(g, None, 0, seq)
-    with pytest.raises(PoplibsError, match="2-element UNSIGNED_INT"):
-        poprand.setHwSeeds(g, ref, seq)
+

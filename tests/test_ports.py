@@ -1,0 +1,108 @@
+"""Patterns of real Poplar programs ported line by line (issue 23), each checked exactly or
+against numpy."""
+
+import numpy as np
+from support import make_graph
+
+import poplar_py as poplar
+from poplar_py import LocalArray, cdiv
+from poplar_py import program as prog
+from poplibs_py import poplin, popops, poprand, poputil
+
+
+def run(device, graph, seq, *outputs, inputs=()):
+    """Build an engine, write ``inputs`` (handle, values), run ``seq``, read ``outputs``."""
+    for k, t in enumerate(outputs):
+        graph.createHostRead(f"out{k}", t)
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    for name, values in inputs:
+        engine.writeTensor(name, values)
+    engine.run()
+    return [engine.readTensor(f"out{k}") for k in range(len(outputs))], engine
+
+
+def test_seed_none_draws_continue_the_generator():
+    """An MCMC sampler draws with seed=None in a loop: each call gives new numbers."""
+    device, g = make_graph(4)
+    poprand.addCodelets(g)
+    ref = g.addVariable(poplar.FLOAT, [64], "ref")
+    poputil.mapTensorLinearly(g, ref)
+    seq = prog.Sequence()
+    r1 = poprand.uniform(g, None, 0, ref, poplar.FLOAT, 0, 1, seq)
+    r2 = poprand.uniform(g, None, 0, ref, poplar.FLOAT, 0, 1, seq)
+    (a, b), engine = run(device, g, seq, r1, r2)
+    assert not np.array_equal(a, b)
+    assert ((a >= 0) & (a <= 1)).all() and ((b >= 0) & (b <= 1)).all()
+    engine.load(device)  # loading again: the same draws
+    engine.run()
+    assert np.array_equal(engine.readTensor("out0"), a)
+
+
+def test_aliased_matmul_output():
+    """PopLibs' QR test: ``matMulWithOutput(graph, Q, A, A, prog)`` is ``A = Q @ A``."""
+    device, g = make_graph(4)
+    poplin.addCodelets(g)
+    q = np.arange(16, dtype=np.float32).reshape(4, 4) / 8
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    Q, A = g.addVariable(poplar.FLOAT, [4, 4], "Q"), g.addVariable(poplar.FLOAT, [4, 3], "A")
+    poputil.mapTensorLinearly(g, Q)
+    poputil.mapTensorLinearly(g, A)
+    g.createHostWrite("q", Q)
+    g.createHostWrite("a", A)
+    seq = prog.Sequence()
+    poplin.matMulWithOutput(g, Q, A, A, seq)
+    (got,), _ = run(device, g, seq, A, inputs=[("q", q), ("a", a)])
+    np.testing.assert_allclose(got, q @ a, rtol=1e-6)
+
+
+def test_qr_factorization():
+    device, g = make_graph(4)
+    popops.addCodelets(g)
+    poplin.addCodelets(g)
+    A, Q = poplin.experimental.createQRFactorizationMatrices(g, poplar.FLOAT, 6, 4, "qr")
+    g.createHostWrite("a", A)
+    g.createHostWrite("q", Q)
+    seq = prog.Sequence()
+    poplin.experimental.QRFactorization(g, A, Q, seq, "qr", {"rowsPerIteration": "2"})
+    a = np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)
+    (r, q), _ = run(device, g, seq, A, Q, inputs=[("a", a), ("q", np.eye(6, dtype=np.float32))])
+    q_ref, r_ref = np.linalg.qr(a.astype(np.float64), "complete")
+    np.testing.assert_allclose(r, r_ref, atol=1e-5)
+    np.testing.assert_allclose(q, q_ref, atol=1e-5)
+
+
+class Sorter(poplar.Vertex):
+    """C++ vertex style: a member function reading fields, an out-parameter, C division."""
+
+    keys: poplar.Input[poplar.Vector[int]]
+    out: poplar.Output[poplar.Vector[int]]
+
+    def bucket(self, k, counts):
+        b = poplar.cmod(self.keys[k], 4)
+        counts[b + 4 * int(b < 0)] += 1
+        return cdiv(self.keys[k], 4)
+
+    def compute(self):
+        counts = LocalArray(int, 4)
+        for k in range(len(self.keys)):
+            self.out[k] = self.bucket(k, counts)
+        for b in range(4):
+            self.out[len(self.keys) + b] = counts[b]
+
+
+def test_codelet_member_functions_and_c_division():
+    device, g = make_graph(1)
+    g.addCodelets(Sorter)
+    keys = np.array([-9, -4, -1, 0, 3, 7, 10], np.int32)
+    t, out = g.addVariable(poplar.INT, [7], "keys"), g.addVariable(poplar.INT, [11], "out")
+    g.setTileMapping(t, 0)
+    g.setTileMapping(out, 0)
+    g.createHostWrite("keys", t)
+    cs = g.addComputeSet("sort")
+    g.setTileMapping(g.addVertex(cs, "Sorter", {"keys": t, "out": out}), 0)
+    seq = prog.Sequence([prog.Execute(cs)])
+    (got,), _ = run(device, g, seq, out, inputs=[("keys", keys)])
+    c_div = [int(k / 4) for k in keys]  # truncation toward zero, as C++'s int division
+    counts = np.bincount([k - 4 * int(k / 4) + 4 * (k - 4 * int(k / 4) < 0) for k in keys], minlength=4)
+    assert got.tolist() == c_div + counts.tolist()
