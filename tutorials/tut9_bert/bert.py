@@ -1,7 +1,9 @@
 """Tutorial 9 (a poplar-py addition): train BERT-base encoder layers data-parallel on a simulated Pod.
 
 The model, per replica, on a micro-batch of ``--batch`` sequences of ``--seq`` tokens whose
-embeddings (``[batch * seq, 768]``) arrive from a host stream with a fixed target each::
+embeddings (``[batch * seq, 768]``) arrive from a host stream at every step, with a fixed target
+(random normal, 16 numbers per token; each replica keeps its own micro-batch, so the loss falls
+from step to step)::
 
     L x encoder layer (hidden 768, 12 heads, FFN 3072 with GELU, residuals, post-layer-norm)
     -> linear head (768 -> 16) -> mean-squared error against the target
@@ -16,7 +18,8 @@ gradients. Every parameter is a slice of one ``params`` buffer and every gradien
 
 Each step prints its loss (the mean over replicas), the simulated time of the step at the
 target's clock, the Pod's throughput in sequences per second, and how the step's cycles split
-between compute, exchange on the IPUs, the IPU-Link exchange of the all-reduce and syncs.
+between compute, exchange on the IPUs, the IPU-Link exchange of the all-reduce, host transfers
+and syncs (each phase of a program step lasts as long as its slowest tile).
 
     poplar-py run tutorials/tut9_bert/bert.py [--replicas R] [--seq S] [--layers L] [--steps N]
                                               [--batch B] [--half] [--lr ETA]
@@ -284,12 +287,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def split(execution: dict) -> dict[str, float]:
-    """The shares of one step's cycles: compute, on-IPU exchange, IPU-Link exchange and sync
-    (tile averages over the total, as the profile summary gives them)."""
+    """The shares of one step's cycles: compute, exchange on the IPUs, the IPU-Links' global
+    exchange, host transfers and syncs (each program step's phases, which add up to its cycles)."""
     total = execution["totalCycles"] or 1
-    avg = execution["tileAverages"]
-    return {"compute": avg["compute"] / total, "exchange": avg["exchange"] / total,
-            "links": avg["globalExchange"] / total, "sync": avg["sync"] / total}
+    phases = {"compute": "compute", "exchange": "exchange", "links": "globalExchange", "host": "host",
+              "sync": "sync"}
+    return {share: sum(row["count"] * row[key] for row in execution["steps"]) / total
+            for share, key in phases.items()}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -303,10 +307,10 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(args.seed)
     dtype = bert.dtype.dtype
     engine.writeTensor("params", bert.flat(initial_parameters(s, args.seed)))
-    # every replica its own micro-batches (one per step) and fixed targets
+    # every replica its own micro-batch, and a fixed target for it, read again at every step
     for r in range(args.replicas):
-        x = rng.standard_normal((args.steps, s.tokens, s.hidden)).astype(dtype)
-        y = rng.standard_normal((args.steps, s.tokens, s.outputs)).astype(dtype)
+        x = rng.standard_normal((s.tokens, s.hidden)).astype(dtype)
+        y = rng.standard_normal((s.tokens, s.outputs)).astype(dtype)
         engine.connectStream("embeddings", x, replicaIndex=r)
         engine.connectStream("target", y, replicaIndex=r)
     losses = [np.zeros(args.steps, np.float32) for _ in range(args.replicas)]
@@ -323,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"step {step} loss {loss:.6f}  {seconds * 1e3:.3f} ms simulated, "
               f"{args.replicas * s.batch / seconds:,.0f} sequences/s; compute {shares['compute']:.1%}, "
               f"exchange {shares['exchange']:.1%}, IPU-Links {shares['links']:.1%}, "
-              f"sync {shares['sync']:.1%}")
+              f"host {shares['host']:.1%}, sync {shares['sync']:.1%}")
 
 
 if __name__ == "__main__":
