@@ -35,6 +35,7 @@ from .errors import (
 from .executable import Executable, compileGraph
 from .graph import Graph
 from .handles import DataStream
+from .host_buffers import host_values, read_into, stream_array
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
@@ -131,30 +132,27 @@ class Engine:
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
-    def connectStream(self, handle: str, buffer: Any, end: Any = None, replicaIndex: Any = None) -> None:
-        """Connect a FIFO to a host numpy array, used as a circular buffer: each copy takes
-        (or fills) the next ``numElements`` elements, wrapping at the end. ``end`` (an int), as
-        Poplar's end pointer, uses only the first ``end`` elements of the flattened array.
+    def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,
+                      replicaIndex: Any = None) -> None:
+        """Connect a FIFO (its handle, or the DataStream the graph returned) to a host numpy array,
+        used as a circular buffer: each copy takes (or fills) the next ``numElements`` elements,
+        wrapping at the end. The array may have another element type of the same size (``np.uint16``
+        for HALF), whose bytes are used, as C++'s ``void*``. ``end`` (an int), as Poplar's end
+        pointer, uses only the first ``end`` elements of the flattened array.
 
         In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it every
         replica reads the array (each from its own position). A device-to-host stream writes a
         buffer per replica, so each replica needs its own (``replicaIndex``); a ``BROADCAST``
         stream has one host end for all replicas and takes no replica index."""
         stream = self._stream_decl(handle)
+        handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStream")
-        if not isinstance(buffer, np.ndarray):
-            raise StreamError(f"stream '{handle}': connect a numpy array, got {type(buffer).__name__}")
-        if buffer.dtype != stream.elementType().dtype:
-            raise StreamError(f"stream '{handle}' carries {stream.elementType()} "
-                              f"({stream.elementType().dtype}) but the array is {buffer.dtype}")
-        if not buffer.flags.c_contiguous:
-            raise StreamError(f"stream '{handle}': the host array must be C-contiguous")
+        flat = stream_array(buffer, stream.elementType().dtype, f"stream '{handle}'")
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
         if not stream.toDevice and len(replicas) > 1:
             raise StreamError(f"stream '{handle}' goes to the host from each of {len(replicas)} replicas: "
                               "connect one array per replica with replicaIndex=r")
-        flat = buffer.reshape(-1)
         if end is not None:
             if not is_int(end) or not 0 <= end <= flat.size:
                 raise StreamError(f"stream '{handle}': end must be an element count in [0, {flat.size}], "
@@ -164,7 +162,8 @@ class Engine:
             raise StreamError(f"stream '{handle}': the host array is empty")
         self._connect(stream, {r: ArrayStream(flat) for r in replicas})
 
-    def connectStreamToCallback(self, handle: str, callback: StreamCallback | Callable[[np.ndarray], Any],
+    def connectStreamToCallback(self, handle: str | DataStream,
+                                callback: StreamCallback | Callable[[np.ndarray], Any],
                                 replicaIndex: Any = None) -> None:
         """Connect a FIFO to a :class:`~poplar_py.StreamCallback` (Poplar's fetch, prefetch,
         complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
@@ -172,6 +171,7 @@ class Engine:
         replaces the old one, whose prefetched data is invalidated. In a replicated graph the
         callback serves replica ``replicaIndex``, or (None) every replica, called once for each."""
         stream = self._stream_decl(handle)
+        handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStreamToCallback")
         if isinstance(callback, StreamCallback):
             prefetch = self._options.flag("exchange.enablePrefetch") \
@@ -210,21 +210,28 @@ class Engine:
                 old.disconnect()
             ends[r] = host
 
-    def _stream_decl(self, handle: str) -> DataStream:
+    def _stream_decl(self, handle: str | DataStream) -> DataStream:
         streams = self._exe.streams
-        if not isinstance(handle, str):
-            raise StreamError(f"a stream handle is a string, got {type(handle).__name__} {handle!r:.40}")
-        if handle not in streams:
-            raise StreamError(f"no stream '{handle}' in the graph (streams: {', '.join(streams) or 'none'})")
-        return streams[handle]
+        name = handle.handle() if isinstance(handle, DataStream) else handle
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a stream is a handle string or a DataStream, got "
+                                       f"{type(handle).__name__} {handle!r:.40}")
+        if name not in streams:
+            raise StreamError(f"no stream '{name}' in the graph (streams: {', '.join(streams) or 'none'})")
+        if isinstance(handle, DataStream) and handle != streams[name]:
+            raise StreamError(f"stream '{name}' of another graph: this engine's '{name}' is {streams[name]}")
+        return streams[name]
 
     def listStreams(self) -> list[str]:
         return list(self._exe.streams)
 
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:
-        info = self._exe.host_transfers.get(handle)
         kind = "createHostWrite" if write else "createHostRead"
+        if not isinstance(handle, str):
+            raise InvalidArgumentError(f"{'writeTensor' if write else 'readTensor'}: a handle is a string "
+                                       f"given to graph.{kind}, got {type(handle).__name__} {handle!r:.40}")
+        info = self._exe.host_transfers.get(handle)
         if info is None or info.write != write:
             raise StreamError(f"no host {'write' if write else 'read'} handle '{handle}' "
                               f"(create one with graph.{kind})")
@@ -232,21 +239,13 @@ class Engine:
 
     def writeTensor(self, handle: str, data: Any, dataEnd: Any = None, replicaIndex: Any = None) -> None:
         """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
-        ``replicaIndex``, or (None) on every replica."""
+        ``replicaIndex``, or (None) on every replica. Data of another element type is converted, or
+        taken as raw bytes when it is an array of the tensor's size in bytes (see
+        :mod:`poplar_py.host_buffers`)."""
         t = self._transfer(handle, write=True)
         replicas = range(len(t.plans)) if replicaIndex is None \
             else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
-        if data is None or isinstance(data, (str, bytes)):
-            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {data!r:.40}")
-        arr = np.asarray(data)
-        if arr.dtype.kind not in "biuf":
-            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {arr.dtype}")
-        if arr.size != t.size:
-            raise StreamError(f"writeTensor('{handle}'): {arr.size} values for a tensor of "
-                              f"{t.size} elements (shape {list(t.shape)})")
-        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") and arr.dtype != t.dtype:
-            raise StreamError(f"writeTensor('{handle}'): cannot write {arr.dtype} data to a {t.dtype} tensor")
-        host = np.ascontiguousarray(arr.reshape(-1).astype(t.dtype, copy=False))
+        host = host_values(data, t.dtype, t.size, f"writeTensor('{handle}')")
         base = self._base()
         for r in replicas:
             self._machine.world.scatter(t.plans[r], host.ctypes.data, base)
@@ -254,17 +253,13 @@ class Engine:
     def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None,
                    replicaIndex: Any = 0) -> np.ndarray:
         """Read the tensor behind a ``createHostRead`` handle on replica ``replicaIndex`` (into
-        ``out`` if given); under MPI every rank gets the whole tensor."""
+        ``out`` if given: an array of the tensor's elements, or of its size in bytes, filled with
+        them as raw bytes); under MPI every rank gets the whole tensor."""
         t = self._transfer(handle, write=False)
         replica = self._replica(replicaIndex, f"readTensor('{handle}')")
         values = np.empty(t.shape, dtype=t.dtype)
         self._machine.world.gather(t.plans[replica], self._base(), values.ctypes.data)
-        if out is None:
-            return values
-        if not isinstance(out, np.ndarray) or out.size != t.size or out.dtype != t.dtype:
-            raise StreamError(f"readTensor('{handle}'): out must be a {t.dtype} array of {t.size} elements")
-        out[...] = values.reshape(out.shape)
-        return out
+        return values if out is None else read_into(values, out, f"readTensor('{handle}')")
 
     # ---- printing and profiling --------------------------------------------------------------
     def setPrintTensorStream(self, stream: IO[str]) -> None:
