@@ -39,6 +39,7 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
+from .graph_dump import SerializationFormat
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -122,6 +123,7 @@ __all__ = [
                      "PoplarTypeError",
                      "ProgramError",
                      "ReplicatedStreamMode",
+                     "SerializationFormat",
                      "StreamCallback",
                      "StreamError",
                      "Target",

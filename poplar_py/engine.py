@@ -270,6 +270,16 @@ class Engine:
         """The compile and execution profile as a dict (the JSON report's content)."""
         return self._profile.report()
 
+    def getGraphProfile(self) -> dict:
+        """The compilation part of the profile (target, graph, memory per tile and category), as
+        the report's ``"compilation"``."""
+        return self._profile.report()["compilation"]
+
+    def getExecutionProfile(self) -> dict:
+        """The execution part of the profile (cycles per step, tile and compute set of every run
+        so far), as the report's ``"execution"``."""
+        return self._profile.report()["execution"]
+
     def printProfileSummary(self, file: IO[str] | None = None,
                             options: Mapping[str, Any] | None = None) -> None:
         """Print the Target, Graph, Memory Usage and Execution sections, as Poplar does."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import graph_dump, ir
 from .arguments import (
     checked_int,
     checked_intervals,
@@ -535,6 +535,29 @@ class Graph:
         """Register control code once; run it with ``program.Call(function)``."""
         self._functions.append(program)
         return Function(len(self._functions) - 1, self._vars.token)
+
+    # ---- dumps -------------------------------------------------------------------------------
+    def outputVertexGraph(self, file: Any, progs: Any = None) -> None:
+        """Write the vertex graph (each vertex, the variables it is connected to, an edge per field)
+        as Graphviz dot to ``file``, a path or an open file; given programs, only the compute sets
+        they execute (:mod:`poplar_py.graph_dump`)."""
+        self._dump(file, progs, graph_dump.vertex_graph, "outputVertexGraph")
+
+    def outputComputeGraph(self, file: Any, progs: Any = None) -> None:
+        """Write the compute graph (compute sets and the variables they read and write) as Graphviz
+        dot to ``file``; given programs, only the compute sets they execute."""
+        self._dump(file, progs, graph_dump.compute_graph, "outputComputeGraph")
+
+    def _dump(self, file: Any, progs: Any, dump: Callable[..., str], what: str) -> None:
+        programs, _ = graph_dump.programs_and_format(() if progs is None else (progs,), what)
+        graph_dump.write(file, dump(self.freeze(), programs), what)
+
+    def serialize(self, file: Any, *args: Any) -> None:
+        """Write the graph to ``file`` (a path or an open file): ``serialize(file[, progs][,
+        format])`` with ``poplar.SerializationFormat.JSON`` (the default) or ``Binary``. The format
+        is described in :mod:`poplar_py.graph_dump`."""
+        programs, fmt = graph_dump.programs_and_format(args, "serialize")
+        graph_dump.write(file, graph_dump.serialized(self.freeze(), programs, fmt), "serialize")
 
     # ---- freezing ----------------------------------------------------------------------------
     def freeze(self) -> ir.GraphIR:
