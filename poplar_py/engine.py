@@ -19,17 +19,19 @@ from typing import IO, Any
 
 import numpy as np
 
-from .arguments import is_int
+from .arguments import checked_file, is_int
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
 from .compiler.world import GATHER, SCATTER, ir_digest, make_world
+from .debug import debug_name
 from .errors import (
     GraphReplicationError,
     InvalidArgumentError,
     InvalidOptionError,
     PoplarError,
     ProgramError,
+    StreamArgumentError,
     StreamError,
 )
 from .executable import Executable, compileGraph
@@ -65,6 +67,7 @@ class Engine:
         else:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
+        name = debug_name(name, "Engine: the name")
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
@@ -180,8 +183,8 @@ class Engine:
         elif callable(callback):
             self._connect(stream, {r: FunctionStream(callback) for r in replicas})
         else:
-            raise StreamError(f"stream '{handle}': connect a poplar.StreamCallback or a function, got "
-                              f"{type(callback).__name__}")
+            raise StreamArgumentError(f"stream '{handle}': connect a poplar.StreamCallback or a function, "
+                                      f"got {type(callback).__name__}")
 
     def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
@@ -264,7 +267,7 @@ class Engine:
     # ---- printing and profiling --------------------------------------------------------------
     def setPrintTensorStream(self, stream: IO[str]) -> None:
         """Where PrintTensor writes (default: standard output)."""
-        self._machine.out = stream
+        self._machine.out = checked_file(stream, "setPrintTensorStream")
 
     def getProfile(self) -> dict:
         """The compile and execution profile as a dict (the JSON report's content)."""
@@ -283,7 +286,9 @@ class Engine:
     def printProfileSummary(self, file: IO[str] | None = None,
                             options: Mapping[str, Any] | None = None) -> None:
         """Print the Target, Graph, Memory Usage and Execution sections, as Poplar does."""
-        out = file or sys.stdout
+        out = sys.stdout if file is None else checked_file(file, "printProfileSummary")
+        if options is not None and not isinstance(options, Mapping):
+            raise InvalidArgumentError(f"printProfileSummary: options must be a dict, got {options!r:.40}")
         out.write(summary(self._profile.report(), options or {}))
         out.flush()
 

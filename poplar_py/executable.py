@@ -30,6 +30,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import program as prog
+from .arguments import checked_file
 from .codelet_loading import codelet_source, import_codelet_source
 from .compiler.pipeline import CompiledGraph, compile_graph
 from .errors import ExecutableError, InvalidArgumentError
@@ -76,7 +77,7 @@ class Executable:
             with open(file, "wb") as f:
                 f.write(data)
         else:
-            file.write(data)
+            checked_file(file, "Executable.serialize").write(data)
 
     @staticmethod
     def deserialize(file: File) -> Executable:
@@ -88,7 +89,7 @@ class Executable:
                 with open(file, "rb") as f:
                     data = f.read()
             else:
-                data = file.read()
+                data = checked_file(file, "Executable.deserialize", "read").read()
         except OSError as exc:
             raise ExecutableError(f"cannot read the executable '{name}': {exc}") from None
         payload = _payload(memoryview(data), name)

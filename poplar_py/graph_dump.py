@@ -44,6 +44,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from .arguments import checked_file
 from .errors import InvalidArgumentError
 from .ir import GraphIR
 from .program import Call, Execute, Program, Repeat, Switch, children, walk
@@ -170,9 +171,7 @@ def write(file: File, data: str | bytes, what: str) -> None:
         with open(file, "wb" if isinstance(data, bytes) else "w") as f:
             f.write(data)
         return
-    if not callable(getattr(file, "write", None)):
-        raise InvalidArgumentError(f"{what}: the file must be a path or an open file, got "
-                                   f"{type(file).__name__} {file!r:.40}")
+    checked_file(file, what)
     if isinstance(data, bytes) and isinstance(file, io.TextIOBase):
         raise InvalidArgumentError(f"{what}: the Binary format needs a path or a file opened for bytes")
     if isinstance(data, str) and isinstance(file, (io.BufferedIOBase, io.RawIOBase)):

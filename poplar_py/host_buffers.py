@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import checked_values
-from .errors import InvalidArgumentError, StreamError
+from .errors import InvalidArgumentError, StreamArgumentError, StreamError
 
 
 def host_values(data: Any, dtype: np.dtype, size: int, what: str) -> np.ndarray:
@@ -57,7 +57,7 @@ def read_into(values: np.ndarray, out: Any, what: str) -> np.ndarray:
 def stream_array(buffer: Any, dtype: np.dtype, what: str) -> np.ndarray:
     """The flattened view of ``buffer`` as elements of ``dtype`` (the host end of a stream)."""
     if not isinstance(buffer, np.ndarray):
-        raise StreamError(f"{what}: connect a numpy array, got {type(buffer).__name__}")
+        raise StreamArgumentError(f"{what}: connect a numpy array, got {type(buffer).__name__}")
     if not buffer.flags.c_contiguous:
         raise StreamError(f"{what}: the host array must be C-contiguous")
     if buffer.dtype != dtype and (buffer.dtype.itemsize != dtype.itemsize or buffer.dtype.kind not in "biuf"):

@@ -144,9 +144,9 @@ class Target:
     def createIPUTarget(numIPUs: int = 1, tilesPerIPU: int | None = None,
                         arch: str = "ipu2") -> Target:
         m = IPUModel(arch)
-        m.numIPUs = numIPUs
+        m.numIPUs = checked_int(numIPUs, "createIPUTarget: numIPUs", 1)
         if tilesPerIPU is not None:
-            m.tilesPerIPU = tilesPerIPU
+            m.tilesPerIPU = checked_int(tilesPerIPU, "createIPUTarget: tilesPerIPU", 1)
         return Target._from_model(m)
 
     def getNumTiles(self) -> int:

@@ -140,10 +140,10 @@ def test_the_binary_format_is_the_json_compressed(tmp_path):
 
 
 @pytest.mark.parametrize("call,culprit", [
-    (lambda g: g.serialize(3), "serialize: the file"),
+    (lambda g: g.serialize(3), "serialize: expected a path or an open file"),
     (lambda g: g.serialize(io.StringIO(), "json"), "SerializationFormat"),
     (lambda g: g.serialize(io.StringIO(), poplar.SerializationFormat.Binary), "Binary format"),
-    (lambda g: g.outputVertexGraph(None), "outputVertexGraph: the file"),
+    (lambda g: g.outputVertexGraph(None), "outputVertexGraph: expected a path"),
     (lambda g: g.outputComputeGraph(io.StringIO(), [prog.Sequence(), 3]), "outputComputeGraph"),
 ])
 def test_dump_arguments_are_checked(call, culprit):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import program as prog
-from ..errors import GraphMemoryAllocationError, ProgramError
+from ..errors import GraphMemoryAllocationError, ProgramArgumentError
 from ..handles import DataStream
 from ..ir import GraphIR, HostHandleIR
 from ..options import EngineOptions
@@ -164,7 +164,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     """Run every pass in order and package the result."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
-            raise ProgramError(f"Engine program {i} is not a program: {type(p).__name__}")
+            raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
     state = _State(graph, programs, options)
     times = {}
     debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"

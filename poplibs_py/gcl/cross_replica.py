@@ -20,7 +20,7 @@ from poplar_py.errors import GraphReplicationError
 
 from .. import popops
 from ..popops import expr as pe
-from ..poputil import PoplibsError
+from ..poputil import PoplibsError, sequenceArgument
 from .operators import (
     CollectiveOperator,
     checked_op,
@@ -91,7 +91,7 @@ def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog:
     same on all of them. On the tiles: a ring reduce-scatter then a ring all-gather, 2 (R - 1)
     steps, each a cross-replica copy of ``1/R`` of the data and popops vertices combining it."""
     name = debug_name(debugContext) or "allReduceCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    t, op, prog = checked_tensor(graph, t, name), checked_op(op, name), sequenceArgument(prog, name)
     out = graph.clone(t, f"{name}/out")
     _all_reduce(graph, t, out, op, prog, name)
     return out
@@ -101,7 +101,7 @@ def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator
                                  debugContext: Any = "", options: dict | None = None) -> None:
     """``t`` = ``t`` combined by ``op`` over every replica (as allReduceCrossReplica)."""
     name = debug_name(debugContext) or "allReduceInPlaceCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    t, op, prog = checked_tensor(graph, t, name), checked_op(op, name), sequenceArgument(prog, name)
     _all_reduce(graph, t, t, op, prog, name)
 
 
@@ -111,7 +111,7 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     combined over every replica (past the end of ``t``, the last shards hold zeros combined).
     On the tiles: R - 1 ring steps of a cross-replica copy and a combine."""
     name = debug_name(debugContext) or "reduceScatterCrossReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    t, op, prog = checked_tensor(graph, t, name), checked_op(op, name), sequenceArgument(prog, name)
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError(f"{name}: LOCAL is not a reduction; a replica's own shard is a slice of t")
     ring = Ring.of(graph)
@@ -128,7 +128,7 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     (each row mapped like ``t``). On the tiles: R - 1 ring steps, each a cross-replica copy of
     the last row received, stored at its place by a dynamicUpdate."""
     name = debug_name(debugContext) or "allGatherCrossReplica"
-    t = checked_tensor(graph, t, name)
+    t, prog = checked_tensor(graph, t, name), sequenceArgument(prog, name)
     ring = Ring.of(graph)
     out = graph.cloneN(t, ring.size, f"{name}/out")
     if t.numElements() == 0:
@@ -147,7 +147,7 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     On the tiles: a ring reduce-scatter whose combine keeps the root's row as it passes (a
     popops select), then a ring all-gather: 2 (R - 1) steps of ``1/R`` of the data."""
     name = debug_name(debugContext) or "broadcastCrossReplica"
-    t = checked_tensor(graph, t, name)
+    t, prog = checked_tensor(graph, t, name), sequenceArgument(prog, name)
     replicas = graph.getReplicationFactor()
     if not isinstance(rootReplica, int) or not 0 <= rootReplica < replicas:
         raise GraphReplicationError(f"{name}: root replica {rootReplica!r:.40} is out of range: the graph "

@@ -18,7 +18,7 @@ from poplar_py.debug import debug_name
 
 from .. import popops
 from ..popops import expr as pe
-from ..poputil import PoplibsError
+from ..poputil import PoplibsError, sequenceArgument
 from .operators import CollectiveOperator, checked_op, checked_tensor, combine_expr
 from .ring import chunks
 
@@ -46,7 +46,7 @@ def allReduceWithinReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog
     combined by ``op``. On the tiles: P - 1 reduce-scatter steps (each IPU sends a chunk to the
     next, popops vertices combine it there) and P - 1 all-gather steps (chunks passed on)."""
     name = debug_name(debugContext) or "allReduceWithinReplica"
-    t, op = checked_tensor(graph, t, name), checked_op(op, name)
+    t, op, prog = checked_tensor(graph, t, name), checked_op(op, name), sequenceArgument(prog, name)
     ipus = _partials(graph, t, name)
     out = graph.clone(t, f"{name}/out")
     prog.add(prog_.Copy(t, out))
@@ -81,7 +81,7 @@ def allGatherWithinReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugC
     IPU i) holds every partial ``t[0..P)``. On the tiles: P - 1 steps, each IPU passing the
     last partial it received to the next IPU over the links."""
     name = debug_name(debugContext) or "allGatherWithinReplica"
-    t = checked_tensor(graph, t, name)
+    t, prog = checked_tensor(graph, t, name), sequenceArgument(prog, name)
     ipus = _partials(graph, t, name)
     out = concat([graph.cloneN(t[i], ipus, f"{name}/out{i}").expand([0]) for i in range(ipus)], 0)
     _copy(prog, [(t[i], out[i][i]) for i in range(ipus)])

@@ -173,4 +173,5 @@ def mapWithOutput(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], out: Tensor
                   debugName: str = "") -> None:
     """Write ``expr`` evaluated element-wise into ``out``, on the tiles holding ``out``; the inputs
     broadcast to ``out``'s shape and ``out`` must have the expression's type."""
+    out = tensorArgument(graph, out, f"{debugName or 'mapWithOutput'}: out")
     _map(graph, expr, ts, out, prog, debugName, inPlace=False)
