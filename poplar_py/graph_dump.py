@@ -48,7 +48,6 @@ from .arguments import checked_file
 from .errors import InvalidArgumentError
 from .ir import GraphIR
 from .program import Call, Execute, Program, Repeat, Switch, children, walk
-from .vertex import Direction
 
 File = str | os.PathLike | IO
 
@@ -63,50 +62,38 @@ class SerializationFormat(enum.Enum):
 def vertex_graph(ir: GraphIR, programs: Sequence[Program] | None) -> str:
     """The vertex graph of ``ir`` as Graphviz dot."""
     keep = _executed(ir, programs)
-    v, e = ir.vertices, ir.edges
+    v = ir.vertices
     lines = ["digraph vertexGraph {", "  node [fontsize=10];"]
     for cs in np.flatnonzero(keep).tolist():
         lines.append(f"  subgraph {_quote(f'cluster_cs{cs}')} {{")
         lines.append(f"    label={_quote(ir.compute_sets[cs])};")
         for vid in v.in_compute_set(cs).tolist():
             tile = int(v.tile[vid])
-            where = f"tile {tile}" if tile >= 0 else "not mapped"
-            label = _quote(f"{v.type_name(vid)}\n{where}")
+            label = _quote(f"{v.type_name(vid)}\n{f'tile {tile}' if tile >= 0 else 'not mapped'}")
             lines.append(f"    v{vid} [shape=box, label={label}];")
         lines.append("  }")
-    rows = np.flatnonzero(keep[v.compute_set[e.vertex]] & (e.count > 0)) if len(e) else np.zeros(0, np.int64)
-    triples = np.unique(np.stack([e.vertex[rows], e.field[rows], e.var[rows]], axis=1), axis=0)
-    lines += _variable_nodes(ir, np.unique(triples[:, 2]))
-    for vid, field, var in triples.tolist():
-        spec = list(v.classes[int(v.cls[vid])].fields.values())[field]
-        ends = f"var{var} -> v{vid}" if spec.direction is Direction.INPUT else f"v{vid} -> var{var}"
-        both = ", dir=both" if spec.direction is Direction.INOUT else ""
-        lines.append(f"  {ends} [label={_quote(spec.name)}{both}];")
+    edges = _edges(ir, keep)
+    lines += _variable_nodes(ir, np.unique(edges[:, 2]))
+    for vid, field, var, _, access in edges.tolist():
+        name = _quote(list(v.classes[int(v.cls[vid])].fields)[field])
+        ends = f"var{var} -> v{vid}" if access == _READS else f"v{vid} -> var{var}"
+        lines.append(f"  {ends} [label={name}{', dir=both' if access == _READS | _WRITES else ''}];")
     return "\n".join([*lines, "}"]) + "\n"
 
 
 def compute_graph(ir: GraphIR, programs: Sequence[Program] | None) -> str:
     """The compute graph of ``ir`` as Graphviz dot."""
     keep = _executed(ir, programs)
-    v, e = ir.vertices, ir.edges
     lines = ["digraph computeGraph {", "  node [fontsize=10];"]
     for cs in np.flatnonzero(keep).tolist():
-        count = v.in_compute_set(cs).size
-        label = _quote(f"{ir.compute_sets[cs]}\n{count} vertices")
+        label = _quote(f"{ir.compute_sets[cs]}\n{ir.vertices.in_compute_set(cs).size} vertices")
         lines.append(f"  cs{cs} [shape=box, label={label}];")
-    directions = [[f.direction for f in cls.fields.values()] for cls in v.classes]
-    cs_of = v.compute_set[e.vertex]
-    reads, writes = set(), set()
-    for vid, field, var, cs in zip(e.vertex.tolist(), e.field.tolist(), e.var.tolist(), cs_of.tolist()):
-        if keep[cs]:
-            direction = directions[int(v.cls[vid])][field]
-            if direction.reads:
-                reads.add((var, cs))
-            if direction.writes:
-                writes.add((cs, var))
-    lines += _variable_nodes(ir, np.asarray(sorted({r[0] for r in reads} | {w[1] for w in writes}), np.int64))
-    lines += [f"  var{var} -> cs{cs};" for var, cs in sorted(reads)]
-    lines += [f"  cs{cs} -> var{var};" for cs, var in sorted(writes)]
+    edges = _edges(ir, keep)
+    reads = np.unique(edges[(edges[:, 4] & _READS) > 0][:, [2, 3]], axis=0)
+    writes = np.unique(edges[(edges[:, 4] & _WRITES) > 0][:, [3, 2]], axis=0)
+    lines += _variable_nodes(ir, np.unique(edges[:, 2]))
+    lines += [f"  var{var} -> cs{cs};" for var, cs in reads.tolist()]
+    lines += [f"  cs{cs} -> var{var};" for cs, var in writes.tolist()]
     return "\n".join([*lines, "}"]) + "\n"
 
 
@@ -208,6 +195,24 @@ def _executed(ir: GraphIR, programs: Sequence[Program] | None) -> np.ndarray:
                 called.add(p.function.id)
                 pending.append(ir.functions[p.function.id])
     return keep
+
+
+_READS, _WRITES = 1, 2  # how a field accesses its variable (both: InOut)
+
+
+def _edges(ir: GraphIR, keep: np.ndarray) -> np.ndarray:
+    """One row ``(vertex, field, variable, compute set, access)`` per distinct field and variable
+    of the vertices of the compute sets kept (sorted by vertex)."""
+    v, e = ir.vertices, ir.edges
+    access = np.zeros((len(v.classes), max([len(c.fields) for c in v.classes] + [1])), np.int64)
+    for k, cls in enumerate(v.classes):
+        for f, spec in enumerate(cls.fields.values()):
+            access[k, f] = _READS * spec.direction.reads + _WRITES * spec.direction.writes
+    cs = v.compute_set[e.vertex]
+    rows = np.flatnonzero(keep[cs] & (e.count > 0))
+    vertex, field = e.vertex[rows], e.field[rows]
+    table = np.stack([vertex, field, e.var[rows], cs[rows], access[v.cls[vertex], field]], axis=1)
+    return np.unique(table, axis=0)
 
 
 def _variable_nodes(ir: GraphIR, variables: np.ndarray) -> list[str]:

@@ -300,13 +300,13 @@ class DeviceManager:
             raise InvalidArgumentError(f"getDevice: no device {did}: the simulated IPU-POD{SYSTEM_IPUS} has "
                                        f"devices 0..{self.getNumDevices() - 1}")
         index = did
-        for size in _sizes():
+        for size in _sizes():  # ids run through the devices of 1 IPU, then of 2, ...
             if index < SYSTEM_IPUS // size:
-                m = IPUModel()
-                m.numIPUs = size
-                return Device(replace(Target._from_model(m), targetType=TargetType.IPU), did)
+                break
             index -= SYSTEM_IPUS // size
-        raise AssertionError("unreachable: ids are checked above")
+        m = IPUModel()
+        m.numIPUs = size
+        return Device(replace(Target._from_model(m), targetType=TargetType.IPU), did)
 
 
 def _sizes() -> list[int]:
