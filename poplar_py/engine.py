@@ -19,7 +19,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .arguments import checked_file, is_int
+from .arguments import checked_file, checked_str, is_int
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
@@ -231,9 +231,7 @@ class Engine:
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:
         kind = "createHostWrite" if write else "createHostRead"
-        if not isinstance(handle, str):
-            raise InvalidArgumentError(f"{'writeTensor' if write else 'readTensor'}: a handle is a string "
-                                       f"given to graph.{kind}, got {type(handle).__name__} {handle!r:.40}")
+        checked_str(handle, f"{'writeTensor' if write else 'readTensor'}: the handle (given to graph.{kind})")
         info = self._exe.host_transfers.get(handle)
         if info is None or info.write != write:
             raise StreamError(f"no host {'write' if write else 'read'} handle '{handle}' "
