@@ -7,6 +7,7 @@ from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
                      CodeletCompileError,
+                     ConnectionArgumentError,
                      ExecutableError,
                      GraphConnectionError,
                      GraphCycleError,
@@ -20,7 +21,9 @@ from .errors import (
                      OptionTypeError,
                      PoplarError,
                      PoplarTypeError,
+                     ProgramArgumentError,
                      ProgramError,
+                     StreamArgumentError,
                      StreamError,
                      TensorArgumentError,
                      TensorCreationError,
@@ -41,6 +44,7 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
+from .graph_dump import SerializationFormat
 from .random_seed import getHwSeeds, setHwSeeds
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
@@ -93,6 +97,7 @@ __all__ = [
                      "UNSIGNED_SHORT",
                      "CodeletCompileError",
                      "ComputeSet",
+                     "ConnectionArgumentError",
                      "Const",
                      "DataStream",
                      "DebugContext",
@@ -125,8 +130,11 @@ __all__ = [
                      "Policy",
                      "PoplarError",
                      "PoplarTypeError",
+                     "ProgramArgumentError",
                      "ProgramError",
                      "ReplicatedStreamMode",
+                     "SerializationFormat",
+                     "StreamArgumentError",
                      "StreamCallback",
                      "StreamError",
                      "Target",

@@ -29,6 +29,21 @@ def checked_int(x: object, what: str, minimum: int | None = 0) -> int:
     return int(x)  # type: ignore[call-overload]
 
 
+def checked_str(x: object, what: str) -> str:
+    """``x`` if it is a string (a handle, a name); InvalidArgumentError otherwise."""
+    if not isinstance(x, str):
+        raise InvalidArgumentError(f"{what} must be a string, got {type(x).__name__} {x!r:.60}")
+    return x
+
+
+def checked_file(file: object, what: str, method: str = "write") -> Any:
+    """``file`` if it is an open file (it has ``write``, or ``read`` for ``method="read"``)."""
+    if not callable(getattr(file, method, None)):
+        raise InvalidArgumentError(f"{what}: expected a path or an open file, got {type(file).__name__} "
+                                   f"{file!r:.40}")
+    return file
+
+
 def checked_ints(values: object, what: str) -> tuple[int, ...]:
     """A list of integers (a shape, dimensions, a permutation); any of them may be negative."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):

@@ -108,9 +108,11 @@ def codelet_source(module: str) -> str | None:
         return None
 
 
-def import_codelet_source(module: str, source: str) -> pytypes.ModuleType:
-    """The codelet module ``module`` again, from its source text (in another process: written to
-    the kernel cache's folder first, so that the compiler can read its source)."""
+def import_codelet_source(module: str, source: str, namespace: dict[str, Any] | None = None
+                          ) -> pytypes.ModuleType:
+    """The codelet module ``module`` again, from its source text, run with the global names of
+    ``namespace`` already set (in another process: written to the system's temporary folder
+    first, so that the compiler can read its source)."""
     loaded = sys.modules.get(module)
     if loaded is not None:
         return loaded
@@ -119,10 +121,11 @@ def import_codelet_source(module: str, source: str) -> pytypes.ModuleType:
     path = folder / f"{module}_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
     if not path.exists():
         path.write_text(source)
-    return _import(str(path), module)
+    return _import(str(path), module, namespace)
 
 
-def _import(full: str, name: str | None = None) -> pytypes.ModuleType:
+def _import(full: str, name: str | None = None,
+            namespace: dict[str, Any] | None = None) -> pytypes.ModuleType:
     """The module of codelet file ``full`` (imported once); a file that does not import is a
     CodeletCompileError naming it."""
     name = name or _PREFIX + hashlib.sha256(full.encode()).hexdigest()[:16]
@@ -130,6 +133,7 @@ def _import(full: str, name: str | None = None) -> pytypes.ModuleType:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, full)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    module.__dict__.update(namespace or {})
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .arguments import checked_int, checked_values
-from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
+from .errors import ConnectionArgumentError, GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
@@ -66,7 +66,7 @@ class FieldConnector:
             self._size_list(vid, slot, len(value))
             return
         if value is None:
-            raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot be connected to None")
+            raise ConnectionArgumentError(f"{where()} ({slot.describe()}) cannot be connected to None")
         if not isinstance(value, Tensor):
             if slot.spec.direction is not Direction.INPUT:
                 raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
@@ -121,7 +121,7 @@ class FieldConnector:
 
     def _check_edge(self, where: Callable[[], str], slot: FieldSlot, t: Tensor, rank: int) -> None:
         if not isinstance(t, Tensor):
-            raise GraphConnectionError(f"{where()}: expected a Tensor, got {type(t).__name__}")
+            raise ConnectionArgumentError(f"{where()}: expected a Tensor, got {type(t).__name__}")
         if t.variables is not self._vars:
             raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to another graph")
         if t.elementType() is not slot.type and t.elementType() != slot.type:

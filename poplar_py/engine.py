@@ -19,23 +19,26 @@ from typing import IO, Any
 
 import numpy as np
 
-from .arguments import is_int
+from .arguments import checked_file, checked_str, is_int
 from .compiler.codelets import codelet_fingerprint
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
 from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
+from .debug import debug_name
 from .errors import (
     GraphReplicationError,
     InvalidArgumentError,
     InvalidOptionError,
     PoplarError,
     ProgramError,
+    StreamArgumentError,
     StreamError,
 )
 from .executable import Executable, compileGraph
 from .graph import Graph
 from .handles import DataStream
+from .host_buffers import host_values, read_into, stream_array
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
@@ -66,6 +69,7 @@ class Engine:
         else:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
+        name = debug_name(name, "Engine: the name")
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
@@ -144,30 +148,27 @@ class Engine:
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
-    def connectStream(self, handle: str, buffer: Any, end: Any = None, replicaIndex: Any = None) -> None:
-        """Connect a FIFO to a host numpy array, used as a circular buffer: each copy takes
-        (or fills) the next ``numElements`` elements, wrapping at the end. ``end`` (an int), as
-        Poplar's end pointer, uses only the first ``end`` elements of the flattened array.
+    def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,
+                      replicaIndex: Any = None) -> None:
+        """Connect a FIFO (its handle, or the DataStream the graph returned) to a host numpy array,
+        used as a circular buffer: each copy takes (or fills) the next ``numElements`` elements,
+        wrapping at the end. The array may have another element type of the same size (``np.uint16``
+        for HALF), whose bytes are used, as C++'s ``void*``. ``end`` (an int), as Poplar's end
+        pointer, uses only the first ``end`` elements of the flattened array.
 
         In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it every
         replica reads the array (each from its own position). A device-to-host stream writes a
         buffer per replica, so each replica needs its own (``replicaIndex``); a ``BROADCAST``
         stream has one host end for all replicas and takes no replica index."""
         stream = self._stream_decl(handle)
+        handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStream")
-        if not isinstance(buffer, np.ndarray):
-            raise StreamError(f"stream '{handle}': connect a numpy array, got {type(buffer).__name__}")
-        if buffer.dtype != stream.elementType().dtype:
-            raise StreamError(f"stream '{handle}' carries {stream.elementType()} "
-                              f"({stream.elementType().dtype}) but the array is {buffer.dtype}")
-        if not buffer.flags.c_contiguous:
-            raise StreamError(f"stream '{handle}': the host array must be C-contiguous")
+        flat = stream_array(buffer, stream.elementType().dtype, f"stream '{handle}'")
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
         if not stream.toDevice and len(replicas) > 1:
             raise StreamError(f"stream '{handle}' goes to the host from each of {len(replicas)} replicas: "
                               "connect one array per replica with replicaIndex=r")
-        flat = buffer.reshape(-1)
         if end is not None:
             if not is_int(end) or not 0 <= end <= flat.size:
                 raise StreamError(f"stream '{handle}': end must be an element count in [0, {flat.size}], "
@@ -177,7 +178,8 @@ class Engine:
             raise StreamError(f"stream '{handle}': the host array is empty")
         self._connect(stream, {r: ArrayStream(flat) for r in replicas})
 
-    def connectStreamToCallback(self, handle: str, callback: StreamCallback | Callable[[np.ndarray], Any],
+    def connectStreamToCallback(self, handle: str | DataStream,
+                                callback: StreamCallback | Callable[[np.ndarray], Any],
                                 replicaIndex: Any = None) -> None:
         """Connect a FIFO to a :class:`~poplar_py.StreamCallback` (Poplar's fetch, prefetch,
         complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
@@ -185,6 +187,7 @@ class Engine:
         replaces the old one, whose prefetched data is invalidated. In a replicated graph the
         callback serves replica ``replicaIndex``, or (None) every replica, called once for each."""
         stream = self._stream_decl(handle)
+        handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStreamToCallback")
         if isinstance(callback, StreamCallback):
             prefetch = self._options.flag("exchange.enablePrefetch") \
@@ -193,8 +196,8 @@ class Engine:
         elif callable(callback):
             self._connect(stream, {r: FunctionStream(callback) for r in replicas})
         else:
-            raise StreamError(f"stream '{handle}': connect a poplar.StreamCallback or a function, got "
-                              f"{type(callback).__name__}")
+            raise StreamArgumentError(f"stream '{handle}': connect a poplar.StreamCallback or a function, "
+                                      f"got {type(callback).__name__}")
 
     def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
@@ -223,21 +226,26 @@ class Engine:
                 old.disconnect()
             ends[r] = host
 
-    def _stream_decl(self, handle: str) -> DataStream:
+    def _stream_decl(self, handle: str | DataStream) -> DataStream:
         streams = self._exe.streams
-        if not isinstance(handle, str):
-            raise StreamError(f"a stream handle is a string, got {type(handle).__name__} {handle!r:.40}")
-        if handle not in streams:
-            raise StreamError(f"no stream '{handle}' in the graph (streams: {', '.join(streams) or 'none'})")
-        return streams[handle]
+        name = handle.handle() if isinstance(handle, DataStream) else handle
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"a stream is a handle string or a DataStream, got "
+                                       f"{type(handle).__name__} {handle!r:.40}")
+        if name not in streams:
+            raise StreamError(f"no stream '{name}' in the graph (streams: {', '.join(streams) or 'none'})")
+        if isinstance(handle, DataStream) and handle != streams[name]:
+            raise StreamError(f"stream '{name}' of another graph: this engine's '{name}' is {streams[name]}")
+        return streams[name]
 
     def listStreams(self) -> list[str]:
         return list(self._exe.streams)
 
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:
-        info = self._exe.host_transfers.get(handle)
         kind = "createHostWrite" if write else "createHostRead"
+        checked_str(handle, f"{'writeTensor' if write else 'readTensor'}: the handle (given to graph.{kind})")
+        info = self._exe.host_transfers.get(handle)
         if info is None or info.write != write:
             raise StreamError(f"no host {'write' if write else 'read'} handle '{handle}' "
                               f"(create one with graph.{kind})")
@@ -245,21 +253,13 @@ class Engine:
 
     def writeTensor(self, handle: str, data: Any, dataEnd: Any = None, replicaIndex: Any = None) -> None:
         """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
-        ``replicaIndex``, or (None) on every replica."""
+        ``replicaIndex``, or (None) on every replica. Data of another element type is converted, or
+        taken as raw bytes when it is an array of the tensor's size in bytes (see
+        :mod:`poplar_py.host_buffers`)."""
         t = self._transfer(handle, write=True)
         replicas = range(self._exe.replication.factor) if replicaIndex is None \
             else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
-        if data is None or isinstance(data, (str, bytes)):
-            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {data!r:.40}")
-        arr = np.asarray(data)
-        if arr.dtype.kind not in "biuf":
-            raise InvalidArgumentError(f"writeTensor('{handle}'): data must be numbers, got {arr.dtype}")
-        if arr.size != t.size:
-            raise StreamError(f"writeTensor('{handle}'): {arr.size} values for a tensor of "
-                              f"{t.size} elements (shape {list(t.shape)})")
-        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") and arr.dtype != t.dtype:
-            raise StreamError(f"writeTensor('{handle}'): cannot write {arr.dtype} data to a {t.dtype} tensor")
-        host = np.ascontiguousarray(arr.reshape(-1).astype(t.dtype, copy=False))
+        host = host_values(data, t.dtype, t.size, f"writeTensor('{handle}')")
         base = self._base()
         for r in replicas:
             self._machine.world.scatter(t.plan, host.ctypes.data, base, r)
@@ -267,31 +267,39 @@ class Engine:
     def readTensor(self, handle: str, out: np.ndarray | None = None, outEnd: Any = None,
                    replicaIndex: Any = 0) -> np.ndarray:
         """Read the tensor behind a ``createHostRead`` handle on replica ``replicaIndex`` (into
-        ``out`` if given); under MPI every rank gets the whole tensor."""
+        ``out`` if given: an array of the tensor's elements, or of its size in bytes, filled with
+        them as raw bytes); under MPI every rank gets the whole tensor."""
         t = self._transfer(handle, write=False)
         replica = self._replica(replicaIndex, f"readTensor('{handle}')")
         values = np.empty(t.shape, dtype=t.dtype)
         self._machine.world.gather(t.plan, self._base(), values, replica)
-        if out is None:
-            return values
-        if not isinstance(out, np.ndarray) or out.size != t.size or out.dtype != t.dtype:
-            raise StreamError(f"readTensor('{handle}'): out must be a {t.dtype} array of {t.size} elements")
-        out[...] = values.reshape(out.shape)
-        return out
+        return values if out is None else read_into(values, out, f"readTensor('{handle}')")
 
     # ---- printing and profiling --------------------------------------------------------------
     def setPrintTensorStream(self, stream: IO[str]) -> None:
         """Where PrintTensor writes (default: standard output)."""
-        self._machine.out = stream
+        self._machine.out = checked_file(stream, "setPrintTensorStream")
 
     def getProfile(self) -> dict:
         """The compile and execution profile as a dict (the JSON report's content)."""
         return self._profile.report()
 
+    def getGraphProfile(self) -> dict:
+        """The compilation part of the profile (target, graph, memory per tile and category), as
+        the report's ``"compilation"``."""
+        return self._profile.report()["compilation"]
+
+    def getExecutionProfile(self) -> dict:
+        """The execution part of the profile (cycles per step, tile and compute set of every run
+        so far), as the report's ``"execution"``."""
+        return self._profile.report()["execution"]
+
     def printProfileSummary(self, file: IO[str] | None = None,
                             options: Mapping[str, Any] | None = None) -> None:
         """Print the Target, Graph, Memory Usage and Execution sections, as Poplar does."""
-        out = file or sys.stdout
+        out = sys.stdout if file is None else checked_file(file, "printProfileSummary")
+        if options is not None and not isinstance(options, Mapping):
+            raise InvalidArgumentError(f"printProfileSummary: options must be a dict, got {options!r:.40}")
         out.write(summary(self._profile.report(), options or {}))
         out.flush()
 

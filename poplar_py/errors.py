@@ -44,6 +44,11 @@ class GraphConnectionError(PoplarError):
     """A vertex field is unconnected, connected twice, or connected to the wrong kind of tensor."""
 
 
+class ConnectionArgumentError(GraphConnectionError, InvalidArgumentError):
+    """A field connected to something that is neither a tensor nor values (None, an object): both a
+    GraphConnectionError and a TypeError."""
+
+
 class GraphCycleError(PoplarError):
     """Two vertices of one compute set touch the same element and at least one writes it."""
 
@@ -64,6 +69,11 @@ class StreamError(PoplarError):
     """A data stream is unknown, unconnected, or connected to an array of the wrong size or type."""
 
 
+class StreamArgumentError(StreamError, InvalidArgumentError):
+    """A stream end that is not an array, a function or a StreamCallback: both a StreamError and a
+    TypeError."""
+
+
 class InvalidOptionError(PoplarError, ValueError):
     """An unknown engine option, or a bad value for a known one."""
 
@@ -80,6 +90,11 @@ class ExecutableError(PoplarError, ValueError):
 
 class ProgramError(PoplarError):
     """An invalid control program (bad predicate, bad Switch control, unknown function...)."""
+
+
+class ProgramArgumentError(ProgramError, InvalidArgumentError):
+    """A program given an argument of the wrong kind (not a program, tensor, compute set, function or
+    count): both a ProgramError and a TypeError."""
 
 
 class MissingCycleEstimateError(PoplarError):

@@ -9,13 +9,15 @@ unpickled is checked against the structure of an executable before it is used. W
 to one process is left out and rebuilt on loading: the tile memories (zeroed), the native
 kernels (from the on-disk kernel cache, or compiled again) and the addresses in the state
 tables (moved to the new memories).
-Codelet classes loaded from a ``.py`` file travel as that file's source; template instances
-as their template and arguments; classes of importable modules by name.
+Codelet classes loaded from a ``.py`` file travel as that file's source; classes of the
+program's ``__main__`` as the source of what they need from it (:mod:`poplar_py.inline_codelets`);
+template instances as their template and arguments; classes of importable modules by name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 import os
 import pickle
@@ -34,6 +36,7 @@ from .compiler.pipeline import CompiledGraph, compile_graph
 from .conforms import mismatch
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
+from .inline_codelets import inline_source, is_inline, module_name
 from .ir import EdgesIR, GraphIR
 from .options import EngineOptions, parseEngineOptions
 
@@ -189,6 +192,8 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, types.MappingProxyType):
             return _mapping_proxy, (dict(obj),)
+        if isinstance(obj, types.ModuleType):  # a module an inline codelet uses
+            return importlib.import_module, (obj.__name__,)
         if not isinstance(obj, type):
             return NotImplemented
         args = obj.__dict__.get("templateArgs")
@@ -197,11 +202,13 @@ class _Pickler(pickle.Pickler):
         source = codelet_source(obj.__module__)
         if source is not None:
             return _codelet_class, (obj.__module__, source, obj.__qualname__)
+        if is_inline(obj):
+            return _inline_class, (*inline_source(obj), obj.__qualname__)
         module = sys.modules.get(obj.__module__)
-        if obj.__module__ == "__main__" or module is None or getattr(module, "__spec__", None) is None:
+        if module is None or getattr(module, "__spec__", None) is None:
             raise ExecutableError(f"cannot serialize class {obj.__qualname__} of module {obj.__module__}: "
-                                  "put codelets in a .py file given to graph.addCodelets(path), or in an "
-                                  "importable module")
+                                  "put codelets in a .py file given to graph.addCodelets(path), in an "
+                                  "importable module or in the program's __main__")
         return NotImplemented
 
 
@@ -209,12 +216,17 @@ def _mapping_proxy(values: dict) -> types.MappingProxyType:
     return types.MappingProxyType(values)
 
 
-def _codelet_class(module: str, source: str, qualname: str) -> type:
-    """A class of a codelet file, from the file's source."""
-    obj: Any = import_codelet_source(module, source)
+def _codelet_class(module: str, source: str, qualname: str, namespace: dict[str, Any] | None = None) -> type:
+    """A class of a codelet file, from the file's source (run with ``namespace`` set)."""
+    obj: Any = import_codelet_source(module, source, namespace)
     for part in qualname.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _inline_class(source: str, namespace: dict[str, Any], qualname: str) -> type:
+    """A class of the program's ``__main__``, from the source :func:`inline_source` made."""
+    return _codelet_class(module_name(source, namespace), source, qualname, namespace)
 
 
 def _instance(template: Any, args: tuple) -> type:

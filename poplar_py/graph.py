@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import graph_dump, ir
 from .arguments import (
     checked_int,
     checked_intervals,
     checked_ints,
     checked_shape,
+    checked_str,
     checked_tile,
     checked_values,
 )
@@ -271,13 +272,21 @@ class Graph:
         return concat(clones, 0)
 
     def getVariable(self, var: VariableRef | int) -> Tensor:
-        index = var.index if isinstance(var, VariableRef) else int(var)
+        index = self._variable(var, "getVariable")
         shape = self._vars.shapes[index]
         return Tensor(self._vars, self._vars.types[index], shape, index, 0, contiguous_strides(shape),
                       self._vars.names[index])
 
     def isConstant(self, var: VariableRef | int) -> bool:
-        return bool(self._vars.constant[var.index if isinstance(var, VariableRef) else int(var)])
+        return bool(self._vars.constant[self._variable(var, "isConstant")])
+
+    def _variable(self, var: object, what: str) -> int:
+        """The index of a variable given as a VariableRef or an index."""
+        index = var.index if isinstance(var, VariableRef) else checked_int(var, f"{what}: the variable")
+        if not 0 <= index < self._vars.num_variables:
+            raise InvalidArgumentError(f"{what}: no variable {index} (the graph has "
+                                       f"{self._vars.num_variables})")
+        return index
 
     def setInitialValue(self, target: Tensor | FieldRef, values: Any) -> None:
         """Initial value of a variable at engine load, or of a vertex state field."""
@@ -297,7 +306,7 @@ class Graph:
 
     def _check_own(self, t: object, what: str) -> Tensor:
         if not isinstance(t, Tensor):
-            raise PoplarError(f"{what}: expected a Tensor, got {type(t).__name__}")
+            raise InvalidArgumentError(f"{what}: expected a Tensor, got {type(t).__name__} {t!r:.40}")
         if t.variables is not self._vars:
             raise PoplarError(f"{what}: tensor '{t.name}' belongs to another graph")
         return t
@@ -332,7 +341,8 @@ class Graph:
             self._vertices.put(vid, TILE, self._check_tile(mapping, self._vertices.describe(vid)))
             return
         if not isinstance(target, Tensor):
-            raise PoplarError(f"setTileMapping: expected a Tensor or a VertexRef, got {target!r}")
+            raise InvalidArgumentError(f"setTileMapping: expected a Tensor or a VertexRef, got "
+                                       f"{target!r:.60}")
         if target.variables is not self._vars:
             self._check_own(target, "setTileMapping")
         if isinstance(mapping, (int, np.integer)):
@@ -360,6 +370,9 @@ class Graph:
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
         self._check_own(t, "getTileMapping")
+        if not isinstance(requireComplete, (bool, np.bool_)):
+            raise InvalidArgumentError(f"getTileMapping: requireComplete must be a bool, got "
+                                       f"{requireComplete!r:.40}")
         result: list[list[Interval]] = [[] for _ in range(self._num_tiles)]
         runs = t.runs()
         if not len(runs):
@@ -397,6 +410,7 @@ class Graph:
         return added
 
     def hasCodelet(self, name: str) -> bool:
+        name = checked_str(name, "hasCodelet: the vertex type")
         return self._codelets.lookup(name, required=False) is not None
 
     def addComputeSet(self, debugName: Any = "", debugContext: Any = None) -> ComputeSet:
@@ -413,7 +427,10 @@ class Graph:
                 raise InvalidArgumentError(f"addVertex: the vertex type must be a name, got "
                                            f"{vertexType!r:.60}")
             cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelets.lookup(vertexType))  # type: ignore[arg-type]
-        if type(cs) is not ComputeSet or cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
+        if type(cs) is not ComputeSet:
+            raise InvalidArgumentError(f"addVertex: expected a ComputeSet, got {type(cs).__name__} "
+                                       f"{cs!r:.40}")
+        if cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
         table = self._vertices
         if connections is not None and type(connections) is not dict:
@@ -492,16 +509,21 @@ class Graph:
 
     def registerPerfEstimator(self, vertexType: str, estimator: PerfEstimator) -> None:
         """Per-type estimator ``f(vertex_introspector, target) -> cycles | (cycles, flops)``."""
+        checked_str(vertexType, "registerPerfEstimator: the vertex type")
+        if not callable(estimator):
+            raise InvalidArgumentError(f"registerPerfEstimator('{vertexType}'): the estimator must be a "
+                                       f"function, got {type(estimator).__name__} {estimator!r:.40}")
         self._perf_estimators[vertexType] = estimator
 
     # ---- host exchange -----------------------------------------------------------------------
-    def _new_handle(self, handle: str) -> None:
+    def _new_handle(self, handle: str, what: str) -> None:
+        checked_str(handle, f"{what}: the handle")
         if handle in self._host_handles or handle in self._streams:
             raise PoplarError(f"handle '{handle}' is already used by another stream or host read/write")
 
     def createHostWrite(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
         """Let ``engine.writeTensor(handle, array)`` write ``t`` from the host."""
-        self._new_handle(handle)
+        self._new_handle(handle, "createHostWrite")
         self._check_own(t, f"createHostWrite('{handle}')")
         if t.containsConstant():
             raise PoplarError(f"createHostWrite('{handle}'): tensor '{t.name}' contains constants")
@@ -509,7 +531,7 @@ class Graph:
 
     def createHostRead(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
         """Let ``engine.readTensor(handle)`` read ``t`` back to the host."""
-        self._new_handle(handle)
+        self._new_handle(handle, "createHostRead")
         self._check_own(t, f"createHostRead('{handle}')")
         self._host_handles[handle] = HostHandle(handle, t, write=False)
 
@@ -519,7 +541,7 @@ class Graph:
         """A host-to-device FIFO: ``(handle, type, numElements[, replicatedMode][, options])``. In a
         replicated graph each replica reads its own host stream (``REPLICATE``, the default), or
         all read one (``BROADCAST``)."""
-        self._new_handle(handle)
+        self._new_handle(handle, "addHostToDeviceFIFO")
         modes = [a for a in (*args, replicatedMode) if isinstance(a, ReplicatedStreamMode)]
         s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
                        toDevice=True, replicatedMode_=modes[0] if modes else ReplicatedStreamMode.REPLICATE,
@@ -528,7 +550,7 @@ class Graph:
         return s
 
     def addDeviceToHostFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
-        self._new_handle(handle)
+        self._new_handle(handle, "addDeviceToHostFIFO")
         s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
                        toDevice=False, replicationFactor_=self._replicas)
         self._streams[handle] = s
@@ -536,8 +558,34 @@ class Graph:
 
     def addFunction(self, program: Program) -> Function:
         """Register control code once; run it with ``program.Call(function)``."""
+        if not isinstance(program, Program):
+            raise InvalidArgumentError(f"addFunction needs a program, got {type(program).__name__} "
+                                       f"{program!r:.40}")
         self._functions.append(program)
         return Function(len(self._functions) - 1, self._vars.token)
+
+    # ---- dumps -------------------------------------------------------------------------------
+    def outputVertexGraph(self, file: Any, progs: Any = None) -> None:
+        """Write the vertex graph (each vertex, the variables it is connected to, an edge per field)
+        as Graphviz dot to ``file``, a path or an open file; given programs, only the compute sets
+        they execute (:mod:`poplar_py.graph_dump`)."""
+        self._dump(file, progs, graph_dump.vertex_graph, "outputVertexGraph")
+
+    def outputComputeGraph(self, file: Any, progs: Any = None) -> None:
+        """Write the compute graph (compute sets and the variables they read and write) as Graphviz
+        dot to ``file``; given programs, only the compute sets they execute."""
+        self._dump(file, progs, graph_dump.compute_graph, "outputComputeGraph")
+
+    def _dump(self, file: Any, progs: Any, dump: Callable[..., str], what: str) -> None:
+        programs, _ = graph_dump.programs_and_format(() if progs is None else (progs,), what)
+        graph_dump.write(file, dump(self.freeze(), programs), what)
+
+    def serialize(self, file: Any, *args: Any) -> None:
+        """Write the graph to ``file`` (a path or an open file): ``serialize(file[, progs][,
+        format])`` with ``poplar.SerializationFormat.JSON`` (the default) or ``Binary``. The format
+        is described in :mod:`poplar_py.graph_dump`."""
+        programs, fmt = graph_dump.programs_and_format(args, "serialize")
+        graph_dump.write(file, graph_dump.serialized(self.freeze(), programs, fmt), "serialize")
 
     # ---- freezing ----------------------------------------------------------------------------
     def freeze(self) -> ir.GraphIR:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .errors import GraphConnectionError, UnknownFieldError
+from .arguments import checked_int
+from .errors import GraphConnectionError, InvalidArgumentError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
 
@@ -102,6 +103,9 @@ class VertexRef:
         return self.id
 
     def __getitem__(self, name: str) -> FieldRef:
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"{self!r}: a field is named by a string, got {type(name).__name__} "
+                                       f"{name!r:.40}")
         if name not in self.graph.vertex_fields(self.id):
             raise UnknownFieldError(self.graph.unknown_field(self.id, name))
         return FieldRef(self, name, None)
@@ -124,7 +128,7 @@ class FieldRef:
     def __getitem__(self, i: int) -> FieldRef:
         if self.index is not None:
             raise GraphConnectionError(f"field '{self.name}' is already indexed")
-        return FieldRef(self.vertex, self.name, int(i))
+        return FieldRef(self.vertex, self.name, checked_int(i, f"the index of field '{self.name}'"))
 
     def isIndexed(self) -> bool:
         return self.index is not None

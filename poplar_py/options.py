@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from .errors import InvalidOptionError, OptionTypeError
 
 _BOOL = {"true": True, "false": False}
 
-# name -> (default, kind); kind "bool", "str" or a tuple of allowed values
+# name -> (default, kind); a kind is one of KINDS or a tuple of the allowed values
 _KNOWN: dict[str, tuple[str, Any]] = {
     "debug.allowOutOfMemory": ("false", "bool"),
     "debug.retainDebugInformation": ("true", "bool"),
@@ -32,47 +33,83 @@ _KNOWN: dict[str, tuple[str, Any]] = {
     "autoReport.outputExecutionProfile": ("false", "bool"),
     "autoReport.outputDebugInfo": ("false", "bool"),
     "autoReport.executionProfileProgramRunCount": ("1000", "int"),
-    "profiler.format": ("json", ("json",)),
+    "profiler.format": ("json", ("json", "v1", "v2", "v3", "experimental")),
     "exchange.enablePrefetch": ("true", "bool"),
-    "exchange.streamBufferOverlap": ("hostRearrangeOnly", ("none", "hostrearrangeonly", "any")),
+    "exchange.streamBufferOverlap": ("hostRearrangeOnly", ("none", "hostRearrangeOnly", "any")),
     "random.seed": ("0", "int"),  # the tiles' generators at load (random_seed.py)
 }
 
 
-#: Poplar engine options that mean nothing on a simulated IPU: accepted (and checked where
-#: their values are simple), with no effect. README lists them.
+#: Poplar engine options (its documented list, and legacy ones that ported programs pass) that
+#: mean nothing on a simulated IPU: accepted, their values checked, with no effect. README lists them.
 IGNORED: dict[str, Any] = {
-    "target.deterministicWorkers": ("true", "false", "portable"),
-    "target.syncReplicasIndependently": "bool",
-    "target.saveArchive": "str",
-    "target.gatewayMode": "bool",
-    "target.syncMethod": ("polling", "hybrid", "default"),
-    "target.syncPollPeriodUs": "int",
-    "target.exceptionPollPeriodUs": "int",
-    "target.hostSyncTimeout": "str",
-    "target.extendedMemory": "bool",
-    "opt.internalExchangeOptimisationTarget": ("balanced", "cycles", "memory"),
-    "opt.maxCopyMergeSize": "int",
+    "autoReport.outputArchive": "bool",
+    "autoReport.outputLoweredVars": "bool",
+    "autoReport.outputSerializedGraph": "bool",
+    "autoReport.streamAtEachRun": "bool",
+    "debug.branchRecordTile": "int",
+    "debug.cpuMultiThreadExecution": "bool",
+    "debug.divideByZeroException": "bool",
+    "debug.executionProfile": "str",
+    "debug.floatPointOpException": "bool",
+    "debug.graphReportDestination": "str",
+    "debug.loweredVarDumpFile": "str",
+    "debug.nanOverflowException": "bool",
+    "debug.outputAllSymbols": "bool",
+    "debug.profilingTile": "int",
+    "debug.runtimeVerify": "bool",
+    "debug.supportsFloatingPointExceptions": "bool",
+    "debug.trace": "bool",
+    "debug.verify": "bool",
     "opt.enableMultiAccessCopies": "bool",
-    "opt.maxComputeSetsPerLoweredCopy": "int",
-    "opt.useAutoloader": "bool",
+    "opt.enableSwSyncs": "bool",
+    "opt.internalExchangeOptimisationTarget": ("balanced", "cycles", "memory"),
     "opt.limitVertexStateToLower256K": "bool",
+    "opt.maxCompilationThreads": "int",
+    "opt.maxComputeSetsPerLoweredCopy": "int",
+    "opt.maxCopyMergeSize": "int",
+    "opt.maxLinkerThreads": "int",
+    "opt.useAutoloader": "bool",
+    "prng.enable": "bool",
+    "prng.seed": "int",
+    "profiler.includeCycleEstimates": "bool",
     "profiler.includeFlopEstimates": "bool",
     "profiler.perExecutionStreamCopyCycles": "bool",
     "profiler.replicaToProfile": "int",
-    "autoReport.outputArchive": "bool",
-    "autoReport.streamAtEachRun": "bool",
-    "autoReport.outputLoweredVars": "bool",
-    "autoReport.outputSerializedGraph": "bool",
-    "debug.verify": "bool",
-    "debug.runtimeVerify": "bool",
-    "debug.supportsFloatingPointExceptions": "bool",
-    "debug.floatPointOpException": "bool",
-    "debug.nanOverflowException": "bool",
-    "debug.divideByZeroException": "bool",
-    "streamCallbacks.multiThreadMode": ("singlethread", "collaborative", "dedicated"),
-    "streamCallbacks.numWorkerThreads": "str",
+    "profiler.useUnstableFormat": "bool",
+    "streamCallbacks.maxLookahead": "int|unlimited",
+    "streamCallbacks.multiThreadMode": ("singleThread", "collaborative", "dedicated"),
+    "streamCallbacks.numWorkerThreads": "int|auto",
     "streamCallbacks.numaAware": "bool",
+    "target.deterministicWorkers": ("true", "false", "portable"),
+    "target.exceptionPollPeriodUs": "int",
+    "target.extendedMemory": "bool",
+    "target.gatewayMode": "bool",
+    "target.gatewayWriteCombining": "bool",
+    "target.hostSyncTimeout": "float",
+    "target.maxStreamCallbackThreadsPerNumaNode": "int|auto",
+    "target.saveArchive": "str",
+    "target.supervisorStackSizeInBytes": "int",
+    "target.syncMethod": ("polling", "hybrid", "default"),
+    "target.syncPollPeriodUs": "int",
+    "target.syncReplicasIndependently": "bool",
+    "target.textSectionSizeInBytes": "int",
+    "target.workerStackSizeInBytes": "int",
+}
+
+_INT = re.compile(r"(0[xX][0-9a-fA-F]+|[0-9]+)")
+_FLOAT = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+([eE][-+]?[0-9]+)?")
+
+#: kind -> (does a value (lower-cased) fit, what the message says it must be). Integers may be
+#: hexadecimal (``0x400``), as Poplar's.
+KINDS: dict[str, tuple[Callable[[str], bool], str]] = {
+    "bool": (lambda v: v in _BOOL, "'true' or 'false'"),
+    "int": (lambda v: _INT.fullmatch(v) is not None, "a non-negative integer (decimal or 0x hexadecimal)"),
+    "float": (lambda v: _FLOAT.fullmatch(v) is not None, "a non-negative number"),
+    "str": (lambda v: True, "a string"),
+    "int|auto": (lambda v: v == "auto" or _INT.fullmatch(v) is not None, "a non-negative integer or 'auto'"),
+    "int|unlimited": (lambda v: v == "unlimited" or _INT.fullmatch(v) is not None,
+                      "a non-negative integer or 'unlimited'"),
 }
 
 
@@ -100,15 +137,15 @@ def _normalise(name: str, value: Any) -> str:
         raise OptionTypeError(f"engine option '{name}' takes a string, got {type(value).__name__} "
                               f"{value!r:.40}")
     text = str(value).lower() if isinstance(value, bool) else str(value)
-    if kind == "bool" and text.lower() not in _BOOL:
-        raise InvalidOptionError(f"engine option '{name}' must be 'true' or 'false', got {value!r}")
-    if kind == "bool":
-        text = text.lower()
-    if kind == "int" and not text.isdigit():
-        raise InvalidOptionError(f"engine option '{name}' must be a non-negative integer, got {value!r}")
-    if isinstance(kind, tuple) and text.lower() not in kind:
-        raise InvalidOptionError(f"engine option '{name}' must be one of {', '.join(kind)}, got {value!r}")
-    return text.lower() if isinstance(kind, tuple) else text
+    if isinstance(kind, tuple):  # any case, stored in lower case
+        if text.lower() not in {k.lower() for k in kind}:
+            raise InvalidOptionError(f"engine option '{name}' must be one of {', '.join(kind)}, "
+                                     f"got {value!r}")
+        return text.lower()
+    fits, what = KINDS[kind]
+    if not fits(text if kind == "str" else text.lower()):
+        raise InvalidOptionError(f"engine option '{name}' must be {what}, got {value!r}")
+    return text.lower() if kind == "bool" else text
 
 
 def parseEngineOptions(options: Mapping[str, Any] | None) -> EngineOptions:

@@ -14,8 +14,8 @@ from typing import Any
 import networkx as nx
 
 from .arguments import is_int
-from .debug import label
-from .errors import GraphReplicationError, ProgramError, StreamError
+from .debug import debug_name, label
+from .errors import GraphReplicationError, ProgramArgumentError, ProgramError, StreamError
 from .handles import ComputeSet, DataStream, Function
 from .tensor import Tensor
 from .types import INT, UNSIGNED_INT
@@ -30,14 +30,19 @@ class Program:
 
 def _check_program(p: Any, what: str) -> Program:
     if not isinstance(p, Program):
-        raise ProgramError(f"{what}: expected a program, got {type(p).__name__}")
+        raise ProgramArgumentError(f"{what}: expected a program, got {type(p).__name__} {p!r:.40}")
     return p
 
 
+def _check_tensor(t: Any, what: str) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise ProgramArgumentError(f"{what} needs a tensor, got {type(t).__name__} {t!r:.40}")
+    return t
+
+
 def _check_scalar(t: Any, what: str) -> Tensor:
-    if not isinstance(t, Tensor) or t.numElements() != 1:
-        shape = t.shape() if isinstance(t, Tensor) else type(t).__name__
-        raise ProgramError(f"{what} must be a tensor of one element, got {shape}")
+    if _check_tensor(t, what).numElements() != 1:
+        raise ProgramError(f"{what} must be a tensor of one element, got {t.shape()}")
     return t
 
 
@@ -66,7 +71,7 @@ class Execute(Program):
 
     def __init__(self, cs: ComputeSet, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(cs, ComputeSet):
-            raise ProgramError(f"Execute needs a ComputeSet, got {type(cs).__name__}")
+            raise ProgramArgumentError(f"Execute needs a ComputeSet, got {type(cs).__name__} {cs!r:.40}")
         self.cs = cs
         self.name = label(name, debugContext, "Execute")
 
@@ -101,8 +106,8 @@ class Copy(Program):
                 raise ProgramError(f"Copy: destination '{dst.name}' contains aliased elements, "
                                    "which would be written more than once")
         else:
-            raise ProgramError("Copy needs (tensor, tensor), (stream, tensor) or (tensor, stream), got "
-                               f"({type(src).__name__}, {type(dst).__name__})")
+            raise ProgramArgumentError("Copy needs (tensor, tensor), (stream, tensor) or (tensor, stream), "
+                                       f"got ({type(src).__name__}, {type(dst).__name__})")
 
     @staticmethod
     def _check_stream(stream: DataStream, t: Tensor) -> None:
@@ -120,8 +125,11 @@ class Repeat(Program):
     """Run ``body`` ``count`` times."""
 
     def __init__(self, count: int, body: Program, name: Any = "", debugContext: Any = None) -> None:
-        if not is_int(count) or count < 0:
-            raise ProgramError(f"Repeat count must be a non-negative integer, got {count!r:.40}")
+        if not is_int(count):
+            raise ProgramArgumentError(f"Repeat count must be an integer, got {type(count).__name__} "
+                                       f"{count!r:.40}")
+        if count < 0:
+            raise ProgramError(f"Repeat count must be a non-negative integer, got {count}")
         self.count, self.body = int(count), _check_program(body, "Repeat body")
         self.name = label(name, debugContext, "Repeat")
 
@@ -171,12 +179,18 @@ class Switch(Program):
         self.cases: dict[int, Program] = {}
         self.default = _check_program(default if default is not None else Sequence(), "Switch default")
         self.name = label(name, debugContext, "Switch")
-        for value, body in cases or []:
-            self.add(value, body)
+        if cases is not None and not isinstance(cases, (list, tuple)):
+            raise ProgramArgumentError(f"Switch: cases must be a list of (value, program) pairs, got "
+                                       f"{type(cases).__name__} {cases!r:.40}")
+        for case in cases or []:
+            if not isinstance(case, (list, tuple)) or len(case) != 2:
+                raise ProgramArgumentError(f"Switch: a case must be a (value, program) pair, got "
+                                           f"{case!r:.40}")
+            self.add(*case)
 
     def add(self, value: int, body: Program) -> Switch:
         if not is_int(value):
-            raise ProgramError(f"Switch: a case value must be an integer, got {value!r:.40}")
+            raise ProgramArgumentError(f"Switch: a case value must be an integer, got {value!r:.40}")
         if int(value) in self.cases:
             raise ProgramError(f"Switch: case {value} is given twice")
         self.cases[int(value)] = _check_program(body, f"Switch case {value}")
@@ -188,7 +202,8 @@ class Call(Program):
 
     def __init__(self, function: Function, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(function, Function):
-            raise ProgramError(f"Call needs a Function from graph.addFunction, got {type(function).__name__}")
+            raise ProgramArgumentError(f"Call needs a Function from graph.addFunction, got "
+                                       f"{type(function).__name__}")
         self.function, self.name = function, label(name, debugContext, "Call")
 
 
@@ -198,18 +213,15 @@ class PrintTensor(Program):
     def __init__(self, title: str | Tensor, tensor: Tensor | None = None) -> None:
         if tensor is None:
             title, tensor = "", title  # type: ignore[assignment]
-        if not isinstance(tensor, Tensor):
-            raise ProgramError(f"PrintTensor needs a tensor, got {type(tensor).__name__}")
-        self.title, self.tensor = str(title), tensor
+        self.tensor = _check_tensor(tensor, "PrintTensor")
+        self.title = debug_name(title, "PrintTensor: the title")
 
 
 class WriteUndef(Program):
     """Mark a tensor's contents as dead (a liveness hint; no data moves)."""
 
     def __init__(self, tensor: Tensor, name: Any = "", debugContext: Any = None) -> None:
-        if not isinstance(tensor, Tensor):
-            raise ProgramError(f"WriteUndef needs a tensor, got {type(tensor).__name__}")
-        self.tensor, self.name = tensor, label(name, debugContext, "WriteUndef")
+        self.tensor, self.name = _check_tensor(tensor, "WriteUndef"), label(name, debugContext, "WriteUndef")
 
 
 class CrossReplicaCopy(Program):
@@ -219,8 +231,8 @@ class CrossReplicaCopy(Program):
     def __init__(self, src: Tensor, dst: Tensor, replicaMap: dict[int, int], name: Any = "",
                  debugContext: Any = None) -> None:
         if not isinstance(src, Tensor) or not isinstance(dst, Tensor):
-            raise ProgramError(f"CrossReplicaCopy needs two tensors, got ({type(src).__name__}, "
-                               f"{type(dst).__name__})")
+            raise ProgramArgumentError(f"CrossReplicaCopy needs two tensors, got ({type(src).__name__}, "
+                                       f"{type(dst).__name__})")
         Copy(src, dst)  # the same checks as a copy within a replica
         items = replicaMap.items() if isinstance(replicaMap, dict) else None
         if items is None or not all(is_int(k) and is_int(v) for k, v in items):
@@ -238,9 +250,8 @@ class AssumeEqualAcrossReplicas(Program):
     """Tell the compiler that ``t`` holds the same values on every replica (no data moves)."""
 
     def __init__(self, t: Tensor, name: Any = "", debugContext: Any = None) -> None:
-        if not isinstance(t, Tensor):
-            raise ProgramError(f"AssumeEqualAcrossReplicas needs a tensor, got {type(t).__name__}")
-        self.tensor, self.name = t, label(name, debugContext, "AssumeEqualAcrossReplicas")
+        self.tensor = _check_tensor(t, "AssumeEqualAcrossReplicas")
+        self.name = label(name, debugContext, "AssumeEqualAcrossReplicas")
 
 
 class SyncType(enum.Enum):
@@ -255,7 +266,7 @@ class Sync(Program):
     def __init__(self, syncType: SyncType = SyncType.INTERNAL, name: Any = "",
                  debugContext: Any = None) -> None:
         if not isinstance(syncType, SyncType):
-            raise ProgramError(f"Sync needs a SyncType, got {syncType!r:.40}")
+            raise ProgramArgumentError(f"Sync needs a SyncType, got {syncType!r:.40}")
         self.syncType, self.name = syncType, label(name, debugContext, "Sync")
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import InvalidMachineModelError
+from .arguments import checked_int
+from .errors import InvalidArgumentError, InvalidMachineModelError
 from .types import Type, asType
 
 
@@ -55,9 +57,12 @@ class IPUModel:
 
     def __init__(self, IPUVersion: str | None = None) -> None:
         version = IPUVersion if IPUVersion is not None else str(_cli_defaults.get("IPUVersion", "ipu2"))
+        if not isinstance(version, str):
+            raise InvalidArgumentError(f"IPUModel: the IPU version is a string such as 'ipu2', got "
+                                       f"{type(version).__name__} {version!r:.40}")
         if version not in _PRESETS:
             raise InvalidMachineModelError(
-                f"unknown IPU version {version!r}; valid versions: {', '.join(_PRESETS)}")
+                f"IPUModel: unknown IPU version {version!r:.40}; valid versions: {', '.join(_PRESETS)}")
         preset = _PRESETS[version]
         self.IPUVersion = version
         self.numIPUs = int(_cli_defaults.get("numIPUs", 1))  # type: ignore[call-overload]
@@ -139,9 +144,9 @@ class Target:
     def createIPUTarget(numIPUs: int = 1, tilesPerIPU: int | None = None,
                         arch: str = "ipu2") -> Target:
         m = IPUModel(arch)
-        m.numIPUs = numIPUs
+        m.numIPUs = checked_int(numIPUs, "createIPUTarget: numIPUs", 1)
         if tilesPerIPU is not None:
-            m.tilesPerIPU = tilesPerIPU
+            m.tilesPerIPU = checked_int(tilesPerIPU, "createIPUTarget: tilesPerIPU", 1)
         return Target._from_model(m)
 
     def getNumTiles(self) -> int:
@@ -216,14 +221,16 @@ def _model_field(name: str) -> str:
 
 
 class Device:
-    """A handle to a (simulated) device; ``attach()`` always succeeds for a model."""
+    """A handle to a (simulated) device; ``attach()`` always succeeds: nothing else uses it."""
 
     _next_id = 0
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, deviceId: int | None = None) -> None:
         self._target = target
-        self._id = Device._next_id
-        Device._next_id += 1
+        if deviceId is None:
+            deviceId = Device._next_id
+            Device._next_id += 1
+        self._id = deviceId
 
     def getTarget(self) -> Target:
         return self._target
@@ -238,7 +245,8 @@ class Device:
         return None
 
     def createVirtualDevice(self, tilesPerIPU: int) -> Device:
-        return Device(replace(self._target, tilesPerIPU=tilesPerIPU))
+        tiles = checked_int(tilesPerIPU, "createVirtualDevice: tilesPerIPU", 1)
+        return Device(replace(self._target, tilesPerIPU=tiles))
 
     @staticmethod
     def createCPUDevice() -> Device:
@@ -248,20 +256,59 @@ class Device:
         return Device(replace(Target._from_model(m), targetType=TargetType.CPU))
 
 
+#: IPUs in the simulated machine that DeviceManager lists: one IPU-POD64.
+SYSTEM_IPUS = 64
+
+
 class DeviceManager:
-    """Enumerates devices. Only simulated ones exist, so hardware lists are empty."""
+    """The devices of a simulated IPU-POD64 of Mk2 IPUs, numbered as Poplar numbers a Pod's: ids
+    0-63 are the IPUs one by one, 64-95 pairs of them, 96-111 fours, then eights, sixteens,
+    thirty-twos, and 126 all 64. Each device is what ``IPUModel()`` describes (so ``poplar-py run
+    --tiles/--arch`` apply) with its number of IPUs, reporting ``TargetType.IPU``."""
 
     @staticmethod
     def createDeviceManager() -> DeviceManager:
         return DeviceManager()
 
-    def getDevices(self, targetType: TargetType = TargetType.IPU, numIPUs: int = 1,
-                   options: dict | None = None) -> list[Device]:
-        if targetType == TargetType.IPU_MODEL:
-            m = IPUModel()
-            m.numIPUs = numIPUs
-            return [m.createDevice()]
-        return []
-
     def getNumDevices(self) -> int:
-        return 0
+        return 2 * SYSTEM_IPUS - 1
+
+    def getDevices(self, targetType: TargetType | Mapping | None = None, requiredNumIPUs: int = 1,
+                   options: Mapping | None = None) -> list[Device]:
+        """Every device (no arguments, or only options), or those of ``requiredNumIPUs`` IPUs: a
+        power of two up to 64, else none, as on a Pod. ``TargetType.IPU_MODEL`` gives one
+        ``IPUModel()`` device of that many IPUs; ``CPU`` none."""
+        if targetType is None or isinstance(targetType, Mapping):
+            return [self.getDevice(i) for i in range(self.getNumDevices())]
+        if not isinstance(targetType, TargetType):
+            raise InvalidArgumentError(f"getDevices: targetType must be a poplar.TargetType, got "
+                                       f"{type(targetType).__name__} {targetType!r:.40}")
+        n = checked_int(requiredNumIPUs, "getDevices: requiredNumIPUs", 1)
+        if targetType is TargetType.IPU_MODEL:
+            m = IPUModel()
+            m.numIPUs = n
+            return [m.createDevice()]
+        if targetType is TargetType.CPU or n > SYSTEM_IPUS or n & (n - 1):
+            return []
+        first = sum(SYSTEM_IPUS // s for s in _sizes() if s < n)
+        return [self.getDevice(first + k) for k in range(SYSTEM_IPUS // n)]
+
+    def getDevice(self, deviceManagerId: int, options: Mapping | None = None) -> Device:
+        """The device with id ``deviceManagerId`` (see the class)."""
+        did = checked_int(deviceManagerId, "getDevice: deviceManagerId")
+        if did >= self.getNumDevices():
+            raise InvalidArgumentError(f"getDevice: no device {did}: the simulated IPU-POD{SYSTEM_IPUS} has "
+                                       f"devices 0..{self.getNumDevices() - 1}")
+        index = did
+        for size in _sizes():  # ids run through the devices of 1 IPU, then of 2, ...
+            if index < SYSTEM_IPUS // size:
+                break
+            index -= SYSTEM_IPUS // size
+        m = IPUModel()
+        m.numIPUs = size
+        return Device(replace(Target._from_model(m), targetType=TargetType.IPU), did)
+
+
+def _sizes() -> list[int]:
+    """The numbers of IPUs a device of the simulated Pod can have: 1, 2, 4, ... SYSTEM_IPUS."""
+    return [1 << k for k in range(SYSTEM_IPUS.bit_length())]

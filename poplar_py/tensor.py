@@ -31,6 +31,9 @@ class Interval(tuple):
     """Half-open interval ``[begin, end)``; compares equal to the tuple ``(begin, end)``."""
 
     def __new__(cls, begin: int, end: int) -> Interval:
+        if not (is_int(begin) and is_int(end)):
+            raise InvalidArgumentError(f"Interval(begin, end) takes integers, got ({begin!r:.30}, "
+                                       f"{end!r:.30})")
         return super().__new__(cls, (int(begin), int(end)))
 
     def begin(self) -> int:
@@ -138,8 +141,16 @@ class Tensor:
             return bx.from_runs(self._runs, self._shape)
         return self._boxes
 
-    def _error(self, message: str) -> TensorCreationError:
-        return TensorCreationError(f"tensor '{self.name}' (shape {_shape_str(self._shape)}): {message}")
+    def _error(self, message: str,
+               kind: type[TensorCreationError] = TensorCreationError) -> TensorCreationError:
+        return kind(f"tensor '{self.name}' (shape {_shape_str(self._shape)}): {message}")
+
+    def _int(self, value: object, what: str) -> int:
+        """An integer argument of a view; TensorArgumentError naming it otherwise."""
+        if not is_int(value):
+            raise self._error(f"{what} must be an integer, got {type(value).__name__} {value!r:.40}",
+                              TensorArgumentError)
+        return int(value)  # type: ignore[call-overload]
 
     def _check_size(self, extent: int, dim: int, what: str) -> None:
         """A view of more elements than the whole target holds bytes cannot be used: refuse it
@@ -150,9 +161,10 @@ class Tensor:
                               f"{self._vars.capacity} bytes of tile memory")
 
     def _check_dim(self, dim: object, what: str = "dim") -> int:
-        if not is_int(dim) or not 0 <= dim < len(self._shape):  # type: ignore[operator]
+        d = self._int(dim, what)
+        if not 0 <= d < len(self._shape):
             raise self._error(f"{what} {dim} is out of range for a rank-{len(self._shape)} tensor")
-        return int(dim)  # type: ignore[call-overload]
+        return d
 
     # ---- what the compiler reads --------------------------------------------------------------
     @property
@@ -310,6 +322,9 @@ class Tensor:
         return [(self._vars.ref(v), Interval(o, o + e - b)) for v, o, b, e in rows]
 
     def intersectsWith(self, other: Tensor) -> bool:
+        if not isinstance(other, Tensor):
+            raise self._error(f"intersectsWith needs a tensor, got {type(other).__name__} {other!r:.40}",
+                              TensorArgumentError)
         if other._vars is not self._vars or not self.numElements() or not other.numElements():
             return False
         a_lo, a_hi = union(*self.runs().unit_intervals(self._vars.bases)[:2])
@@ -407,7 +422,7 @@ class Tensor:
 
     def index(self, indices: Sequence[int]) -> Tensor:
         t = self
-        for i in indices:
+        for i in checked_ints(indices, f"index of tensor '{self.name}'"):
             t = t[i]
         return t
 
@@ -447,17 +462,28 @@ class Tensor:
 
     def _check_bounds(self, begin: object, end: object, dim: int) -> None:
         size = self._shape[dim]
-        if not (is_int(begin) and is_int(end) and 0 <= begin <= end <= size):  # type: ignore[operator]
+        if not 0 <= self._int(begin, "slice begin") <= self._int(end, "slice end") <= size:
             raise self._error(f"slice [{begin}, {end}) is out of range for dimension {dim} of size {size}")
 
     def slices(self, intervals: Iterable, dim: int = 0) -> list[Tensor]:
-        out = []
-        for iv in intervals:
-            if isinstance(iv, list) and iv and isinstance(iv[0], tuple):
-                out.append(concat([self.slice(Interval(*x), dim) for x in iv], dim))
-            else:
-                out.append(self.slice(Interval(*iv), dim))
-        return out
+        """Slices along ``dim``, one per item: an interval (``Interval`` or ``(begin, end)``), a list
+        of intervals (their slices concatenated) or an index (a slice of size 1), as Poplar's
+        overloads."""
+        if isinstance(intervals, (str, bytes)) or not isinstance(intervals, Iterable):
+            raise self._error(f"slices needs a list of intervals or indices, got {type(intervals).__name__} "
+                              f"{intervals!r:.40}", TensorArgumentError)
+        dim = self._check_dim(dim)
+        return [self._slice_of(item, dim) for item in intervals]
+
+    def _slice_of(self, item: object, dim: int) -> Tensor:
+        if is_int(item):
+            return self.slice(item, item + 1, dim)  # type: ignore[operator]
+        if isinstance(item, list) and item and all(_is_pair(x) for x in item):
+            return concat([self.slice(Interval(*x), dim) for x in item], dim)
+        if not _is_pair(item):
+            raise self._error(f"slices: {item!r:.40} is not an interval (begin, end), a list of them or an "
+                              "index", TensorArgumentError)
+        return self.slice(Interval(*item), dim)  # type: ignore[misc]
 
     # ---- reshaping ---------------------------------------------------------------------------
     def reshape(self, shape: Sequence[int]) -> Tensor:
@@ -485,7 +511,8 @@ class Tensor:
 
     def reshapePartial(self, begin: int, end: int, newDims: Sequence[int]) -> Tensor:
         newDims = checked_shape(newDims, f"reshapePartial of tensor '{self.name}'")
-        if not (is_int(begin) and is_int(end) and 0 <= begin <= end <= self.rank()):
+        b, e = self._int(begin, "reshapePartial begin"), self._int(end, "reshapePartial end")
+        if not 0 <= b <= e <= self.rank():
             raise self._error(f"reshapePartial dims [{begin}, {end}) are out of range")
         old = self.shape()
         if math.prod(old[begin:end]) != math.prod(newDims):
@@ -495,7 +522,8 @@ class Tensor:
     def flatten(self, dimBegin: int | None = None, dimEnd: int | None = None) -> Tensor:
         if dimBegin is None:
             return self._reshaped((self.numElements(),), self._op_name("flatten()"))
-        if not (is_int(dimBegin) and is_int(dimEnd) and 0 <= dimBegin < dimEnd <= self.rank()):  # type: ignore[operator]
+        b, e = self._int(dimBegin, "flatten dimBegin"), self._int(dimEnd, "flatten dimEnd")
+        if not 0 <= b < e <= self.rank():
             raise self._error(f"flatten dims [{dimBegin}, {dimEnd}) are out of range")
         s = self.shape()
         return self.reshape(s[:dimBegin] + [math.prod(s[dimBegin:dimEnd])] + s[dimEnd:])
@@ -571,7 +599,7 @@ class Tensor:
     def broadcast(self, N: int, dim: int) -> Tensor:
         """Repeat the whole tensor N times along ``dim`` (the result aliases itself)."""
         dim = self._check_dim(dim)
-        if not is_int(N) or N < 0:
+        if self._int(N, "broadcast factor") < 0:
             raise self._error(f"broadcast factor must be non-negative, got {N}")
         n, extent = int(N), self._shape[dim]
         self._check_size(n * extent, dim, f"broadcast({N}, {dim})")
@@ -583,7 +611,7 @@ class Tensor:
 
     def upsample(self, scale: int, dim: int, method: UpsampleMethod = UpsampleMethod.REPEAT) -> Tensor:
         dim = self._check_dim(dim)
-        if not is_int(scale) or scale < 0:
+        if self._int(scale, "upsample scale") < 0:
             raise self._error(f"upsample scale must be non-negative, got {scale}")
         k, extent = int(scale), self._shape[dim]
         self._check_size(k * extent, dim, f"upsample({scale}, {dim})")
@@ -596,7 +624,7 @@ class Tensor:
 
     def subSample(self, stride: int, dim: int) -> Tensor:
         dim = self._check_dim(dim)
-        if not is_int(stride) or stride < 1:
+        if self._int(stride, "subSample stride") < 1:
             raise self._error(f"subSample stride must be at least 1, got {stride}")
         k = int(stride)
         return self._select([0] * dim, list(self._shape[:dim]), [1] * dim + [k], [],
@@ -627,6 +655,11 @@ class Tensor:
         if hasattr(self, "_runs"):
             t._runs = self._runs
         return t
+
+
+def _is_pair(x: object) -> bool:
+    """An interval as ``(begin, end)``: a pair of integers (an Interval is one)."""
+    return isinstance(x, (tuple, list)) and len(x) == 2 and is_int(x[0]) and is_int(x[1])
 
 
 def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int = 0) -> Tensor:

@@ -9,6 +9,7 @@ add families in other worlds, and valid cases, whose action checks its own resul
 
 from __future__ import annotations
 
+import io
 import random
 import sys
 import tempfile
@@ -24,7 +25,7 @@ import numpy as np
 import poplar_py as poplar
 from poplar_py import Input, Output, Vector, Vertex
 from poplar_py import program as prog
-from poplibs_py import poplin, popops, poprand
+from poplibs_py import poplin, popnn, popops, poprand, poputil
 
 SEED = 20261124
 
@@ -85,6 +86,7 @@ class Case:
     isolated: bool = False  # runs native code that might crash: run it in a subprocess
     prepare: Callable[[Any], Any] | None = None  # legal set-up, before the graph is compared
     world: Callable[[Path], Any] = World  # the setting: anything with ``snapshot()``
+    error: type[Exception] = poplar.PoplarError  # the class the error must have
 
 
 def check(case: Case, tmp: Path) -> str | None:
@@ -102,6 +104,8 @@ def check(case: Case, tmp: Path) -> str | None:
     try:
         case.action(*args)
     except poplar.PoplarError as exc:
+        if not isinstance(exc, case.error):
+            return f"{type(exc).__name__} is not a {case.error.__name__}: {exc}"
         message = str(exc)
         missing = [c for c in case.culprit if c not in message]
         if missing:
@@ -234,19 +238,23 @@ def _programs(rng: random.Random) -> Iterator[Case]:
         return prog.Call(f)
 
     yield Case("program-recursive-sequence", ("'selfish'", "itself"), self_seq)
+    wrong = poplar.InvalidArgumentError  # a program given something of the wrong kind
     yield Case("program-recursive-function", ("function 0", "itself"), engine, prepare=self_call)
     yield Case("program-foreign-execute", ("'ocs'", "another graph"),
                lambda w: engine(w, prog.Execute(w.ocs)))
     for k, x in enumerate(BAD_INTS):
         yield Case(f"program-repeat-{k}", ("Repeat count",),
-                   lambda w, x=x: prog.Repeat(x, prog.Sequence()))
+                   lambda w, x=x: prog.Repeat(x, prog.Sequence()), error=wrong)
     junk: list[Any] = [None, 3, "p", 2.5, [prog.Sequence(), 1]]
     for k, x in enumerate(junk):
-        yield Case(f"program-sequence-{k}", ("Sequence",), lambda w, x=x: prog.Sequence([prog.Sequence(), x]))
-        yield Case(f"program-execute-{k}", ("Execute",), lambda w, x=x: prog.Execute(x))
-        yield Case(f"program-if-{k}", ("If",), lambda w, x=x: prog.If(x, prog.Sequence()))
-        yield Case(f"program-copy-{k}", ("Copy",), lambda w, x=x: prog.Copy(w.y, x))
-        yield Case(f"program-print-{k}", ("PrintTensor",), lambda w, x=x: prog.PrintTensor("title", x))
+        yield Case(f"program-sequence-{k}", ("Sequence",), lambda w, x=x: prog.Sequence([prog.Sequence(), x]),
+                   error=wrong)
+        yield Case(f"program-execute-{k}", ("Execute",), lambda w, x=x: prog.Execute(x), error=wrong)
+        yield Case(f"program-if-{k}", ("If",), lambda w, x=x: prog.If(x, prog.Sequence()),
+                   error=wrong if not isinstance(x, list) else poplar.PoplarError)
+        yield Case(f"program-copy-{k}", ("Copy",), lambda w, x=x: prog.Copy(w.y, x), error=wrong)
+        yield Case(f"program-print-{k}", ("PrintTensor",), lambda w, x=x: prog.PrintTensor("title", x),
+                   error=wrong)
     yield Case("program-copy-type", ("'t[0]'", "'i[:3]'"), lambda w: prog.Copy(w.t[0], w.i[:3]))
     yield Case("program-copy-size", ("'y'",), lambda w: prog.Copy(w.t, w.y))
 
@@ -481,8 +489,97 @@ def _prefetch_run(w: World, stream: Any, callback: Any) -> None:
     engine.run()
 
 
+def _wrong_kinds(rng: random.Random) -> Iterator[Case]:
+    """Arguments of the wrong kind to every public call: each an InvalidArgumentError naming it."""
+    junk: list[Any] = [None, object(), 2.5, [object()], b"x", np.zeros(2)]
+    names: list[Any] = [None, object(), 2.5, ["a"], b"x", 3]  # where a string (a handle, a name) is due
+    f32 = poplar.FLOAT
+
+    def engine(w: World) -> poplar.Engine:
+        w.graph.createHostRead("r", w.y)
+        w.graph.addHostToDeviceFIFO("in", f32, 3)
+        e = poplar.Engine(w.graph, prog.Execute(w.cs))
+        e.load(w.device)
+        return e
+
+    def seq(w: World) -> dict[str, Any]:
+        for lib in (popops, poplin, popnn):
+            lib.addCodelets(w.graph)
+        return {"seq": prog.Sequence()}
+
+    calls: list[tuple[str, Callable[..., Any], tuple[str, ...], list[Any], Callable[[World], Any] | None]] = [
+        ("slices", lambda w, x: w.t.slices(x), ("'t'", "slices"), [None, 2.5, object(), b"x"], None),
+        ("slices-item", lambda w, x: w.t.slices([0, x]), ("'t'", "slices"),
+         [None, 2.5, (1,), [object()], "ab", (0, 1.5)], None),
+        ("slices-dim", lambda w, x: w.t.slices([(0, 1)], x), ("'t'", "dim"), junk, None),
+        ("index", lambda w, x: w.t.index(x), ("'t'", "index"), junk[:4], None),
+        ("intersects", lambda w, x: w.t.intersectsWith(x), ("'t'", "intersectsWith"), junk, None),
+        ("interval", lambda w, x: poplar.Interval(x, 2), ("Interval",), junk, None),
+        ("getVariable", lambda w, x: w.graph.getVariable(x), ("getVariable",), junk, None),
+        ("isConstant", lambda w, x: w.graph.isConstant(x), ("isConstant",), junk, None),
+        ("hasCodelet", lambda w, x: w.graph.hasCodelet(x), ("hasCodelet",), names, None),
+        ("estimator-type", lambda w, x: w.graph.registerPerfEstimator(x, len), ("registerPerfEstimator",),
+         names, None),
+        ("estimator", lambda w, x: w.graph.registerPerfEstimator("Copy", x), ("registerPerfEstimator",),
+         junk, None),
+        ("fifo-handle", lambda w, x: w.graph.addHostToDeviceFIFO(x, f32, 3),
+         ("addHostToDeviceFIFO", "handle"), names, None),
+        ("read-handle", lambda w, x: w.graph.createHostRead(x, w.y), ("createHostRead", "handle"), names,
+         None),
+        ("addFunction", lambda w, x: w.graph.addFunction(x), ("addFunction",), junk, None),
+        ("field-name", lambda w, x: w.v[x], ("Copy", "field"), names, None),
+        ("field-index", lambda w, x: w.v["x"][x], ("field 'x'",), junk, None),
+        ("addVertex-cs", lambda w, x: w.graph.addVertex(x, "Copy"), ("addVertex", "ComputeSet"), junk, None),
+        ("setTileMapping", lambda w, x: w.graph.setTileMapping(x, 0), ("setTileMapping",), junk, None),
+        ("getTileMapping", lambda w, x: w.graph.getTileMapping(w.t, x), ("requireComplete",), junk, None),
+        ("switch-cases", lambda w, x: prog.Switch(w.i[0], x), ("Switch",), [object(), 2.5, b"x", [3], [(1,)]],
+         None),
+        ("print-title", lambda w, x: prog.PrintTensor(x, w.y), ("PrintTensor",), [object(), 2.5, b"x"], None),
+        ("virtual-device", lambda w, x: w.device.createVirtualDevice(x), ("tilesPerIPU",), junk, None),
+        ("ipu-target", lambda w, x: poplar.Target.createIPUTarget(x), ("numIPUs",), junk, None),
+        ("ipu-version", lambda w, x: poplar.IPUModel(x), ("IPU version",), junk[1:], None),
+        ("getDevice", lambda w, x: poplar.DeviceManager().getDevice(x), ("deviceManagerId",), junk, None),
+        ("getDevices", lambda w, x: poplar.DeviceManager().getDevices(poplar.TargetType.IPU, x),
+         ("requiredNumIPUs",), junk, None),
+        ("dump", lambda w, x: w.graph.outputVertexGraph(x), ("outputVertexGraph",), junk, None),
+        ("serialize", lambda w, x: w.graph.serialize(io.StringIO(), x), ("serialize",), junk[1:], None),
+        ("exe-serialize", lambda w, x: poplar.compileGraph(w.graph, prog.Sequence()).serialize(x),
+         ("Executable.serialize",), junk, None),
+        ("engine-name", lambda w, x: poplar.Engine(w.graph, prog.Sequence(), None, x), ("Engine",),
+         junk[1:], None),
+        ("summary-file", lambda w, e, x: e.printProfileSummary(x), ("printProfileSummary",), junk[1:],
+         engine),
+        ("summary-options", lambda w, e, x: e.printProfileSummary(io.StringIO(), x), ("printProfileSummary",),
+         junk[1:], engine),
+        ("print-stream", lambda w, e, x: e.setPrintTensorStream(x), ("setPrintTensorStream",), junk, engine),
+        ("read-out", lambda w, e, x: e.readTensor("r", x), ("'r'", "out"), junk[1:5], engine),
+        ("connect-array", lambda w, e, x: e.connectStream("in", x), ("'in'",), junk[:5], engine),
+        ("write-handle", lambda w, e, x: e.writeTensor(x, np.zeros(3, np.float32)), ("handle",), names,
+         engine),
+        ("relu", lambda w, r, x: popnn.relu(w.graph, x, r["seq"]), ("relu",), junk, seq),
+        ("sort", lambda w, r, x: popops.sort(w.graph, x, 0, r["seq"]), ("sort",), junk, seq),
+        ("sort-dim", lambda w, r, x: popops.sort(w.graph, w.t, x, r["seq"]), ("sort", "dim"), junk, seq),
+        ("sort-prog", lambda w, r, x: popops.sort(w.graph, w.t, 0, x), ("sort", "Sequence"), junk, seq),
+        ("matMul-prog", lambda w, r, x: poplin.matMul(w.graph, w.t, w.t.transpose(), x), ("Sequence",), junk,
+         seq),
+        ("mapWithOutput", lambda w, r, x: popops.addWithOutput(w.graph, w.t, w.t, x, r["seq"]), ("out",),
+         junk, seq),
+        ("cast-src", lambda w, r, x: popops.castWithOutput(w.graph, x, w.t, r["seq"]), ("cast", "source"),
+         junk, seq),
+        ("argMax", lambda w, r, x: popnn.argMax(w.graph, x, r["seq"]), ("argMax",), junk, seq),
+        ("linear-grain", lambda w, r, x: poputil.mapTensorLinearly(w.graph, w.t, 1, x), ("grainSize",),
+         junk[1:], seq),
+    ]
+    for name, call, culprit, values, prepare in calls:
+        for k, x in enumerate(values):
+            action = (lambda w, c=call, x=x: c(w, x)) if prepare is None else \
+                (lambda w, r, c=call, x=x: c(w, r, x))
+            yield Case(f"kind-{name}-{k}", culprit, action, prepare=prepare,
+                       error=poplar.InvalidArgumentError)
+
+
 GENERATORS = [_shapes, _types, _values, _mappings, _views, _foreign, _programs, _codelets, _runtime, _engine,
-              _poplibs, _extensions]
+              _poplibs, _extensions, _wrong_kinds]
 
 
 def cases() -> list[Case]:

@@ -194,3 +194,28 @@ def test_counts_are_integers(graph):
     v = graph.addVertex(graph.addComputeSet("cs"), "Twice")
     with pytest.raises(InvalidArgumentError, match="setPerfEstimate"):
         graph.setPerfEstimate(v, "10")
+
+
+def test_slices_take_indices_and_name_what_is_not_an_interval(graph):
+    t = graph.addVariable(poplar.FLOAT, [6, 2], "t")
+    first, last = t.slices([1, 5])  # Poplar's overload of indices: slices of size 1
+    assert first.shape() == [1, 2] and last == t.slice(5, 6)
+    assert t.slices([1], 1)[0] == t.slice(1, 2, 1)
+    with pytest.raises(InvalidArgumentError, match=r"'t'.*slices: 2.5 is not an interval"):
+        t.slices([2.5])
+    with pytest.raises(InvalidArgumentError, match=r"'t'.*slices needs a list"):
+        t.slices(3)
+    with pytest.raises(TensorCreationError, match=r"'t'.*slice \[6, 7\) is out of range"):
+        t.slices([6])
+
+
+def test_wrong_kinds_keep_their_domain_error_and_are_argument_errors(graph):
+    """Errors of the wrong kind are InvalidArgumentError (a TypeError) and still the class callers
+    of that domain catch."""
+    cs = graph.addComputeSet("cs")
+    calls = ((lambda: prog.Execute("cs"), ProgramError), (lambda: prog.Repeat(2, None), ProgramError),
+             (lambda: graph.addVertex(cs, "Twice", {"x": None}), GraphConnectionError))
+    for call, domain in calls:
+        with pytest.raises(InvalidArgumentError) as info:
+            call()
+        assert isinstance(info.value, domain) and isinstance(info.value, TypeError)

@@ -443,9 +443,10 @@ def test_unconnected_stream_at_run():
 
 
 @pytest.mark.parametrize("handle,array", [
-    ("in", np.zeros(4, dtype=np.float32)),
+    ("in", np.zeros(4, dtype=np.float64)),
     ("in", np.zeros(4, dtype=np.int64)),
-    ("out", np.zeros(4, dtype=np.uint32)),
+    ("out", np.zeros(4, dtype=np.uint16)),
+    ("in", np.zeros(4, dtype=np.complex64)),
     ("in", [0, 1, 2, 3]),
     ("out", np.zeros((4, 4), dtype=np.int32)[:, 0]),
     ("in", np.zeros(0, dtype=np.int32)),
@@ -493,12 +494,66 @@ def test_host_read_write_misuse():
     assert "5" in str(info.value) and "4" in str(info.value)
     with pytest.raises(poplar.StreamError):
         engine.writeTensor("w", np.zeros(3, dtype=np.int32))
-    with pytest.raises(poplar.StreamError):
-        engine.writeTensor("w", np.zeros(4, dtype=np.float32))  # float data into an int tensor
+    with pytest.raises(poplar.StreamError, match=r"5 values \(20 bytes\).*4 elements \(16 bytes\)"):
+        engine.writeTensor("w", np.zeros(5, dtype=np.float32))
     with pytest.raises(poplar.StreamError):
         engine.readTensor("r", np.zeros(5, dtype=np.int32))
-    with pytest.raises(poplar.StreamError):
-        engine.readTensor("r", np.zeros(4, dtype=np.float32))
+    with pytest.raises(poplar.StreamError, match=r"4 int32 elements \(16 bytes\), got 4 float64"):
+        engine.readTensor("r", np.zeros(4, dtype=np.float64))
+    with pytest.raises(poplar.InvalidArgumentError, match=r"'r'.*numpy array"):
+        engine.readTensor("r", [0, 0, 0, 0])
+    for handle in (None, 3, ["w"]):
+        with pytest.raises(poplar.InvalidArgumentError, match="handle"):
+            engine.writeTensor(handle, np.zeros(4, dtype=np.int32))
+        with pytest.raises(poplar.InvalidArgumentError, match="handle"):
+            engine.readTensor(handle)
+
+
+def test_host_buffers_of_another_type_are_raw_bytes():
+    """As C++'s void*: a buffer of another element type with the tensor's bytes."""
+    engine = _stream_engine()
+    values = np.array([-1, 2, -3, 2**31 - 1], dtype=np.int32)
+    engine.writeTensor("w", values.view(np.uint32))
+    out = np.zeros(4, np.uint32)
+    assert engine.readTensor("r", out) is out
+    np.testing.assert_array_equal(out, values.view(np.uint32))
+    floats = np.array([1.5, -2.0, 0.25, 3.0], np.float32)
+    engine.writeTensor("w", floats)  # float32 into INT: the bits, not the values
+    np.testing.assert_array_equal(engine.readTensor("r"), floats.view(np.int32))
+    wide = np.zeros((2, 1), np.float64)  # 16 bytes of another shape and type
+    engine.readTensor("r", wide)
+    np.testing.assert_array_equal(wide.view(np.float32).reshape(-1), floats)
+    engine.writeTensor("w", np.array([1, 2, 3, 4]))  # int64 values of the right count: converted
+    np.testing.assert_array_equal(engine.readTensor("r"), [1, 2, 3, 4])
+    with pytest.raises(poplar.StreamError, match="cannot convert float64"):
+        engine.writeTensor("w", np.array([1.0, 2.0, 3.0, 4.0]))
+    bits = np.array([1.0, 2.0], np.float64)  # 16 bytes of another count: raw bytes
+    engine.writeTensor("w", bits)
+    np.testing.assert_array_equal(engine.readTensor("r"), bits.view(np.int32))
+
+
+def test_streams_take_their_data_stream_and_buffers_of_the_same_element_size():
+    device, graph = make_graph(4)
+    v = graph.addVariable(poplar.HALF, [4], poplar.VariableMappingMethod.LINEAR, "v")
+    s = graph.addHostToDeviceFIFO("in", poplar.HALF, 4)
+    o = graph.addDeviceToHostFIFO("out", poplar.HALF, 4)
+    engine = poplar.Engine(graph, prog.Sequence([prog.Copy(s, v), prog.Copy(v, o)]))
+    engine.load(device)
+    host_in = np.array([0.5, -1.0, 2.0, 65504.0], np.float16)
+    engine.connectStream(s, host_in.view(np.uint16))  # the DataStream, bit patterns as uint16
+    got = np.zeros(4, np.uint16)
+    engine.connectStream(o, got)
+    engine.run(0)
+    np.testing.assert_array_equal(got.view(np.float16), host_in)
+    seen = []
+    engine.connectStreamToCallback(o, lambda p: seen.append(p.copy()))
+    engine.run(0)
+    np.testing.assert_array_equal(seen[0], host_in)
+    other = poplar.Graph(device).addHostToDeviceFIFO("in", poplar.FLOAT, 4)
+    with pytest.raises(poplar.StreamError, match="'in' of another graph"):
+        engine.connectStream(other, np.zeros(4, np.float32))
+    with pytest.raises(poplar.InvalidArgumentError, match="handle string or a DataStream"):
+        engine.connectStream(4, np.zeros(4, np.float16))
 
 
 def test_run_and_host_access_before_load():

@@ -227,3 +227,102 @@ def test_a_payload_that_is_not_an_executable_is_named(tmp_path):
         poplar.Executable(ir, bad, options).serialize(tmp_path / f"{name}.exe")
         with pytest.raises(ExecutableError, match=rf"'.*{name}\.exe' does not hold an executable: {message}"):
             poplar.Executable.deserialize(tmp_path / f"{name}.exe")
+INLINE_PROGRAM = textwrap.dedent('''
+    """A program whose codelet is written in it: compiled and serialized when run as __main__."""
+    from __future__ import annotations
+
+    import math
+    import sys
+
+    import numpy as np
+
+    import poplar_py as poplar
+    from poplar_py import Input, Output, Vector, Vertex
+    from poplar_py import program as prog
+
+    SCALE = 3.0
+    HOOK = lambda v: v  # noqa: E731 (a global that cannot travel)
+
+
+    def double(v: float) -> float:
+        return v * 2.0
+
+
+    twice = double  # known by another name
+
+
+    class Transform(Vertex):
+        x: Input[Vector[float]]
+        y: Output[Vector[float]]
+
+        def compute(self):
+            for i in range(len(self.x)):
+                self.y[i] = twice(self.x[i]) * SCALE + math.floor(self.x[i])
+
+
+    class Hooked(Transform):
+        hook = HOOK
+
+
+    if __name__ == "__main__":
+        model = poplar.IPUModel()
+        model.tilesPerIPU = 4
+        graph = poplar.Graph(model.createDevice())
+        graph.addCodelets(Hooked if sys.argv[2:] == ["hooked"] else Transform)
+        x = graph.addConstant(poplar.FLOAT, [5], np.linspace(-2.5, 2.5, 5), "x")
+        y = graph.addVariable(poplar.FLOAT, [5], "y")
+        graph.setTileMapping(x, 2)
+        graph.setTileMapping(y, 2)
+        cs = graph.addComputeSet("transform")
+        kind = "Hooked" if sys.argv[2:] == ["hooked"] else "Transform"
+        graph.setTileMapping(graph.addVertex(cs, kind, {"x": x, "y": y}), 2)
+        graph.createHostRead("y", y)
+        try:
+            poplar.compileGraph(graph, prog.Execute(cs)).serialize(sys.argv[1])
+        except poplar.ExecutableError as exc:
+            print(exc)
+    ''')
+
+LOAD_AND_RUN = textwrap.dedent("""
+    import sys, numpy as np, poplar_py as poplar
+    model = poplar.IPUModel(); model.tilesPerIPU = 4
+    device = model.createDevice()
+    exe = poplar.Executable.deserialize(sys.argv[1])
+    if len(sys.argv) > 3:
+        exe.serialize(sys.argv[3])  # the rebuilt class travels on
+    engine = poplar.Engine(exe)
+    engine.load(device)
+    engine.run(0)
+    np.save(sys.argv[2], engine.readTensor("y"))
+    """)
+
+
+def test_codelets_of_the_programs_main_travel_in_the_executable(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+    def run(*args: str) -> str:
+        result = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300,
+                                cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    (tmp_path / "inline_prog.py").write_text(INLINE_PROGRAM)
+    run("-m", "poplar_py.cli", "run", "inline_prog.py", "a.exe")  # as __main__, through poplar-py run
+    run("inline_prog.py", "b.exe")  # and by python itself
+    (tmp_path / "inline_prog.py").unlink()  # the executables carry the codelet's source
+    run("-c", LOAD_AND_RUN, "a.exe", "a.npy", "c.exe")
+    run("-c", LOAD_AND_RUN, "b.exe", "b.npy")
+    run("-c", LOAD_AND_RUN, "c.exe", "c.npy")  # serialized again by the process that loaded it
+    x = np.linspace(-2.5, 2.5, 5).astype(np.float32)
+    for name in ("a", "b", "c"):
+        np.testing.assert_array_equal(np.load(tmp_path / f"{name}.npy"), x * 2 * 3 + np.floor(x))
+
+
+def test_a_main_codelet_using_what_cannot_travel_is_named(tmp_path):
+    (tmp_path / "inline_prog.py").write_text(INLINE_PROGRAM)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    result = subprocess.run([sys.executable, "inline_prog.py", "h.exe", "hooked"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "cannot serialize class Hooked of __main__: it uses a lambda" in result.stdout
+    assert not (tmp_path / "h.exe").exists()

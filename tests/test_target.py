@@ -133,12 +133,43 @@ def test_devices():
     assert cpu.getTarget().getNumTiles() == 1 and cpu.getTarget().getTargetType() == poplar.TargetType.CPU
 
 
-def test_device_manager():
+def test_device_manager_lists_a_simulated_pod64():
     manager = poplar.DeviceManager.createDeviceManager()
-    assert manager.getDevices(poplar.TargetType.IPU, 1) == []
-    assert manager.getNumDevices() == 0
+    assert manager.getNumDevices() == 127 and len(manager.getDevices()) == 127
+    sizes = {1: range(0, 64), 2: range(64, 96), 4: range(96, 112), 8: range(112, 120), 16: range(120, 124),
+             32: range(124, 126), 64: range(126, 127)}
+    for n, ids in sizes.items():
+        devices = manager.getDevices(poplar.TargetType.IPU, n)
+        assert [d.getId() for d in devices] == list(ids)
+        target = devices[0].getTarget()
+        assert (target.getNumIPUs(), target.getTilesPerIPU(), target.getBytesPerTile()) == (n, 1472, 638_976)
+        assert target.getTargetType() == poplar.TargetType.IPU and target.getTargetArchString() == "ipu2"
+        assert devices[-1].attach() is True
+        assert manager.getDevice(ids[-1]).getTarget().getNumIPUs() == n
+    assert manager.getDevices(poplar.TargetType.IPU, 3) == []
+    assert manager.getDevices(poplar.TargetType.IPU, 128) == []
+    assert manager.getDevices(poplar.TargetType.CPU, 1) == []
     models = manager.getDevices(poplar.TargetType.IPU_MODEL, 2)
     assert len(models) == 1 and models[0].getTarget().getNumIPUs() == 2
+
+
+def test_device_manager_devices_follow_the_cli_defaults():
+    poplar.target.setModelDefaults(tilesPerIPU=4, IPUVersion="ipu1")
+    try:
+        target = poplar.DeviceManager().getDevices(poplar.TargetType.IPU, 2)[0].getTarget()
+    finally:
+        poplar.target.setModelDefaults()
+    assert (target.getNumTiles(), target.getTargetArchString()) == (8, "ipu1")
+
+
+@pytest.mark.parametrize("call,culprit", [
+    (lambda m: m.getDevice(127), "no device 127"), (lambda m: m.getDevice("0"), "deviceManagerId"),
+    (lambda m: m.getDevice(-1), "deviceManagerId"), (lambda m: m.getDevices("IPU", 1), "targetType"),
+    (lambda m: m.getDevices(poplar.TargetType.IPU, 2.0), "requiredNumIPUs"),
+    (lambda m: m.getDevices(poplar.TargetType.IPU, 0), "requiredNumIPUs")])
+def test_device_manager_arguments(call, culprit):
+    with pytest.raises(poplar.InvalidArgumentError, match=culprit):
+        call(poplar.DeviceManager.createDeviceManager())
 
 
 def test_create_ipu_target():

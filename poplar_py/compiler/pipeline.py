@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import program as prog
-from ..errors import GraphMemoryAllocationError, ProgramError
+from ..errors import GraphMemoryAllocationError, ProgramArgumentError
 from ..handles import DataStream
 from ..ir import GraphIR
 from ..options import EngineOptions
@@ -161,7 +161,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     """Run every pass in order and package the result."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
-            raise ProgramError(f"Engine program {i} is not a program: {type(p).__name__}")
+            raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
     replication = Replication(graph.replication_factor, graph.target.getNumTiles(),
                               graph.device_target or graph.target, graph.replica_index_constants)
     state = _State(graph, programs, options, replication)

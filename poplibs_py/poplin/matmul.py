@@ -22,7 +22,14 @@ from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
+from ..poputil import (
+    PoplibsArgumentError,
+    PoplibsError,
+    computeWithOutput,
+    sequenceArgument,
+    templateVertex,
+    tensorArgument,
+)
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
     REGISTER_TILE,
@@ -64,6 +71,9 @@ def _check_types(a: Tensor, b: Tensor) -> Type:
 
 
 def _memory_proportion(options: dict | None) -> float:
+    if options is not None and not isinstance(options, dict):
+        raise PoplibsArgumentError(f"matMul: options must be a dict, got {type(options).__name__} "
+                                   f"{options!r:.40}")
     for name in options or {}:
         if name not in _OPTIONS:
             raise PoplibsError(f"Unrecognised matmul option '{name}' (known: {', '.join(sorted(_OPTIONS))})")
@@ -129,6 +139,8 @@ def matMulGrouped(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, *arg
 def matMulWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, prog_: prog.Sequence,
                      debugName: str = "", options: dict | None = None) -> None:
     """``out = A @ B`` into an existing ``[m, n]`` tensor (mapped by the plan if it is unmapped)."""
+    A, B, out = (tensorArgument(graph, x, f"matMulWithOutput: {w}") for x, w in ((A, "A"), (B, "B"),
+                                                                                  (out, "out")))
     if out.rank() != 2:
         raise PoplibsError(f"matMulWithOutput: output '{out.name}' of shape {out.shape()} is not a matrix")
     _matmul(graph, _as_3d(A), _as_3d(B), prog_, out.elementType(), debugName, options, out=out.expand([0]))
@@ -137,6 +149,7 @@ def matMulWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, prog_: pro
 def matMulGroupedWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, prog_: prog.Sequence,
                             debugName: str = "", options: dict | None = None) -> None:
     """``out = A @ B`` for ``[g, m, k] x [g, k, n]`` into an existing ``[g, m, n]`` tensor."""
+    out = tensorArgument(graph, out, "matMulGroupedWithOutput: out")
     _matmul(graph, A, B, prog_, out.elementType(), debugName, options, out=out)
 
 
@@ -238,6 +251,7 @@ def _unmapped(graph: Graph, t: Tensor) -> bool:
 def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type | None, name: str,
             options: dict | None, out: Tensor | None = None, scale: float | None = None) -> Tensor:
     A, B = tensorArgument(graph, A, "matMul: A"), tensorArgument(graph, B, "matMul: B")
+    prog_ = sequenceArgument(prog_, name or "matMul")
     shape = checkShapes(A.shape(), B.shape())
     in_type = _check_types(A, B)
     out_type = out_type or in_type

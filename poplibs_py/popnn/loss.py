@@ -24,7 +24,7 @@ from .. import popops
 from ..popops import expr as pe
 from ..popops.encoding import MASKED_LABEL_CODE
 from ..popops.expr import _1, _2, _3, _4, _5
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._rows import map_rows, row_tiles, worker_rows
 
 __all__ = ["CROSS_ENTROPY_LOSS", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF", "MASKED_LABEL_CODE",
@@ -49,6 +49,7 @@ def _reduce_arg(graph: Graph, t: Tensor, prog: prog_.Sequence, isMax: bool,
                 name: str) -> tuple[Tensor, Tensor]:
     """(values, indices) of each row's max/min, computed by ``ReduceArgRows`` vertices on the tile
     holding most of each row; both outputs are mapped with their rows."""
+    t, prog = tensorArgument(graph, t, f"{name}: input"), sequenceArgument(prog, name)
     if t.rank() != 2:
         raise PoplibsError(f"{name}: input '{t.name}' must be 2-D [rows, classes], has shape {t.shape()}")
     if t.dim(1) == 0:

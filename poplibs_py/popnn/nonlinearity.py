@@ -22,7 +22,7 @@ from .. import popops
 from ..popops import expr as pe
 from ..popops.expr import _1, _2, _3
 from ..popops.expr_map import ProgOrCs
-from ..poputil import PoplibsError
+from ..poputil import PoplibsError, sequenceArgument, tensorArgument
 
 __all__ = ["SOFTMAX_SCALING", "NonLinearityType", "gelu", "geluErf", "geluErfInPlace", "geluInPlace",
            "hardSigmoid", "hardSigmoidInPlace", "logSoftmax", "logSoftmaxInPlace", "nonLinearity",
@@ -82,7 +82,8 @@ _GRADIENT: dict[NonLinearityType, pe.Expr] = {
 }
 
 
-def _check(t: Tensor, what: str, type_: NonLinearityType | None = None) -> None:
+def _check(graph: Graph, t: Tensor, what: str, type_: NonLinearityType | None = None) -> Tensor:
+    t = tensorArgument(graph, t, what)
     if type_ is not None and not isinstance(type_, NonLinearityType):
         raise PoplibsError(f"{what}: {type_!r} is not a NonLinearityType")
     if t.elementType() not in (FLOAT, HALF):
@@ -90,6 +91,7 @@ def _check(t: Tensor, what: str, type_: NonLinearityType | None = None) -> None:
     if (type_ in _SOFTMAXES or type_ is None) and (t.rank() == 0 or t.numElements() == 0):
         raise PoplibsError(f"{what}: softmax needs a non-empty tensor of rank >= 1, "
                            f"'{t.name}' has shape {t.shape()}")
+    return t
 
 
 def _rows(t: Tensor) -> Tensor:
@@ -100,7 +102,7 @@ def _rows(t: Tensor) -> Tensor:
 def _sequence(prog: ProgOrCs, what: str) -> prog_.Sequence:
     if isinstance(prog, ComputeSet):
         raise PoplibsError(f"{what}: the softmax family needs a program Sequence, not a ComputeSet")
-    return prog
+    return sequenceArgument(prog, what)
 
 
 def _softmax(graph: Graph, type_: NonLinearityType, t: Tensor, out: Tensor | None, prog: prog_.Sequence,
@@ -133,7 +135,7 @@ def nonLinearity(graph: Graph, type_: NonLinearityType, t: Tensor, prog: ProgOrC
     Sequence. SOFTMAX_SCALED's result is scaled by ``SOFTMAX_SCALING``.
     """
     name = debugName or f"nonLinearity/{getattr(type_, 'name', type_)}"
-    _check(t, name, type_)
+    t = _check(graph, t, name, type_)
     if type_ in _SOFTMAXES:
         return _softmax(graph, type_, t, None, _sequence(prog, name), name)
     return popops.map(graph, _FORWARD[type_], [t], prog, name)
@@ -143,7 +145,7 @@ def nonLinearityInPlace(graph: Graph, type_: NonLinearityType, t: Tensor, prog: 
                         debugName: str = "") -> None:
     """Overwrite ``t`` (parallel-writeable) with ``type_`` applied to it, on the tiles holding it."""
     name = debugName or f"nonLinearityInPlace/{getattr(type_, 'name', type_)}"
-    _check(t, name, type_)
+    t = _check(graph, t, name, type_)
     if not t.isParallelWriteable():
         raise PoplibsError(f"{name}: Trying to update tensor '{t.name}' that cannot be written in parallel")
     if type_ in _SOFTMAXES:
@@ -162,7 +164,8 @@ def nonLinearityInputGradient(graph: Graph, type_: NonLinearityType, act: Tensor
     row (for SOFTMAX_SCALED, the exact gradient of the scaled forward: ``out * (g - sum(g * out) / S)``).
     """
     name = debugName or f"nonLinearityInputGradient/{getattr(type_, 'name', type_)}"
-    _check(act, name, type_)
+    act = _check(graph, act, name, type_)
+    outGradient = tensorArgument(graph, outGradient, f"{name}: outGradient")
     if act.shape() != outGradient.shape() or act.elementType() != outGradient.elementType():
         raise PoplibsError(f"{name}: act '{act.name}' {act.shape()} {act.elementType()} and outGradient "
                            f"'{outGradient.name}' {outGradient.shape()} {outGradient.elementType()} differ")
@@ -195,14 +198,14 @@ def logSoftmax(graph: Graph, t: Tensor, prog: prog_.Sequence, debugName: str = "
     """A new tensor ``x - max - log(sum(exp(x - max)))`` over the innermost dimension of ``t``,
     each row reduced (max, sum) where it lives."""
     name = debugName or "logSoftmax"
-    _check(t, name)
+    t = _check(graph, t, name)
     return _log_softmax(graph, t, None, _sequence(prog, name), name)
 
 
 def logSoftmaxInPlace(graph: Graph, t: Tensor, prog: prog_.Sequence, debugName: str = "") -> None:
     """``logSoftmax`` written into ``t`` (parallel-writeable)."""
     name = debugName or "logSoftmaxInPlace"
-    _check(t, name)
+    t = _check(graph, t, name)
     if not t.isParallelWriteable():
         raise PoplibsError(f"{name}: Trying to update tensor '{t.name}' that cannot be written in parallel")
     _log_softmax(graph, t, t, _sequence(prog, name), name)

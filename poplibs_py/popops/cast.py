@@ -40,6 +40,7 @@ def cast(graph: Graph, src: Tensor, dst: Type | object | Tensor, prog: ProgOrCs 
 def castWithOutput(graph: Graph, src: Tensor, dst: Tensor, prog: ProgOrCs, debugName: str = "") -> None:
     """Write ``src``'s values converted to ``dst``'s type into ``dst`` (same shape, parallel
     writeable), with ``popops::Cast`` vertices on the tiles that hold ``dst``."""
+    src, dst = tensorArgument(graph, src, "cast: source"), tensorArgument(graph, dst, "cast: destination")
     if src.shape() != dst.shape():
         raise PoplibsError(f"cast: source '{src.name}' has shape {src.shape()}, "
                            f"destination '{dst.name}' has {dst.shape()}")

@@ -175,6 +175,8 @@ def mapWithOutput(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], out: Tensor
     """Write ``expr`` evaluated element-wise into ``out``, on the tiles holding ``out``; the inputs
     broadcast to ``out``'s shape and ``out`` must have the expression's type. An ``out`` that
     overlaps an input other than element for element gets the result through a temporary."""
+    out = tensorArgument(graph, out, f"{debugName or 'mapWithOutput'}: out")
+
     def compute(dst: Tensor) -> None:
         _map(graph, expr, ts, dst, prog, debugName, inPlace=False)
 

@@ -15,8 +15,9 @@ import numpy as np
 
 from poplar_py import UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.arguments import checked_int
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._common import check_writeable, element_tiles, majority_tiles, rows_last
 
 __all__ = ["SortOrder", "TopKParams", "sort", "sortInPlace", "sortKeyValue", "sortKeyValueInPlace",
@@ -40,8 +41,10 @@ class TopKParams:
     stableSort: bool = False
 
 
-def _check_dim(t: Tensor, dim: int, what: str) -> int:
-    if not 0 <= int(dim) < t.rank():
+def _check(graph: Graph, t: Tensor, dim: int, prog: prog_.Sequence, what: str) -> int:
+    """``dim`` of ``t`` (a tensor of ``graph``), after checking ``prog`` is a Sequence."""
+    t, _ = tensorArgument(graph, t, what), sequenceArgument(prog, what)
+    if not 0 <= checked_int(dim, f"{what}: dim") < t.rank():
         raise PoplibsError(f"{what}: dim {dim} is out of range for tensor '{t.name}' of shape {t.shape()}")
     return int(dim)
 
@@ -64,7 +67,7 @@ def sortInPlace(graph: Graph, t: Tensor, dim: int, prog: prog_.Sequence, debugNa
     """Sort ``t`` along ``dim``, ascending, in place: one ``Sort`` vertex per row, on the
     tile holding most of the row. ``t`` must be writeable in parallel."""
     name = debugName or "sortInPlace"
-    dim = _check_dim(t, dim, name)
+    dim = _check(graph, t, dim, prog, name)
     check_writeable(t, name)
     rows = rows_last(t, dim)
     if rows.dim(1) <= 1 or rows.dim(0) == 0:
@@ -82,7 +85,7 @@ def sortInPlace(graph: Graph, t: Tensor, dim: int, prog: prog_.Sequence, debugNa
 def sort(graph: Graph, t: Tensor, dim: int, prog: prog_.Sequence, debugName: str = "") -> Tensor:
     """A sorted copy of ``t`` (ascending along ``dim``), mapped like ``t``."""
     name = debugName or "sort"
-    _check_dim(t, dim, name)
+    _check(graph, t, dim, prog, name)
     out = graph.clone(t, f"{name}/out")
     prog.add(prog_.Copy(t, out))
     sortInPlace(graph, out, dim, prog, name)
@@ -94,7 +97,8 @@ def sortKeyValueInPlace(graph: Graph, keys: Tensor, values: Tensor, dim: int, pr
     """Sort ``keys`` along ``dim`` in place and permute ``values`` (same shape) with them;
     equal keys keep their values' order. One vertex per row, on the keys' tile."""
     name = debugName or "sortKeyValueInPlace"
-    dim = _check_dim(keys, dim, name)
+    dim = _check(graph, keys, dim, prog, name)
+    values = tensorArgument(graph, values, f"{name}: values")
     if keys.shape() != values.shape():
         raise PoplibsError(f"{name}: keys '{keys.name}' {keys.shape()} and values '{values.name}' "
                            f"{values.shape()} differ in shape")
@@ -122,7 +126,8 @@ def sortKeyValue(graph: Graph, keys: Tensor, values: Tensor, dim: int, prog: pro
     """``values`` reordered as sorting ``keys`` along ``dim`` would (a new tensor, mapped
     like ``values``); ``keys`` is left unchanged."""
     name = debugName or "sortKeyValue"
-    _check_dim(keys, dim, name)
+    _check(graph, keys, dim, prog, name)
+    values = tensorArgument(graph, values, f"{name}: values")
     if keys.shape() != values.shape():
         raise PoplibsError(f"{name}: keys '{keys.name}' {keys.shape()} and values '{values.name}' "
                            f"{values.shape()} differ in shape")

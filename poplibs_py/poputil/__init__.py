@@ -3,7 +3,7 @@ PopLibs error class."""
 
 from .aliasing import computeWithOutput
 from .clone import cloneToGraph, cloneToIpu, copyToIpu, duplicate
-from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
+from .errors import PoplibsArgumentError, PoplibsError, sequenceArgument, tensorArgument
 from .regions import splitRegions, splitRegionsBetweenWorkers
 from .tile_mapping import calcLinearTileMapping, mapTensorLinearly
 from .vertices import broadcastToMatch, templateVertex
@@ -19,6 +19,7 @@ __all__ = [
            "copyToIpu",
            "duplicate",
            "mapTensorLinearly",
+           "sequenceArgument",
            "splitRegions",
            "splitRegionsBetweenWorkers",
            "templateVertex",

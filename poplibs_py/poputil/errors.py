@@ -1,9 +1,10 @@
-"""PopLibs' error class (``poputil::poplibs_error``), and the check of tensor arguments."""
+"""PopLibs' error class (``poputil::poplibs_error``), and the checks of tensor and program arguments."""
 
 from typing import Any
 
 from poplar_py import Graph, Tensor
 from poplar_py.errors import InvalidArgumentError, PoplarError
+from poplar_py.program import Sequence
 
 
 class PoplibsError(PoplarError, ValueError):
@@ -22,3 +23,12 @@ def tensorArgument(graph: Graph, t: Any, what: str) -> Tensor:
     if not graph.owns(t):
         raise PoplibsArgumentError(f"{what}: tensor '{t.name}' belongs to another graph")
     return t
+
+
+def sequenceArgument(prog: Any, what: str) -> Sequence:
+    """``prog``, if it is a program Sequence (to which an operation adds its programs); else
+    PoplibsArgumentError naming ``what``."""
+    if not isinstance(prog, Sequence):
+        raise PoplibsArgumentError(f"{what}: prog must be a program Sequence, got {type(prog).__name__} "
+                                   f"{prog!r:.40}")
+    return prog

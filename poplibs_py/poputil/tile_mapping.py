@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from poplar_py import Graph, Interval, Tensor
+from poplar_py.arguments import checked_int, checked_shape
 
 from .errors import tensorArgument
 
@@ -27,6 +28,9 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
     128 bytes as the minimum per tile; pass a shape with explicit values otherwise.
     """
     target = graph.getTarget()
+    for value, what in ((minElementsPerTile, "minElementsPerTile"), (grainSize, "grainSize")):
+        if value is not None:
+            checked_int(value, f"calcLinearTileMapping: {what}")
     if isinstance(t, Tensor):
         n = t.numElements()
         if grainSize is None:
@@ -35,7 +39,7 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
             size = target.getTypeSize(t.elementType())
             minElementsPerTile = _ceil_div(128, size)
     else:
-        n = int(np.prod(t, dtype=np.int64))
+        n = int(np.prod(checked_shape(t, "calcLinearTileMapping"), dtype=np.int64))
     grain = max(int(grainSize or 1), 1)
     min_elems = int(minElementsPerTile or 0)
     num_tiles = target.getNumTiles()

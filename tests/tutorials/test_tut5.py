@@ -38,8 +38,12 @@ def test_percent_data_dir_and_ipu_flag(tmp_path):
     # 179 images: two batches of 89 per epoch, a status line after each
     assert re.findall(r"^Epoch (\d) \((\d+)%\)", result.stdout, re.M) == [
         ("1", "50"), ("1", "100"), ("2", "50"), ("2", "100")]
-    hw = run(tmp_path, "-IPU", "1", "10")
-    assert hw.returncode == 1 and hw.stdout.startswith("Using the IPU\n") and "no IPU hardware" in hw.stderr
+    hw = run(tmp_path, "-IPU", "1", "10")  # the hardware path: a device from DeviceManager (1472 tiles)
+    assert hw.returncode == 0, hw.stderr
+    assert hw.stdout.startswith("Using the IPU\n") and "Tiles per IPU:          1,472" in hw.stdout
+    assert re.findall(r"^Epoch (\d) \((\d+)%\)", hw.stdout, re.M)[-1] == ("1", "100")
+    none = run(tmp_path, "-IPU", "1", "10", "--replicas", "3")  # no Pod device has 3 IPUs
+    assert none.returncode == 1 and "No device of 3 IPUs" in none.stderr
 
 
 def test_data_parallel_training_on_four_replicas(tmp_path):
