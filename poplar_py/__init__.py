@@ -3,6 +3,7 @@
 from . import program
 from .cdivision import cdiv, cmod
 from .compiler.world import abort_every_rank_on_uncaught
+from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
@@ -45,6 +46,7 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
@@ -137,6 +139,7 @@ __all__ = [
                      "StreamArgumentError",
                      "StreamCallback",
                      "StreamError",
+                     "SyncType",
                      "Target",
                      "TargetType",
                      "Tensor",
@@ -160,6 +163,8 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "cycleCount",
+                     "cycleStamp",
                      "getHwSeeds",
                      "program",
                      "replication_factor",

@@ -83,6 +83,7 @@ class Engine:
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
         self._profile = Profile(exe.ir, self._exe, self._record)
+        self._machine.clock = self._clock
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -146,6 +147,12 @@ class Engine:
         m.record.runs.append(programIndex)
         programs[programIndex].run(m)
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
+
+    def _clock(self) -> int:
+        """The cycles the device has run since it was loaded (every rank's record combined)."""
+        m = self._machine
+        m.world.combine(m.record, self._record)
+        return self._profile.total_cycles()
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,

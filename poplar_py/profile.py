@@ -83,6 +83,11 @@ class Profile:
             out["liveness"] = liveness.over_steps(var_bytes)
         return out
 
+    def total_cycles(self) -> int:
+        """The cycles of everything the record holds (the report's ``totalCycles``)."""
+        return sum(self.record.counts[step.id] * step.cost(self.model, self.record).cycles
+                   for step in self.exe.lowered.leaves if self.record.counts[step.id])
+
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
         t = self.exe.target

@@ -270,6 +270,21 @@ class Sync(Program):
         self.syncType, self.name = syncType, label(name, debugContext, "Sync")
 
 
+class CycleStamp(Program):
+    """Write the simulated cycle counter into ``t`` (two UNSIGNED_INTs on one tile: the low and
+    high 32 bits): the cycles the device has run since it was loaded, or, given ``since`` (an
+    earlier stamp), the cycles since that stamp. ``poplar.cycleStamp`` and ``poplar.cycleCount``
+    add these to a Sequence."""
+
+    def __init__(self, t: Tensor, since: Tensor | None = None, name: Any = "") -> None:
+        for what, value in (("t", t), ("since", since)):
+            if value is not None and (not isinstance(value, Tensor) or value.elementType() != UNSIGNED_INT
+                                      or value.numElements() != 2):
+                raise ProgramArgumentError(f"CycleStamp: {what} must be a tensor of 2 UNSIGNED_INT, got "
+                                           f"{value!r:.60}")
+        self.tensor, self.since, self.name = t, since, label(name, None, "CycleStamp")
+
+
 def children(p: Program) -> list[Program]:
     """The programs ``p`` runs directly (bodies, branches, cases); a Call's function is not one."""
     out: list[Program] = []

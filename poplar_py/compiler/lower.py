@@ -33,6 +33,7 @@ from .replicas import Replication
 from .steps import (
     CallStep,
     CopyStep,
+    CycleStampStep,
     ExecuteStep,
     IfStep,
     PrintStep,
@@ -248,6 +249,12 @@ def _assume_equal(lw: Lowerer, p: prog.AssumeEqualAcrossReplicas) -> Step:
     return SequenceStep(p.name or f"AssumeEqualAcrossReplicas({p.tensor.name})", [])
 
 
+def _cycle_stamp(lw: Lowerer, p: prog.CycleStamp) -> Step:
+    write, _ = lw.host_plan(p.tensor, "CycleStamp", to_device=True)
+    since = None if p.since is None else lw.host_plan(p.since, "CycleStamp since", to_device=False)[0]
+    return lw.leaf(CycleStampStep(prog.step_label(p), write, since))
+
+
 def _sync(lw: Lowerer, p: prog.Sync) -> Step:
     return lw.leaf(SyncStep(p.name or f"Sync({p.syncType.value})"))
 
@@ -258,6 +265,7 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
     prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
     prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
     prog.CrossReplicaCopy: _cross_replica_copy, prog.AssumeEqualAcrossReplicas: _assume_equal,
+    prog.CycleStamp: _cycle_stamp,
 }
 
 

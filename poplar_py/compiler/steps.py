@@ -40,6 +40,7 @@ class Machine:
     world: World = field(default_factory=World)
     streams: dict[str, list[HostStream | None]] = field(default_factory=dict)
     out: IO[str] | None = None
+    clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
 
     @property
     def base(self) -> int:
@@ -256,6 +257,34 @@ class SyncStep(Step):
 
     def run(self, m: Machine) -> None:
         m.record.counts[self.id] += 1
+
+
+@dataclass
+class CycleStampStep(Step):
+    """Reads the simulated cycle counter (a sync, then the count) into a tensor of two 32-bit
+    words on every replica: the cycles since load, or since the stamp ``since`` reads."""
+
+    write: CopyPlan  # host buffer of two UNSIGNED_INTs -> the tensor
+    since: CopyPlan | None  # the earlier stamp -> host buffer
+    kind: ClassVar[str] = "Sync"
+
+    def run(self, m: Machine) -> None:
+        now = m.clock()
+
+        def one(replica: int) -> None:
+            count = now
+            if self.since is not None:
+                start = np.empty(2, np.uint32)
+                m.world.gather(self.since, m.base, start, replica)
+                count -= int(start[0]) | int(start[1]) << 32
+            words = np.asarray([count & 0xFFFFFFFF, count >> 32 & 0xFFFFFFFF], np.uint32)
+            m.world.scatter(self.write, words.ctypes.data, m.base, replica)
+
+        m.on_replicas(one, every=True)  # every rank takes part in every replica's gather
+        m.record.counts[self.id] += 1
+
+    def moves(self) -> list[Move]:
+        return [(SCATTER, self.write, True), *([(GATHER, self.since, True)] if self.since else [])]
 
 
 @dataclass
