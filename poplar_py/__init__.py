@@ -39,6 +39,7 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
+from .perf_estimate import VertexPerfEstimate
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -141,6 +142,7 @@ __all__ = [
                      "VectorList",
                      "Vertex",
                      "VertexError",
+                     "VertexPerfEstimate",
                      "VertexRef",
                      "append",
                      "compileGraph",
