@@ -38,7 +38,7 @@ SUPERVISOR_OVERHEAD = 50
 TAG_CYCLES = 14
 
 
-def _ceil_div(a: IntOrArray, b: IntOrArray) -> IntOrArray:
+def ceil_div(a: IntOrArray, b: IntOrArray) -> IntOrArray:
     return -(-a // b)
 
 
@@ -119,8 +119,8 @@ def conv1x1Cycles(field: IntOrArray, inChans: IntOrArray, outChans: IntOrArray, 
     """Tile cycles of ``ConvPartial1x1Out`` for one conv group: ``field`` positions, ``inChans``
     input and ``outChans`` output channels, in groups of ``weightsPerConvUnit`` and
     ``numConvUnits`` (one pass per output group)."""
-    in_groups = np.maximum(_ceil_div(np.asarray(inChans), amp.weightsPerConvUnit), 1)
-    out_groups = _ceil_div(np.asarray(outChans), amp.numConvUnits)
+    in_groups = np.maximum(ceil_div(np.asarray(inChans), amp.weightsPerConvUnit), 1)
+    out_groups = ceil_div(np.asarray(outChans), amp.numConvUnits)
     zeroed = conv1x1InnerLoopCycles(field, amp, True)
     accumulated = conv1x1InnerLoopCycles(field, amp, False)
     common, loads, excess = int(amp.commonPath), amp.weightLoadCycles, 1
@@ -146,8 +146,8 @@ def scalarBlockCycles(rows: IntOrArray, inner: IntOrArray, cols: IntOrArray, wor
     rows, inner, cols = np.asarray(rows), np.asarray(inner), np.asarray(cols)
     short = rows < workers
     strips = np.where(short, np.maximum(1, np.minimum(cols, workers // np.maximum(rows, 1))), 1)
-    worker_rows = np.where(short, np.minimum(rows, 1), _ceil_div(rows, workers))
-    worker_cols = _ceil_div(cols, strips)
+    worker_rows = np.where(short, np.minimum(rows, 1), ceil_div(rows, workers))
+    worker_cols = ceil_div(cols, strips)
     return workers * (16 + worker_rows * (6 + worker_cols + inner * (3 + worker_cols)))
 
 
@@ -166,7 +166,7 @@ def reduceCycles(elements: IntOrArray, partials: IntOrArray, partialsType: Type,
     a cast, :func:`castCycles`); integer partials add one value per cycle, one element per loop."""
     n, depth = np.asarray(elements, dtype=np.int64), np.asarray(partials, dtype=np.int64)
     if not partialsType.is_float:
-        return workers * (12 + _ceil_div(n, workers) * (2 + depth))
+        return workers * (12 + ceil_div(n, workers) * (2 + depth))
     return np.where(depth > 1, _reduce_add_cycles(n, depth, partialsType, outputType, workers),
                     castCycles(n, partialsType, outputType, workers))
 
@@ -174,8 +174,8 @@ def reduceCycles(elements: IntOrArray, partials: IntOrArray, partialsType: Type,
 def castCycles(elements: IntOrArray, partialsType: Type, outputType: Type, workers: int) -> np.ndarray:
     """Tile cycles of converting one row of partials to the output type (PopLibs'
     ``estimateCastCycles``: each worker loads and stores a 64-bit vector a cycle)."""
-    share = _ceil_div(np.asarray(elements, dtype=np.int64), workers)
-    loads, stores = _ceil_div(share, 8 // partialsType.size), _ceil_div(share, 8 // outputType.size)
+    share = ceil_div(np.asarray(elements, dtype=np.int64), workers)
+    loads, stores = ceil_div(share, 8 // partialsType.size), ceil_div(share, 8 // outputType.size)
     return (np.maximum(loads, stores) + 26) * workers
 
 

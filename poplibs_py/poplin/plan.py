@@ -30,7 +30,7 @@ import numpy as np
 
 from poplar_py import FLOAT, HALF, Target, Type
 
-from .perf_estimation import AmpFigures, blockCycles, reduceCycles
+from .perf_estimation import AmpFigures, blockCycles, ceil_div, reduceCycles
 
 #: fraction of a tile the planner lets one matmul's blocks use (PopLibs' default option)
 AVAILABLE_MEMORY_PROPORTION = 0.6
@@ -39,10 +39,6 @@ AVAILABLE_MEMORY_PROPORTION = 0.6
 HOST_TILE_SLACK = 0.05
 #: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
 REGISTER_TILE = (6, 16)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -85,15 +81,15 @@ class MatMulPlan:
 
     @property
     def blockM(self) -> int:
-        return _ceil_div(self.m, self.splitM)
+        return ceil_div(self.m, self.splitM)
 
     @property
     def blockN(self) -> int:
-        return _ceil_div(self.n, self.splitN)
+        return ceil_div(self.n, self.splitN)
 
     @property
     def blockK(self) -> int:
-        return _ceil_div(self.k, self.splitK)
+        return ceil_div(self.k, self.splitK)
 
     @property
     def blocksPerGroup(self) -> int:
@@ -113,7 +109,7 @@ class MatMulPlan:
 
     def ranges(self, size: int, split: int, index: int) -> tuple[int, int]:
         """Elements ``[begin, end)`` of part ``index`` when ``size`` is cut in ``split`` blocks."""
-        block = _ceil_div(size, split)
+        block = ceil_div(size, split)
         return min(index * block, size), min((index + 1) * block, size)
 
     def tile(self, group: int, im: int, jn: int, ik: int) -> int:
@@ -152,7 +148,7 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     partials = partialsTypeFor(inputType, outputType, partialsType)
     T, W = figures.numTiles, figures.numWorkers
     per_group = max(1, T // groups)
-    rounds = _ceil_div(groups, T // per_group)  # groups that take turns on one tile
+    rounds = ceil_div(groups, T // per_group)  # groups that take turns on one tile
     sm, bm = _candidates(m, per_group)
     sn, bn = _candidates(n, per_group)
     sk, bk = _candidates(k, per_group)
