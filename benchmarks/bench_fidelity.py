@@ -5,7 +5,8 @@
 Each case builds the operands with ``poplin.createMatMulInputLHS/RHS`` (the convolution with
 ``createInput``/``createWeights``), runs the product once on the full-size IPUModel (compiled
 even if a tile runs out of memory, which the row then says) and reads the profile's FLOPs: the
-throughput over the tile average compute cycles (the compute phase) and over all cycles (exchange and sync included), each with its share of the type's peak
+throughput over the tile average compute cycles (the compute phase) and over all cycles
+(exchange and sync included), each with its share of the type's peak
 (``Target.getPeakFlopsPerCycle``: Mk1 124.5 TFLOPS half, 31.1 float; Mk2 250 and 62.5). Half
 products use PopLibs' default float partials unless the row says ``partials half``. ``--quick``
 runs the Mk2 2048^3 products and the convolution only.
