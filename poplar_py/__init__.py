@@ -46,6 +46,7 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
 from .streams import StreamCallback
@@ -157,6 +158,7 @@ __all__ = [
                      "VectorList",
                      "Vertex",
                      "VertexError",
+                     "VertexPerfEstimate",
                      "VertexRef",
                      "append",
                      "cdiv",

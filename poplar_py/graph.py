@@ -508,7 +508,9 @@ class Graph:
     setCycleEstimate = setPerfEstimate
 
     def registerPerfEstimator(self, vertexType: str, estimator: PerfEstimator) -> None:
-        """Per-type estimator ``f(vertex_introspector, target) -> cycles | (cycles, flops)``."""
+        """Per-type estimator ``f(vertex_introspector, target) -> cycles | (cycles, flops) |
+        VertexPerfEstimate``; it replaces one registered before for the type (PopLibs' own
+        included), and ``setPerfEstimate`` on a vertex wins over both."""
         checked_str(vertexType, "registerPerfEstimator: the vertex type")
         if not callable(estimator):
             raise InvalidArgumentError(f"registerPerfEstimator('{vertexType}'): the estimator must be a "

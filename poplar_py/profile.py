@@ -35,6 +35,7 @@ from .compiler.costs import CostModel, RunRecord
 from .compiler.layout import MemoryLayout
 from .compiler.pipeline import CompiledGraph
 from .compiler.steps import ExecuteStep
+from .flops import add_flops, run_flops, share_rows, summary_lines
 from .ir import GraphIR, VerticesIR
 from .regions import unique_sorted
 
@@ -117,6 +118,8 @@ class Profile:
                               "compute": int(cost.compute.max(initial=0))})
             if isinstance(step, ExecuteStep):
                 step_rows[-1]["computeSet"] = step.runner.name
+                if step.runner.flops:  # one run on one replica: every replica runs it
+                    add_flops(step_rows[-1], step.runner.flops, replicas)
             tile_cycles = {key: compact(getattr(cost, key)) for key in _PHASES}
             numbers = sum(len(v) if isinstance(v, list) else len(v["runs"]) if isinstance(v, dict) else 1
                           for v in tile_cycles.values())
@@ -129,6 +132,10 @@ class Profile:
         per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]
+        compute_sets = _compute_set_rows(step_rows)
+        share_rows(compute_sets, self._peak)
+        flops = run_flops(compute_sets, float(by_tile["compute"].mean()) if n else 0.0, int(total),
+                          t.getTileClockFrequency(), self._peak)
         return {
             "poplarVersion": {"string": "poplar-py 0.1.0"},
             "compilation": {
@@ -159,11 +166,17 @@ class Profile:
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
                 "ipus": [{"ipu": k, "tileAverages": avg} for k, avg in enumerate(averages)],
                 "steps": step_rows,
-                "computeSets": _compute_set_rows(step_rows),
+                "computeSets": compute_sets,
+                **({"flops": flops} if flops else {}),
                 "vertexTypes": [{"type": k, "instances": v[0], "cycles": v[1]}
                                 for k, v in sorted(self.record.vertex_cycles.items())],
             },
         }
+
+
+    def _peak(self, kind: str) -> int:
+        """The device's peak FLOPs per cycle for the type named ``kind``."""
+        return self.exe.target.getPeakFlopsPerCycle(kind)
 
 
 def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:
@@ -233,6 +246,8 @@ def _compute_set_rows(steps: list[dict]) -> list[dict]:
         row["runs"] += s["count"]
         for key in ("cycles", "sync", "exchange", "globalExchange", "compute"):
             row[key] += s["count"] * s[key]
+        if "flopsByType" in s:
+            add_flops(row, s["flopsByType"], s["count"])
     return list(rows.values())
 
 
@@ -309,7 +324,8 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               row("Tile average IPU exchange cycles:", avg["exchange"]),
               row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
-              row("Tile average sync cycles:", avg["sync"])]
+              row("Tile average sync cycles:", avg["sync"]),
+              *summary_lines(ex.get("flops"))]
     if len(ex.get("ipus", [])) > 1:
         memory = {i["ipu"]: i["memory"] for i in comp.get("ipus", [])}
         lines += ["", "  Per IPU (memory; tile average compute, IPU exchange, global exchange, sync cycles):"]

@@ -36,6 +36,25 @@ _PRESETS = {
     "ipu2": dict(tilesPerIPU=1472, memoryBytesPerTile=638_976, tileClockFrequency=1.33e9),
 }
 
+# The Accumulating Matrix Product (AMP) units of a tile, per architecture, under Poplar's IPUModel
+# field names, read off PopLibs: its AMP vertices exist for half inputs with half partials on 8
+# (Mk1) and 16 (Mk2) units, half with float partials on 8 (a float partial leaves at 64 bits a
+# cycle, which caps the 16.32 units at pipeline depth x 2 = 8 on both), float on 8 and 16; inputs
+# stream at 64 bits a cycle; Mk2 loads coefficients at 128 bits (ld128), Mk1 at 64. With PopLibs'
+# AMP core loop (a field position's inputs take 4 cycles for half, 8 for float) these give the
+# published peaks: Mk1 GC2 124.5 TFLOPS half and 31.1 float, Mk2 GC200 250 (FP16.16) and 62.5.
+_AMP_PRESETS = {
+    "ipu1": dict(fp16InFp16OutConvUnitsPerTile=8, fp16InFp32OutConvUnitsPerTile=8,
+                 fp32InFp32OutConvUnitsPerTile=8, convUnitCoeffLoadBytesPerCycle=8),
+    "ipu2": dict(fp16InFp16OutConvUnitsPerTile=16, fp16InFp32OutConvUnitsPerTile=8,
+                 fp32InFp32OutConvUnitsPerTile=16, convUnitCoeffLoadBytesPerCycle=16),
+}
+_AMP_COMMON = dict(fp16ConvUnitInputLoadElemsPerCycle=4, fp32ConvUnitInputLoadElemsPerCycle=2,
+                   fp16ConvUnitMaxPipelineDepth=4, fp32ConvUnitMaxPipelineDepth=4)
+#: cycles the AMP takes per field position of one pass (PopLibs' 1x1 core loop), by input type
+AMP_CYCLES_PER_FIELD_POSITION = {"half": 4, "float": 8}
+_AMP_FIELDS = (*_AMP_PRESETS["ipu2"], *_AMP_COMMON)
+
 # Defaults that `poplar-py run --tiles/--ipus/--arch` installs for IPUModel() calls.
 _cli_defaults: dict[str, object] = {}
 
@@ -51,6 +70,14 @@ class IPUModel:
 
     ``IPUModel("ipu2")`` (the default): 1472 tiles of 638,976 bytes;
     ``IPUModel("ipu1")``: 1216 tiles of 262,144 bytes.
+
+    The AMP fields (Poplar's names) describe each tile's matrix units, which PopLibs' matMul and
+    convolution vertices run on: ``fp16InFp16OutConvUnitsPerTile``, ``fp16InFp32OutConvUnitsPerTile``
+    and ``fp32InFp32OutConvUnitsPerTile`` (Mk1 8, 8, 8; Mk2 16, 8, 16) conv units, each taking
+    ``fp16ConvUnitInputLoadElemsPerCycle`` (4) halves or ``fp32ConvUnitInputLoadElemsPerCycle`` (2)
+    floats a cycle through a pipeline of ``fp16ConvUnitMaxPipelineDepth`` /
+    ``fp32ConvUnitMaxPipelineDepth`` (4) stages (so 16 half or 8 float weights per unit), whose
+    weights load at ``convUnitCoeffLoadBytesPerCycle`` (Mk1 8, Mk2 16) bytes a cycle.
     """
 
     RelativeSyncDelayType = RelativeSyncDelayType
@@ -79,6 +106,8 @@ class IPUModel:
         self.globalSyncCycles: int | None = None  # None: PopLibs' model, 2 x 15 ns x f x (1 + numIPUs // 4)
         self.ipuLinkBandwidth = 32e9  # bytes/s each way, per IPU-Link (Mk2: 10 links, 320 GB/s)
         self.ipuLinkTopology = "ladder"  # or "torus" (compiler/fabric.py)
+        for name, value in {**_AMP_PRESETS[version], **_AMP_COMMON}.items():
+            setattr(self, name, value)
 
     def createDevice(self, options: dict | None = None, accurateHalf: bool = False,
                      deviceManagerId: int | None = None) -> Device:
@@ -109,12 +138,21 @@ class Target:
     targetType: TargetType = TargetType.IPU_MODEL
     ipuLinkBandwidth: float = 32e9
     ipuLinkTopology: str = "ladder"
+    fp16InFp16OutConvUnitsPerTile: int = 16
+    fp16InFp32OutConvUnitsPerTile: int = 8
+    fp32InFp32OutConvUnitsPerTile: int = 16
+    convUnitCoeffLoadBytesPerCycle: int = 16
+    fp16ConvUnitInputLoadElemsPerCycle: int = 4
+    fp32ConvUnitInputLoadElemsPerCycle: int = 2
+    fp16ConvUnitMaxPipelineDepth: int = 4
+    fp32ConvUnitMaxPipelineDepth: int = 4
 
     @staticmethod
     def _from_model(m: IPUModel) -> Target:
         ints = dict(numIPUs=m.numIPUs, tilesPerIPU=m.tilesPerIPU, bytesPerTile=m.memoryBytesPerTile,
                     numWorkerContexts=m.numWorkerContexts,
-                    exchangeBytesPerCycle=m.exchangeBytesPerCycle)
+                    exchangeBytesPerCycle=m.exchangeBytesPerCycle,
+                    **{name: getattr(m, name) for name in _AMP_FIELDS})
         for name, value in ints.items():
             if not _is_number(value) or int(value) != value or value < 1:
                 raise InvalidMachineModelError(f"IPUModel.{_model_field(name)} must be a positive "
@@ -138,7 +176,8 @@ class Target:
             syncCycles=int(m.minIPUSyncDelay) + int(m.syncCycles),
             globalSyncCycles=_global_sync(m),
             ipuLinkBandwidth=float(m.ipuLinkBandwidth), ipuLinkTopology=m.ipuLinkTopology,
-            relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO)
+            relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO,
+            **{name: int(getattr(m, name)) for name in _AMP_FIELDS})
 
     @staticmethod
     def createIPUTarget(numIPUs: int = 1, tilesPerIPU: int | None = None,
@@ -194,6 +233,61 @@ class Target:
 
     def getAtomicStoreGranularity(self) -> int:
         return 4
+
+    # ---- the AMP (Poplar's Target getters) ----------------------------------------------------
+    def getFp16InFp16OutConvUnitsPerTile(self) -> int:
+        return self.fp16InFp16OutConvUnitsPerTile
+
+    def getFp16InFp32OutConvUnitsPerTile(self) -> int:
+        return self.fp16InFp32OutConvUnitsPerTile
+
+    def getFp32InFp32OutConvUnitsPerTile(self) -> int:
+        return self.fp32InFp32OutConvUnitsPerTile
+
+    def getNumConvUnits(self, inputType: Type | object, partialsType: Type | object) -> int:
+        """Conv units a tile's AMP runs for these input and partials types (0: none, e.g. integers)."""
+        in_type, partials = asType(inputType), asType(partialsType)
+        if in_type.name == "float":
+            return self.fp32InFp32OutConvUnitsPerTile
+        if in_type.name == "half":
+            return (self.fp16InFp32OutConvUnitsPerTile if partials.name == "float"
+                    else self.fp16InFp16OutConvUnitsPerTile)
+        return 0
+
+    def getFp16ConvUnitInputLoadElemsPerCycle(self) -> int:
+        return self.fp16ConvUnitInputLoadElemsPerCycle
+
+    def getFp32ConvUnitInputLoadElemsPerCycle(self) -> int:
+        return self.fp32ConvUnitInputLoadElemsPerCycle
+
+    def getConvUnitInputLoadElemsPerCycle(self, inputType: Type | object) -> int:
+        """Input elements each conv unit takes per cycle: 4 halves or 2 floats (0 for other types)."""
+        name = asType(inputType).name
+        return {"half": self.fp16ConvUnitInputLoadElemsPerCycle,
+                "float": self.fp32ConvUnitInputLoadElemsPerCycle}.get(name, 0)
+
+    def getConvUnitMaxPipelineDepth(self, partialsType: Type | object) -> int:
+        """Stages of a conv unit's pipeline (input-load groups it holds weights for)."""
+        return (self.fp16ConvUnitMaxPipelineDepth if asType(partialsType).name == "half"
+                else self.fp32ConvUnitMaxPipelineDepth)
+
+    def getWeightsPerConvUnit(self, inputType: Type | object) -> int:
+        """Weights one conv unit holds: pipeline depth x input elements per cycle (16 half, 8 float)."""
+        return self.getConvUnitMaxPipelineDepth(inputType) * self.getConvUnitInputLoadElemsPerCycle(inputType)
+
+    def getConvUnitCoeffLoadBytesPerCycle(self) -> int:
+        return self.convUnitCoeffLoadBytesPerCycle
+
+    def getPeakFlopsPerCycle(self, inputType: Type | object) -> int:
+        """FLOPs the whole device's AMPs can do per cycle on ``inputType`` (a multiply-add is 2; 0
+        for types the AMP does not take): tiles x the most conv units for the type x the weights
+        each holds x 2, over the cycles a field position takes (``AMP_CYCLES_PER_FIELD_POSITION``)."""
+        in_type = asType(inputType)
+        cycles = AMP_CYCLES_PER_FIELD_POSITION.get(in_type.name)
+        if cycles is None:
+            return 0
+        units = max(self.getNumConvUnits(in_type, in_type), self.getNumConvUnits(in_type, "float"))
+        return self.getNumTiles() * units * self.getWeightsPerConvUnit(in_type) * 2 // cycles
 
     def getTargetArchString(self) -> str:
         return self.arch

@@ -177,3 +177,40 @@ def test_create_ipu_target():
     assert target.getNumTiles() == 16 and target.getBytesPerTile() == 262_144
     assert target.getTargetArchString() == "ipu1"
     assert poplar.Target.createIPUTarget().getNumTiles() == 1472
+
+
+@pytest.mark.parametrize("arch,units,coeff", [("ipu1", (8, 8, 8), 8), ("ipu2", (16, 8, 16), 16)])
+def test_amp_figures(arch, units, coeff):
+    t = poplar.IPUModel(arch).createDevice().getTarget()
+    assert (t.getFp16InFp16OutConvUnitsPerTile(), t.getFp16InFp32OutConvUnitsPerTile(),
+            t.getFp32InFp32OutConvUnitsPerTile()) == units
+    assert t.getNumConvUnits(poplar.HALF, poplar.HALF) == units[0]
+    assert t.getNumConvUnits(poplar.HALF, poplar.FLOAT) == units[1]
+    assert t.getNumConvUnits(poplar.FLOAT, poplar.FLOAT) == units[2]
+    assert t.getNumConvUnits(poplar.INT, poplar.INT) == 0
+    assert t.getConvUnitInputLoadElemsPerCycle(poplar.HALF) == t.getFp16ConvUnitInputLoadElemsPerCycle() == 4
+    assert t.getConvUnitInputLoadElemsPerCycle(poplar.FLOAT) == t.getFp32ConvUnitInputLoadElemsPerCycle() == 2
+    assert t.getConvUnitMaxPipelineDepth(poplar.FLOAT) == t.getConvUnitMaxPipelineDepth(poplar.HALF) == 4
+    assert t.getWeightsPerConvUnit(poplar.HALF) == 16 and t.getWeightsPerConvUnit(poplar.FLOAT) == 8
+    assert t.getConvUnitCoeffLoadBytesPerCycle() == coeff
+
+
+@pytest.mark.parametrize("arch,half,flt", [("ipu1", 124.5e12, 31.1e12), ("ipu2", 250e12, 62.5e12)])
+def test_peak_flops_are_the_published_ones(arch, half, flt):
+    t = poplar.IPUModel(arch).createDevice().getTarget()
+    clock = t.getTileClockFrequency()
+    assert t.getPeakFlopsPerCycle(poplar.HALF) * clock == pytest.approx(half, rel=0.005)
+    assert t.getPeakFlopsPerCycle("float") * clock == pytest.approx(flt, rel=0.005)
+    assert t.getPeakFlopsPerCycle(poplar.INT) == 0
+
+
+def test_amp_fields_are_settable_and_checked():
+    m = poplar.IPUModel()
+    m.fp16InFp16OutConvUnitsPerTile = 32
+    m.tilesPerIPU = 2
+    t = m.createDevice().getTarget()
+    assert t.getNumConvUnits(poplar.HALF, poplar.HALF) == 32
+    assert t.getPeakFlopsPerCycle(poplar.HALF) == 2 * 32 * 16 * 2 // 4
+    m.fp32ConvUnitInputLoadElemsPerCycle = 0
+    with pytest.raises(poplar.InvalidMachineModelError, match="fp32ConvUnitInputLoadElemsPerCycle"):
+        m.createDevice()

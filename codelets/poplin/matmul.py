@@ -3,9 +3,10 @@
 ``MatMulBlock<InT, OutT, R, C>`` computes a tile's block product
 ``out[i][j] = sum_k a[i * K + k] * b[k * N + j]``, with ``a`` the A block (row-major, K per row),
 ``b`` the B block (K rows of N, row-major) and ``out`` one entry per output row. Workers share
-the rows out in whole R-row units (the last worker also takes the leftover rows; the modelled
-cycles still assume an even split); when there are fewer rows than workers, each row's columns
-are cut between several workers.
+the rows out in whole R-row units (the last worker also takes the leftover rows); when there are
+fewer rows than workers, each row's columns are cut between several workers. Its cycles are not
+this host kernel's: poplin's estimator costs the block as PopLibs' AMP vertex would run it
+(``poplibs_py/poplin/perf_estimation.py``).
 
 The bulk runs in R x C register tiles (the planner's 6 x 16): R * C sums held in a local array
 across the whole k loop, which unrolls into registers that LLVM's SLP vectoriser packs (with

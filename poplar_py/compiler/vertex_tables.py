@@ -74,8 +74,12 @@ class FieldInfo:
 class VertexIntrospector:
     """Passed to perf estimators registered with ``graph.registerPerfEstimator``."""
 
-    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int) -> None:
+    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int,
+                 by_vertex: np.ndarray | None = None) -> None:
         self._graph, self._plan, self._pos = graph, plan, position
+        # the compute set's segments ordered by vertex (stable: fields and rows keep their order),
+        # so that each vertex's are found by bisection
+        self._by_vertex = np.argsort(plan.segments.vertex, kind="stable") if by_vertex is None else by_vertex
 
     def getFieldInfo(self, name: str) -> FieldInfo:
         vid = int(self._plan.vertices[self._pos])
@@ -85,8 +89,9 @@ class VertexIntrospector:
         if spec.direction is Direction.STATE:
             return FieldInfo(spec, 0, self._graph.vertices.state.get((vid, f)))
         seg = self._plan.segments
-        mine = np.flatnonzero((seg.vertex == self._pos) & (seg.field == f))
-        lengths = seg.length[mine].tolist()
+        first, last = np.searchsorted(seg.vertex[self._by_vertex], [self._pos, self._pos + 1])
+        mine = self._by_vertex[first:last]
+        lengths = seg.length[mine[seg.field[mine] == f]].tolist()
         return FieldInfo(spec, lengths if spec.kind is FieldKind.VECTOR_LIST else sum(lengths))
 
     def getComputeSet(self) -> str:
@@ -173,24 +178,35 @@ def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndar
             for i, (a, b) in enumerate(threads.split(table.size, 4))]
 
 
-def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target) -> np.ndarray:
-    """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count)."""
+def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
+                     ) -> tuple[np.ndarray, dict[str, int]]:
+    """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count);
+    and the FLOPs the estimators reported, by the type they name ("" when they name none)."""
     out = graph.vertices.perf[plan.vertices].copy()
+    flops: dict[str, int] = {}
     estimators = graph.perf_estimators
     if not estimators:
-        return out
+        return out, flops
+    by_vertex = None
     for cls, positions in plan.groups.items():
         estimator = estimators.get(cls.vertexName)
         if estimator is None:
             continue
+        if by_vertex is None:
+            by_vertex = np.argsort(plan.segments.vertex, kind="stable")
         for pos in positions[out[positions] < 0].tolist():
-            est = estimator(VertexIntrospector(graph, plan, pos), target)
+            est = estimator(VertexIntrospector(graph, plan, pos, by_vertex), target)
             cycles = est[0] if isinstance(est, tuple) else getattr(est, "cycles", est)
             if cycles is None:
                 raise MissingCycleEstimateError(f"the perf estimator of '{cls.vertexName}' returned nothing "
                                                 f"for {graph.vertices.describe(int(plan.vertices[pos]))}")
             out[pos] = int(cycles)  # type: ignore[call-overload]
-    return out
+            done = est[1] if isinstance(est, tuple) and len(est) > 1 else getattr(est, "flops", 0)
+            if done:
+                kind = getattr(est, "flopsType", None)
+                key = "" if kind is None else str(kind)
+                flops[key] = flops.get(key, 0) + int(done)
+    return out, flops
 
 
 def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout, tiles_per_ipu: int
@@ -312,7 +328,7 @@ class ComputeSetRunner:
         base = layout.arena.ctypes.data
         state_abs = base + layout.address(plan.tiles, plan.state_offset)
         image = Image(base)
-        estimates = _cycle_estimates(graph, plan, target)
+        estimates, self.flops = _cycle_estimates(graph, plan, target)  # flops: one run on one replica
         slots = self._slots(graph, plan)
         estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
                                 minlength=self.num_tiles * (self.workers + 1)).astype(_I64)

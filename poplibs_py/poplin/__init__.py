@@ -9,7 +9,10 @@ deltas and updates are grouped matMuls too, the input gradient is a convolution 
 ``getGradientParams``. ``poplin.experimental`` has PopLibs' QR factorization.
 """
 
+from poplar_py import INT, UNSIGNED_INT
+
 from ..codelets import add_library
+from ..poputil import templateVertex
 from . import experimental
 from .conv_backward import (
     addBias,
@@ -33,7 +36,8 @@ from .matmul import (
     matMulWithOutput,
     transposeGroupedMatrix,
 )
-from .plan import MatMulPlan, TargetFigures, planMatMul
+from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
+from .plan import REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 __all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addBias", "addCodelets", "calculateWeightDeltas",
            "convolution", "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createInput",
@@ -44,5 +48,18 @@ __all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addBias", "addCodelets"
 
 
 def addCodelets(graph) -> None:
-    """Register the poplin codelets with ``graph`` (call once before using poplin)."""
+    """Register the poplin codelets with ``graph`` (call once before using poplin), and their cycle
+    estimators (:mod:`.perf_estimation`) for every type combination poplin builds, as PopLibs'
+    ``poplin::addCodelets`` does; an estimator or ``setPerfEstimate`` the user sets later wins."""
     add_library(graph, "poplin")
+    integers = ((INT, INT), (UNSIGNED_INT, UNSIGNED_INT))
+    for in_type, partials in BLOCK_TYPES + integers:
+        graph.registerPerfEstimator(templateVertex("poplin::MatMulBlock", in_type, partials, *REGISTER_TILE),
+                                    matMulBlockEstimator(in_type, partials))
+    for partials, out_type in REDUCE_TYPES + integers:
+        estimator = reducePartialsEstimator(partials, out_type)
+        names = [templateVertex("poplin::ScaledReducePartials", partials, out_type),
+                 templateVertex("poplin::ReducePartials", partials, out_type) if partials != out_type
+                 else templateVertex("poplin::ReducePartialsSameType", out_type)]
+        for name in names:
+            graph.registerPerfEstimator(name, estimator)

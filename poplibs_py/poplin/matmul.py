@@ -30,16 +30,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
-from .plan import (
-    AVAILABLE_MEMORY_PROPORTION,
-    REGISTER_TILE,
-    MatMulPlan,
-    TargetFigures,
-    blockTileCycles,
-    macsPerCycle,
-    planMatMul,
-    reduceTileCycles,
-)
+from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 _OPTIONS = {"availableMemoryProportion", "fullyConnectedPass", "partialsType", "inputRHSIsPreArranged",
@@ -70,6 +61,13 @@ def _check_types(a: Tensor, b: Tensor) -> Type:
     return a.elementType()
 
 
+def _plan_options(options: dict | None) -> tuple:
+    """planMatMul's trailing arguments for ``options`` (the partials type only when asked for, so
+    plans memoised without it are found again)."""
+    partials = _partials_option(options)
+    return (_memory_proportion(options),) + ((partials,) if partials is not None else ())
+
+
 def _memory_proportion(options: dict | None) -> float:
     if options is not None and not isinstance(options, dict):
         raise PoplibsArgumentError(f"matMul: options must be a dict, got {type(options).__name__} "
@@ -80,11 +78,21 @@ def _memory_proportion(options: dict | None) -> float:
     return float((options or {}).get("availableMemoryProportion", AVAILABLE_MEMORY_PROPORTION))
 
 
+def _partials_option(options: dict | None) -> Type | None:
+    """The option ``partialsType`` ("half" or "float"), or None when it is not given."""
+    value = (options or {}).get("partialsType")
+    if value is None:
+        return None
+    if str(value) not in ("half", "float"):
+        raise PoplibsError(f"matmul option partialsType={value!r} is not 'half' or 'float'")
+    return asType(str(value))
+
+
 def _plan(graph: Graph, in_type: Type, out_type: Type, shape: tuple[int, int, int, int],
           options: dict | None) -> MatMulPlan:
     g, m, k, n = shape
     return planMatMul(TargetFigures.of(graph.getTarget()), in_type, out_type, g, m, k, n,
-                      _memory_proportion(options))
+                      *_plan_options(options))
 
 
 def _split_overload(args: tuple, debugName: str,
@@ -195,7 +203,7 @@ def getMatMulPlan(target: Any, inputType: Any, aShape: list[int], bShape: list[i
     in_type = asType(inputType)
     return planMatMul(TargetFigures.of(target.getTarget() if hasattr(target, "getTarget") else target),
                       in_type, asType(outputType) if outputType is not None else in_type, g, m, k, n,
-                      _memory_proportion(options))
+                      *_plan_options(options))
 
 
 # ---- building the compute sets -----------------------------------------------------------
@@ -289,10 +297,8 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     # then one strided view of it (cheap to connect even when K is split over many tiles)
     partials: dict[tuple[int, int, int], Tensor] = {}
     cs = graph.addComputeSet(f"{name}/matmul")
-    macs = macsPerCycle(in_type)
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
                             *REGISTER_TILE)
-    workers = graph.getTarget().getNumWorkerContexts()
     group = -1
     for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
         if gi != group:  # each group's views once: the blocks are views of them
@@ -310,7 +316,6 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
                                          "b": b_g.slice([k0, n0], [k1, n1]).flatten(), "out": block})
         graph.setTileMapping(v, tile)
-        graph.setPerfEstimate(v, int(blockTileCycles(m1 - m0, k1 - k0, n1 - n0, macs, workers)))
     prog_.add(prog.Execute(cs))
     if reducing:
         prog_.add(prog.Execute(_reduce(graph, plan, partials, out, map_out, scale, f"{name}/reduce")))
@@ -322,7 +327,7 @@ def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int],
     """The compute set adding each block's K-split partials: the tiles that computed a block's
     partials each sum a contiguous share of its (flattened) elements."""
     cs = graph.addComputeSet(name)
-    sk, workers = plan.splitK, graph.getTarget().getNumWorkerContexts()
+    sk = plan.splitK
     if scale is not None:
         vertex = templateVertex("poplin::ScaledReducePartials", plan.partialsType, out.elementType())
     elif plan.partialsType == out.elementType():  # sums in place in the output: vectorises
@@ -344,5 +349,4 @@ def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int],
         if scale is not None:
             graph.setInitialValue(v["scale"], scale)
         graph.setTileMapping(v, tile)
-        graph.setPerfEstimate(v, int(reduceTileCycles(last - first, sk, workers)))
     return cs

@@ -6,13 +6,13 @@ The plan is a pure function of the shapes, the element types and a few target fi
 M, N and K are split ``splitM x splitN x splitK`` ways, one block product per tile. For
 every candidate split the cost model estimates, per tile:
 
-* compute: the block is shared out between the worker contexts (by rows, or by columns
-  when there are fewer rows than workers); a worker's cycles are :func:`blockCycles`, the
-  tile's are ``numWorkers`` times the slowest worker's (the barrel-scheduling model);
+* compute: what the block's vertex costs (:mod:`.perf_estimation`): PopLibs' AMP estimate
+  for floating-point types, the workers' scalar loop for integers;
 * exchange: the A and B blocks the tile needs, at ``exchangeBytesPerCycle``;
 * reduction (``splitK > 1``, or a partials type other than the output type): a second
   compute set in which each tile adds ``splitK`` partials for its share of the block's
-  outputs, receiving the ``splitK - 1`` remote ones, plus its barriers.
+  outputs (PopLibs' reduction estimate), receiving the ``splitK - 1`` remote ones, plus its
+  barriers.
 
 The cheapest split whose blocks fit in ``availableMemoryProportion`` of a tile wins. Splits
 within ``HOST_TILE_SLACK`` (5%) of the cheapest count as ties: those go to blocks that are
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py import FLOAT, Target, Type
+from poplar_py import FLOAT, HALF, Target, Type
 
-IntOrArray = int | np.ndarray  # the cost functions run on one split or on the planner's whole grid
+from .perf_estimation import AmpFigures, blockCycles, ceil_div, reduceCycles
 
 #: fraction of a tile the planner lets one matmul's blocks use (PopLibs' default option)
 AVAILABLE_MEMORY_PROPORTION = 0.6
@@ -39,10 +39,6 @@ AVAILABLE_MEMORY_PROPORTION = 0.6
 HOST_TILE_SLACK = 0.05
 #: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
 REGISTER_TILE = (6, 16)
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -54,46 +50,12 @@ class TargetFigures:
     numWorkers: int
     exchangeBytesPerCycle: int
     syncCycles: int
+    target: Target  # the whole target, for its AMP figures
 
     @staticmethod
     def of(target: Target) -> TargetFigures:
         return TargetFigures(target.getNumTiles(), target.getBytesPerTile(), target.getNumWorkerContexts(),
-                             target.getExchangeBytesPerCycle(), target.syncCycles)
-
-
-def macsPerCycle(type_: Type) -> int:
-    """MACs one worker issues per cycle: a 64-bit vector of floats (2) or halves (4), 1 integer."""
-    return 8 // type_.size if type_.is_float else 1
-
-
-def blockCycles(rows: IntOrArray, inner: IntOrArray, cols: IntOrArray, macs: int) -> IntOrArray:
-    """Worker cycles of a ``rows x inner`` by ``inner x cols`` product in ``MatMulBlock``.
-
-    Per output row: zeroing and loop set-up; per (row, k): load a[i, k], then ``cols``
-    multiply-adds at ``macs`` per cycle. Works on ints and on numpy arrays (the planner's grid).
-    """
-    vec = _ceil_div(cols, macs)
-    return 16 + rows * (6 + vec + inner * (3 + vec))
-
-
-def blockTileCycles(rows: IntOrArray, inner: IntOrArray, cols: IntOrArray, macs: int,
-                    workers: int) -> IntOrArray:
-    """Tile cycles of ``MatMulBlock`` for a ``rows x inner`` by ``inner x cols`` block.
-
-    The workers share the rows; with fewer rows than workers, single rows are cut into
-    ``workers // rows`` column strips (the codelet's split). A MultiVertex costs
-    ``workers`` times its slowest worker (barrel scheduling).
-    """
-    rows = np.asarray(rows)
-    short = rows < workers
-    strips = np.where(short, np.maximum(1, np.minimum(cols, workers // np.maximum(rows, 1))), 1)
-    worker_rows = np.where(short, np.minimum(rows, 1), _ceil_div(rows, workers))
-    return workers * blockCycles(worker_rows, inner, _ceil_div(cols, strips), macs)
-
-
-def reduceTileCycles(elements: IntOrArray, partials: IntOrArray, workers: int) -> IntOrArray:
-    """Tile cycles of ``ReducePartials``: the workers share ``elements`` sums of ``partials`` values."""
-    return workers * (12 + _ceil_div(elements, workers) * (2 + partials))
+                             target.getExchangeBytesPerCycle(), target.syncCycles, target)
 
 
 @dataclass(frozen=True)
@@ -119,15 +81,15 @@ class MatMulPlan:
 
     @property
     def blockM(self) -> int:
-        return _ceil_div(self.m, self.splitM)
+        return ceil_div(self.m, self.splitM)
 
     @property
     def blockN(self) -> int:
-        return _ceil_div(self.n, self.splitN)
+        return ceil_div(self.n, self.splitN)
 
     @property
     def blockK(self) -> int:
-        return _ceil_div(self.k, self.splitK)
+        return ceil_div(self.k, self.splitK)
 
     @property
     def blocksPerGroup(self) -> int:
@@ -147,7 +109,7 @@ class MatMulPlan:
 
     def ranges(self, size: int, split: int, index: int) -> tuple[int, int]:
         """Elements ``[begin, end)`` of part ``index`` when ``size`` is cut in ``split`` blocks."""
-        block = _ceil_div(size, split)
+        block = ceil_div(size, split)
         return min(index * block, size), min((index + 1) * block, size)
 
     def tile(self, group: int, im: int, jn: int, ik: int) -> int:
@@ -157,9 +119,12 @@ class MatMulPlan:
         return (base + index * self.tilesPerGroup // self.blocksPerGroup) % self.numTiles
 
 
-def partialsTypeFor(inputType: Type, outputType: Type) -> Type:
-    """Partial sums are float for floating-point inputs (PopLibs' default), else the output type."""
-    return FLOAT if inputType.is_float and outputType.is_float else outputType
+def partialsTypeFor(inputType: Type, outputType: Type, requested: Type | None = None) -> Type:
+    """Partial sums are float for floating-point inputs (PopLibs' default; the option
+    ``partialsType`` may ask for half with half inputs), else the output type."""
+    if not (inputType.is_float and outputType.is_float):
+        return outputType
+    return HALF if requested == HALF and inputType == HALF else FLOAT
 
 
 def _candidates(size: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -176,25 +141,28 @@ def _candidates(size: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=512)
 def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
                groups: int, m: int, k: int, n: int,
-               availableMemoryProportion: float = AVAILABLE_MEMORY_PROPORTION) -> MatMulPlan:
-    """The cheapest split of ``[groups, m, k] x [groups, k, n]`` under the cost model above."""
-    partials = partialsTypeFor(inputType, outputType)
+               availableMemoryProportion: float = AVAILABLE_MEMORY_PROPORTION,
+               partialsType: Type | None = None) -> MatMulPlan:
+    """The cheapest split of ``[groups, m, k] x [groups, k, n]`` under the cost model above
+    (``partialsType``: the option's request, see :func:`partialsTypeFor`)."""
+    partials = partialsTypeFor(inputType, outputType, partialsType)
     T, W = figures.numTiles, figures.numWorkers
     per_group = max(1, T // groups)
-    rounds = _ceil_div(groups, T // per_group)  # groups that take turns on one tile
+    rounds = ceil_div(groups, T // per_group)  # groups that take turns on one tile
     sm, bm = _candidates(m, per_group)
     sn, bn = _candidates(n, per_group)
     sk, bk = _candidates(k, per_group)
     SM, SN, SK = np.meshgrid(sm, sn, sk, indexing="ij")
     BM, BN, BK = np.meshgrid(bm, bn, bk, indexing="ij")
     used = SM * SN * SK
-    compute = blockTileCycles(BM, BK, BN, macsPerCycle(inputType), W) * rounds
+    amp = AmpFigures.of(figures.target, inputType, partials)
+    compute = blockCycles(BM, BK, BN, amp, W) * rounds
     in_bytes = (BM * BK + BK * BN) * inputType.size
     exchange = -(-in_bytes // figures.exchangeBytesPerCycle) * rounds
     reducing = (SK > 1) | (partials != outputType)
     elems = -(-(BM * BN) // SK)
     red_bytes = elems * (SK - 1) * partials.size
-    red_compute = reduceTileCycles(elems, SK, W)
+    red_compute = reduceCycles(elems, SK, partials, outputType, W)
     reduce = np.where(reducing, (red_compute + -(-red_bytes // figures.exchangeBytesPerCycle)) * rounds
                       + 3 * figures.syncCycles, 0)
     out_bytes = np.where(reducing, BM * BN * partials.size + elems * outputType.size
