@@ -83,7 +83,7 @@ class Engine:
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
         self._profile = Profile(exe.ir, self._exe, self._record)
-        self._machine.clock = self._clock
+        self._machine.clock = _clock(self._machine, self._record, self._profile)
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -147,12 +147,6 @@ class Engine:
         m.record.runs.append(programIndex)
         programs[programIndex].run(m)
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
-
-    def _clock(self) -> int:
-        """The cycles the device has run since it was loaded (every rank's record combined)."""
-        m = self._machine
-        m.world.combine(m.record, self._record)
-        return self._profile.total_cycles()
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,
@@ -330,6 +324,16 @@ def _runtime_options(compiled: EngineOptions, options: Mapping[str, Any] | None)
     values = dict(given.values)
     values.update({key: compiled[key] for key in COMPILE_OPTIONS})
     return EngineOptions(values)
+
+
+def _clock(m: Machine, record: RunRecord, profile: Profile) -> Callable[[], int]:
+    """The machine's cycle counter: the cycles of what the run record holds, every rank's
+    combined (a closure over the machine, not the Engine, which goes away when unused)."""
+    def clock() -> int:
+        m.world.combine(m.record, record)
+        return profile.total_cycles()
+
+    return clock
 
 
 def _report_path(options: EngineOptions, name: str) -> str | None:

@@ -6,7 +6,11 @@ compute whose measured cycles differ per replica) and returns what it computed a
 profile report. The goldens were written by the compiler that expanded every replica into the
 graph; the one-replica compiler must give every figure exactly as it did.
 
-    python tests/replica_programs.py tests/data/replica_profiles.json.gz   # rewrite the goldens
+    python tests/replica_programs.py tests/data/replica_profiles.json.gz [NAME ...]  # rewrite goldens
+
+``tutorial5``'s golden was written again when poplin's vertices came to be costed as PopLibs'
+AMP vertices (issue 24), after this test had shown the one-replica compiler's figures equal
+to the expanding compiler's for it too.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -252,16 +257,27 @@ def plain(results: dict) -> dict:
     return {k: one(v) for k, v in results.items()}
 
 
+def normalised(results: dict, profile: dict) -> tuple[dict, dict]:
+    """Results and profile as JSON data, without what the one-replica compiler added (the
+    per-replica memory figures) so that both compilers' outputs compare."""
+    results, profile = plain(results), json.loads(json.dumps(profile))
+    if "stdout" in results:
+        added = r"  Per Replica \(each of \d+ alike\):\n    Including Gaps: +[\d,]+ B\n"
+        results["stdout"] = re.sub(added, "", results["stdout"])
+    profile["compilation"]["memory"].pop("perReplica", None)
+    return results, profile
+
+
 def load_goldens() -> dict:
     with gzip.open(GOLDEN, "rt") as f:
         return json.load(f)
 
 
-if __name__ == "__main__":
-    goldens = {}
-    for name, build in PROGRAMS.items():
-        results, profile = build()
-        goldens[name] = {"results": plain(results), "profile": json.loads(json.dumps(profile))}
+if __name__ == "__main__":  # rewrite the goldens of the programs named (all without names)
+    goldens = load_goldens() if GOLDEN.exists() else {}
+    for name in sys.argv[2:] or list(PROGRAMS):
+        results, profile = normalised(*PROGRAMS[name]())
+        goldens[name] = {"results": results, "profile": profile}
         print(name, "ok", file=sys.stderr)
     Path(sys.argv[1]).parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(sys.argv[1], "wt") as f:
