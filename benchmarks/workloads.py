@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplibs_py import poplin, popops
+from poplibs_py import gcl, poplin, popnn, popops, poputil
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,3 +72,151 @@ def matmul(size: int, options: dict | None = None, replicas: int = 1
     engine.writeTensor("a", ha)
     engine.writeTensor("b", hb)
     return engine, ha, hb
+
+
+@dataclass(frozen=True)
+class BertSizes:
+    """The sizes of one encoder layer (BERT-base by default)."""
+
+    hidden: int = 768
+    heads: int = 12
+    ffn: int = 3072
+    seq: int = 128
+    eps: float = 1e-12  # layer norm
+    lr: float = 0.01  # the SGD step on the FFN's second weight
+
+
+BERT_BASE = BertSizes()
+
+
+@dataclass
+class BertLayer:
+    """A built BERT encoder layer: the graph, its program, the host data to write and the reference.
+
+    ``weights`` go to every replica, ``inputs[r]`` (``x`` and the FFN output gradient ``z``) to
+    replica ``r``; the program writes the layer's output ``out`` and updates ``w2`` in place.
+    """
+
+    graph: poplar.Graph
+    program: prog.Sequence
+    sizes: BertSizes
+    weights: dict[str, np.ndarray]
+    inputs: list[dict[str, np.ndarray]]
+
+    def write(self, engine: poplar.Engine) -> None:
+        for name, value in self.weights.items():
+            engine.writeTensor(name, value)
+        for r, feeds in enumerate(self.inputs):
+            for name, value in feeds.items():
+                engine.writeTensor(name, value, replicaIndex=r)
+
+    def reference(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """numpy's outputs of every replica and the updated ``w2`` (float64)."""
+        w = {k: v.astype(np.float64) for k, v in self.weights.items()}
+        outs, grads = [], []
+        for feeds in self.inputs:
+            out, a1 = _bert_forward(w, feeds["x"].astype(np.float64), self.sizes)
+            outs.append(out)
+            grads.append(a1.T @ feeds["z"].astype(np.float64))
+        return outs, w["w2"] - self.sizes.lr * np.mean(grads, axis=0)
+
+    def check(self, engine: poplar.Engine, rtol: float = 2e-3, atol: float = 2e-3) -> None:
+        """Raise AssertionError unless every replica's output and the updated ``w2`` match numpy."""
+        outs, w2 = self.reference()
+        for r, expected in enumerate(outs):
+            for handle, value in (("out", expected), ("w2/updated", w2)):
+                np.testing.assert_allclose(engine.readTensor(handle, replicaIndex=r), value, rtol=rtol,
+                                           atol=atol, err_msg=f"replica {r}: {handle}")
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """popnn's GELU (the tanh approximation)."""
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * x * (1 + 0.044715 * x * x)))
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=1, keepdims=True)
+    var = (x * x).mean(axis=1, keepdims=True) - mean * mean
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _bert_forward(w: dict[str, np.ndarray], x: np.ndarray, s: BertSizes) -> tuple[np.ndarray, np.ndarray]:
+    """The layer's output and the GELU activations ``a1`` (numpy)."""
+    d = s.hidden // s.heads
+
+    def heads(t: np.ndarray) -> np.ndarray:  # [seq, hidden] -> [heads, seq, d]
+        return t.reshape(s.seq, s.heads, d).transpose(1, 0, 2)
+
+    q, k, v = (heads(x @ w[f"w{n}"] + w[f"b{n}"]) for n in "qkv")
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d)
+    probs = np.exp(scores - scores.max(axis=2, keepdims=True))
+    probs /= probs.sum(axis=2, keepdims=True)
+    ctx = (probs @ v).transpose(1, 0, 2).reshape(s.seq, s.hidden)
+    h1 = _layer_norm(x + ctx @ w["wo"] + w["bo"], w["gamma1"], w["beta1"], s.eps)
+    a1 = _gelu(h1 @ w["w1"] + w["b1"])
+    out = _layer_norm(h1 + a1 @ w["w2"] + w["b2"], w["gamma2"], w["beta2"], s.eps)
+    return out, a1
+
+
+def bert_layer(target: poplar.Target, replicas: int = 1, sizes: BertSizes = BERT_BASE,
+               seed: int = 0) -> BertLayer:
+    """One BERT encoder layer (post-layer-norm, GELU FFN, float) built with the library on
+    ``Graph(target, replication_factor=replicas)`` (``target`` has one IPU per replica): the
+    forward pass, the FFN's second weight gradient ``a1^T z`` averaged over the replicas with
+    ``gcl.allReduceInPlaceCrossReplica(MEAN)`` and one ``popops.scaledAddTo`` SGD step on ``w2``."""
+    s = sizes
+    graph = poplar.Graph(target, replication_factor=replicas)
+    for lib in (popops, poplin, popnn):
+        lib.addCodelets(graph)
+    seq = prog.Sequence()
+    d = s.hidden // s.heads
+    rng = np.random.default_rng(seed)
+    weights: dict[str, np.ndarray] = {}
+    params: dict[str, poplar.Tensor] = {}
+
+    def param(name: str, shape: list[int], scale: float = 0.02, offset: float = 0.0) -> poplar.Tensor:
+        if len(shape) == 2:
+            t = poplin.createMatMulInputRHS(graph, poplar.FLOAT, [s.seq, shape[0]], shape, name)
+        else:
+            t = graph.addVariable(poplar.FLOAT, shape, name)
+            poputil.mapTensorLinearly(graph, t)
+        graph.createHostWrite(name, t)
+        weights[name] = (offset + scale * rng.standard_normal(shape)).astype(np.float32)
+        params[name] = t
+        return t
+
+    def dense(a: poplar.Tensor, n: str, cols: int) -> poplar.Tensor:
+        y = poplin.matMul(graph, a, param(f"w{n}", [a.dim(1), cols]), seq, f"dense{n}")
+        popops.addInPlace(graph, y, param(f"b{n}", [cols]), seq, f"bias{n}")
+        return y
+
+    def layer_norm(t: poplar.Tensor, n: str) -> poplar.Tensor:
+        mean, isd = popnn.ln.layerNormStatistics(graph, t, s.eps, seq, debugName=f"ln{n}/stats")
+        gamma, beta = param(f"gamma{n}", [s.hidden], 0.1, 1.0), param(f"beta{n}", [s.hidden], 0.1)
+        return popnn.ln.layerNormalise(graph, t, gamma, beta, mean, isd, seq, f"ln{n}")[0]
+
+    x = poplin.createMatMulInputLHS(graph, poplar.FLOAT, [s.seq, s.hidden], [s.hidden, s.hidden], "x")
+    z = poplin.createMatMulInputRHS(graph, poplar.FLOAT, [s.ffn, s.seq], [s.seq, s.hidden], "z")
+    graph.createHostWrite("x", x)
+    graph.createHostWrite("z", z)
+    q, k, v = (dense(x, n, s.hidden).reshape([s.seq, s.heads, d]) for n in "qkv")
+    scores = poplin.matMulGrouped(graph, q.dimShuffle([1, 0, 2]), k.dimShuffle([1, 2, 0]), seq, "scores")
+    popops.mulInPlace(graph, scores, 1 / np.sqrt(d), seq, "scale")
+    probs = popnn.nonLinearity(graph, popnn.NonLinearityType.SOFTMAX_STABLE, scores, seq, "softmax")
+    ctx = poplin.matMulGrouped(graph, probs, v.dimShuffle([1, 0, 2]), seq, "context")
+    attn = dense(ctx.dimShuffle([1, 0, 2]).reshape([s.seq, s.hidden]), "o", s.hidden)
+    popops.addInPlace(graph, attn, x, seq, "residual1")
+    h1 = layer_norm(attn, "1")
+    a1 = popnn.nonLinearity(graph, popnn.NonLinearityType.GELU, dense(h1, "1", s.ffn), seq, "gelu")
+    f = dense(a1, "2", s.hidden)
+    popops.addInPlace(graph, f, h1, seq, "residual2")
+    out = layer_norm(f, "2")
+    graph.createHostRead("out", out)
+    grad = poplin.matMul(graph, a1.transpose(), z, seq, "w2Grad")
+    gcl.allReduceInPlaceCrossReplica(graph, grad, gcl.CollectiveOperator.MEAN, seq, "w2Grad/mean")
+    popops.scaledAddTo(graph, params["w2"], grad, -s.lr, seq, "sgd")
+    graph.createHostRead("w2/updated", params["w2"])
+    inputs = [{"x": rng.standard_normal((s.seq, s.hidden)).astype(np.float32),
+               "z": (0.1 * rng.standard_normal((s.seq, s.hidden))).astype(np.float32)}
+              for _ in range(replicas)]
+    return BertLayer(graph, seq, s, weights, inputs)
