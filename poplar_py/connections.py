@@ -158,12 +158,18 @@ class FieldConnector:
     def size(self, vid: int, name: str) -> int:
         return self._vertices.sizes.get((vid, self._slot(vid, name).index), 0)
 
+    def state_slot(self, vid: int, name: str) -> FieldSlot:
+        """The slot of state field ``name`` of vertex ``vid`` (an error for an edge)."""
+        slot = self._slot(vid, name)
+        if not slot.state:
+            raise GraphConnectionError(f"{self._vertices.describe(vid)} field '{name}' is an edge "
+                                       f"({slot.describe()}); connect a tensor instead")
+        return slot
+
     def set_state(self, vid: int, name: str, values: Any) -> None:
         """The value of a state field (vertex data that is not an edge)."""
-        slot = self._slot(vid, name)
+        slot = self.state_slot(vid, name)
         where = f"{self._vertices.describe(vid)} field '{name}'"
-        if not slot.state:
-            raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
         arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
