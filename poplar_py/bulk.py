@@ -1,4 +1,4 @@
-"""Many vertices of one class at once, with their list fields connected from arrays.
+"""Many vertices of one class at once, with their vector and list fields connected from arrays.
 
 A library operation adds one vertex per tile (or a few) whose ``VectorList`` fields hold that
 tile's regions of its operands. Made one ``addVertex`` at a time, every region costs a view, a
@@ -18,7 +18,7 @@ import numpy as np
 from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .regions import arithmetic_groups, exclusive_cumsum
 from .tensor import Tensor
-from .vertex_table import EDGE_COLUMNS, FieldSlot, VertexTable
+from .vertex_table import EDGE_COLUMNS, NO_ROW, FieldSlot, VertexTable
 
 _I64 = np.int64
 
@@ -42,9 +42,11 @@ class Rows:
         return int(self.per_vertex.sum())
 
 
-def list_edges(t: Tensor, rows: Rows, first_vertex: int, field: int, connection: int) -> np.ndarray:
+def list_edges(t: Tensor, rows: Rows, first_vertex: int, field: int, connection: int,
+               list_row: bool = True) -> np.ndarray:
     """The edge rows connecting list field ``field`` of vertices ``first_vertex, ...`` to the rows
-    of ``t`` (flattened): one per run, runs that go on in one arithmetic sequence joined."""
+    of ``t`` (flattened): one per run, runs that go on in one arithmetic sequence joined. A field
+    that is not a list (``list_row`` False) has one row per vertex."""
     runs, owner = t.runs().take_ranges(rows.begin, rows.end)
     row = rows.row[owner]
     same = (runs.var[1:] == runs.var[:-1]) & (row[1:] == row[:-1])
@@ -54,7 +56,7 @@ def list_edges(t: Tensor, rows: Rows, first_vertex: int, field: int, connection:
     block = np.empty((row.size, len(EDGE_COLUMNS)), _I64)
     block[:, 0] = first_vertex + vertex_of_row
     block[:, 1] = field
-    block[:, 2] = row - exclusive_cumsum(rows.per_vertex)[vertex_of_row]
+    block[:, 2] = row - exclusive_cumsum(rows.per_vertex)[vertex_of_row] if list_row else NO_ROW
     block[:, 3] = connection
     block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var[first], runs.offset[first], count, stride
     return block
@@ -62,12 +64,13 @@ def list_edges(t: Tensor, rows: Rows, first_vertex: int, field: int, connection:
 
 def check_list_field(slots: dict[str, FieldSlot], name: str, t: Tensor,
                      where: Callable[[], str]) -> FieldSlot:
-    """The slot of list field ``name``, checked against tensor ``t`` as ``connect`` checks an edge."""
+    """The slot of vector or list field ``name``, checked against tensor ``t`` as ``connect`` checks
+    an edge."""
     slot = slots.get(name)
     if slot is None:
         raise UnknownFieldError(f"{where()} has no field '{name}' (fields: {', '.join(slots)})")
-    if not slot.is_list or slot.state:
-        raise GraphConnectionError(f"{where()} field '{name}' ({slot.describe()}) is not a list field")
+    if slot.state or (slot.rank != 1 and not slot.is_list):
+        raise GraphConnectionError(f"{where()} field '{name}' ({slot.describe()}) is not a vector or a list")
     if t.elementType() != slot.type:
         raise PoplarTypeError(f"{where()} field '{name}' ({slot.describe()}) cannot be connected to tensor "
                               f"'{t.name}' of type {t.elementType()}")
@@ -86,17 +89,20 @@ def add_list_vertices(table: VertexTable, class_id: int, compute_set: int, sourc
     slots = table.fields[class_id]
     checked = [(check_list_field(slots, name, t, where), t, rows) for name, (t, rows) in lists.items()]
     for slot, _, rows in checked:
-        if rows.per_vertex.size != tiles.size:
+        if rows.per_vertex.size != tiles.size or not (slot.is_list or (rows.per_vertex == 1).all()):
             raise GraphConnectionError(f"{where()} field '{slot.spec.name}': rows for {rows.per_vertex.size} "
-                                       f"vertices, but {tiles.size} vertices")
+                                       f"vertices ({tiles.size} vertices, one row each for a vector)")
     first = table.add_many(class_id, compute_set, source, tiles)
     connection = len(table.edges)
-    blocks = [list_edges(t, rows, first, slot.index, connection) for slot, t, rows in checked]
+    blocks = [list_edges(t, rows, first, slot.index, connection, slot.is_list) for slot, t, rows in checked]
     block = np.concatenate(blocks) if blocks else np.zeros((0, len(EDGE_COLUMNS)), _I64)
     # the vertex table's order (vertex, field, row), runs of a row kept in order
     table.add_edge_block(block[np.lexsort((block[:, 2], block[:, 1], block[:, 0]))])
     for slot, _, rows in checked:
-        table.size_lists(first, slot.index, rows.per_vertex)
+        if slot.is_list:
+            table.size_lists(first, slot.index, rows.per_vertex)
+        else:
+            table.mark_many(first, tiles.size, slot.index)
     return first
 
 

@@ -449,11 +449,12 @@ class Graph:
                      state: dict[str, Any] | None = None,
                      vector_state: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> range:
         """The libraries' bulk ``addVertex``: ``len(tiles)`` vertices of ``vertexType`` in ``cs``,
-        vertex ``v`` on tile ``tiles[v]``, whose list fields ``lists`` connect to rows of tensors
-        (``(tensor, bulk.Rows)``), fields ``shared`` to one tensor each and state fields ``state``
-        to one value each, the same for every vertex; ``vector_state`` gives state vectors as
-        ``(values, per_vertex)``, vertex ``v`` taking the next ``per_vertex[v]`` values. Returns the
-        new vertices' ids; on an error the graph is left as it was."""
+        vertex ``v`` on tile ``tiles[v]``, whose list and vector fields ``lists`` connect to rows of
+        tensors (``(tensor, bulk.Rows)``; a vector takes one row), fields ``shared`` to one tensor
+        each and state fields ``state`` to one value each, the same for every vertex;
+        ``vector_state`` gives state vectors as ``(values, per_vertex)``, vertex ``v`` taking the
+        next ``per_vertex[v]`` values. Returns the new vertices' ids; on an error the graph is left
+        as it was."""
         cid = self._class_id(vertexType, cs)
         for name, (t, _) in lists.items():
             self._check_own(t, f"add_vertices: field '{name}'")

@@ -113,11 +113,15 @@ class VertexTable:
         keys = [(vid, field) for vid in range(first, first + sizes.size)]
         self.sizes.update(zip(keys, sizes.tolist()))
         self.listed.update(keys)
+        self.mark_many(first, sizes.size, field)
+
+    def mark_many(self, first: int, n: int, field: int) -> None:
+        """Mark ``field`` of the vertices ``first, ..., first + n - 1`` connected."""
         if field >= 63:
-            self._wide.update(keys)
+            self._wide.update((vid, field) for vid in range(first, first + n))
             return
         bits = np.frombuffer(self.connected, np.int64)
-        bits[first:first + sizes.size] |= 1 << field
+        bits[first:first + n] |= 1 << field
         del bits  # the buffer must not stay exported: appending resizes it
 
     def remove_last(self, vid: int, edge_bytes: int) -> None:

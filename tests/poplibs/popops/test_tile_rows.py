@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,7 @@ def test_worker_rows_split_as_split_regions_between_workers(seed, grain):
     t = graph.addVariable(poplar.FLOAT, [n], "t")
     cuts = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, int(rng.integers(0, 25))), replace=False))
     bounds = [0, *cuts.tolist(), n]
-    for b, e in zip(bounds[:-1], bounds[1:]):
+    for b, e in itertools.pairwise(bounds):
         graph.setTileMapping(t.slice(b, e), int(rng.integers(0, 8)))
     expected = [(tile, [[(iv.begin(), iv.end()) for iv in part]
                         for part in splitRegionsBetweenWorkers(device.getTarget(), intervals, grain)])
