@@ -18,6 +18,7 @@ import numpy as np
 from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .regions import arithmetic_groups, exclusive_cumsum
 from .tensor import Tensor
+from .vertex import FieldKind
 from .vertex_table import EDGE_COLUMNS, NO_ROW, FieldSlot, VertexTable
 
 _I64 = np.int64
@@ -104,6 +105,25 @@ def add_list_vertices(table: VertexTable, class_id: int, compute_set: int, sourc
         else:
             table.mark_many(first, tiles.size, slot.index)
     return first
+
+
+def set_shared_state(table: VertexTable, first: int, n: int, slot: FieldSlot, values: np.ndarray) -> None:
+    """State field ``slot`` of vertices ``first, ..., first + n - 1``: the same ``values`` (converted)."""
+    keys = [(vid, slot.index) for vid in range(first, first + n)]
+    table.state.update(dict.fromkeys(keys, values))
+    if slot.spec.kind is not FieldKind.SCALAR:
+        table.sizes.update(dict.fromkeys(keys, values.size))
+
+
+def add_shared_edges(table: VertexTable, first: int, n: int, field: int,
+                     run: tuple[int, int, int, int]) -> None:
+    """Field ``field`` (not a list) of vertices ``first, ..., first + n - 1`` connected to one run."""
+    block = np.empty((n, len(EDGE_COLUMNS)), _I64)
+    block[:, 0] = np.arange(first, first + n)
+    block[:, 1:4] = (field, NO_ROW, len(table.edges))
+    block[:, 4:] = run
+    table.add_edge_block(block)
+    table.mark_many(first, n, field)
 
 
 def set_vector_state(table: VertexTable, first: int, slot: FieldSlot, values: np.ndarray,

@@ -166,14 +166,19 @@ class FieldConnector:
                                        f"({slot.describe()}); connect a tensor instead")
         return slot
 
-    def set_state(self, vid: int, name: str, values: Any) -> None:
-        """The value of a state field (vertex data that is not an edge)."""
+    def state_values(self, vid: int, name: str, values: Any) -> tuple[FieldSlot, np.ndarray]:
+        """State field ``name`` of vertex ``vid`` and ``values`` checked and converted for it."""
         slot = self.state_slot(vid, name)
         where = f"{self._vertices.describe(vid)} field '{name}'"
         arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
         with np.errstate(all="ignore"):
-            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
+            return slot, arr.reshape(-1).astype(slot.spec.type.dtype)
+
+    def set_state(self, vid: int, name: str, values: Any) -> None:
+        """The value of a state field (vertex data that is not an edge)."""
+        slot, arr = self.state_values(vid, name, values)
+        self._vertices.state[(vid, slot.index)] = arr
         if slot.spec.kind is not FieldKind.SCALAR:
             self._vertices.sizes[(vid, slot.index)] = arr.size

@@ -28,7 +28,7 @@ from .arguments import (
     checked_values,
 )
 from .block import contiguous_strides
-from .bulk import Rows, add_list_vertices, set_vector_state
+from .bulk import Rows, add_list_vertices, add_shared_edges, set_shared_state, set_vector_state
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
 from .connections import FieldConnector, unknown_field
@@ -471,11 +471,17 @@ class Graph:
             slots = table.fields[cid]
             for name, (values, per_vertex) in (vector_state or {}).items():
                 set_vector_state(table, first, self._fields.state_slot(first, name), values, per_vertex)
-            for vid in vids:
-                for name, t in (shared or {}).items():
+            for name, value in (state or {}).items():
+                set_shared_state(table, first, tiles.size, *self._fields.state_values(first, name, value))
+            for name, t in (shared or {}).items():
+                slot = slots.get(name)
+                run = t.edge_run(self._vars, slot.type, slot.rank, slot.writes) \
+                    if slot is not None and slot.plain and type(t) is Tensor else None
+                if run is not None:
+                    add_shared_edges(table, first, tiles.size, slot.index, run)
+                    continue
+                for vid in vids:  # the checks and the general case
                     self._fields.connect(vid, slots, name, None, t)
-                for name, value in (state or {}).items():
-                    self._fields.set_state(vid, name, value)
         except PoplarError:
             table.remove_last(first, edge_bytes)
             raise
