@@ -459,9 +459,10 @@ class Graph:
         for name, (t, _) in lists.items():
             self._check_own(t, f"add_vertices: field '{name}'")
         tiles = np.asarray(tiles, dtype=np.int64)
-        if tiles.size and (tiles.min() < 0 or tiles.max() >= self._num_tiles):
-            raise InvalidTileMappingError(f"add_vertices of {vertexType}: tile {int(tiles.max())} is out of "
-                                          f"range for {self._num_tiles} tiles")
+        bad = tiles[(tiles < 0) | (tiles >= self._num_tiles)]
+        if bad.size:
+            raise InvalidTileMappingError(f"add_vertices of {vertexType}: tile {int(bad[0])} is out of range "
+                                          f"for {self._num_tiles} tiles")
         table = self._vertices
         edge_bytes, first = len(table.edges), table.num_vertices
         vids = range(first, first + tiles.size)

@@ -27,8 +27,8 @@ class RowSums(Vertex):
             self.out[r] = s * self.scale
 
 
-class Copies(MultiVertex):
-    """Worker ``w`` copies row ``w`` of ``src`` into row ``w`` of ``dst``."""
+class Doubles(MultiVertex):
+    """Worker ``w`` writes row ``w`` of ``src``, doubled, into row ``w`` of ``dst``."""
 
     src: Input[VectorList[float]]
     dst: Output[VectorList[float]]
@@ -38,7 +38,7 @@ class Copies(MultiVertex):
             src = self.src[workerId]
             dst = self.dst[workerId]
             for i in range(len(dst)):
-                dst[i] = src[i]
+                dst[i] = 2.0 * src[i]
 
 
 def _setup(tiles: int = 4):
@@ -46,7 +46,7 @@ def _setup(tiles: int = 4):
     m.tilesPerIPU = tiles
     device = m.createDevice()
     graph = poplar.Graph(device)
-    graph.addCodelets([RowSums, Copies])
+    graph.addCodelets([RowSums, Doubles])
     return device, graph
 
 
@@ -96,10 +96,10 @@ def test_multivertex_rows_per_worker():
                 np.array([0, 1, 2, 2, 3]))
     reversed_src = src.reverse(0).reverse(0)  # a view (the same elements)
     cs = graph.addComputeSet("copy")
-    graph.add_vertices(cs, "Copies", np.array([0, 1]), {"src": (reversed_src, rows), "dst": (dst, rows)})
+    graph.add_vertices(cs, "Doubles", np.array([0, 1]), {"src": (reversed_src, rows), "dst": (dst, rows)})
     host = np.arange(40, dtype=np.float32)
     got = _run(device, graph, cs, {"dst": dst}, {"src": (src, host)})["dst"]
-    np.testing.assert_array_equal(got, host)
+    np.testing.assert_array_equal(got, 2 * host)
 
 
 @pytest.mark.parametrize("case", ["unknown", "type", "constant", "tile", "state", "vector rows"])
