@@ -34,6 +34,7 @@ from poplar_py import program as prog
 from poplar_py.arguments import is_int
 from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name
+from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
 from ..poputil import PoplibsError, calcLinearTileMapping, templateVertex, tensorArgument
@@ -306,8 +307,7 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         tiles = regions.tile[sel][np.searchsorted(owner, np.arange(keys.size))]
         per_vertex = np.bincount(owner, minlength=keys.size)
         count = regions.count[sel]
-        piece = np.repeat(regions.first_piece[sel], count) + np.arange(int(count.sum())) \
-            - np.repeat(np.cumsum(count) - count, count)
+        piece = expand_ranges(regions.first_piece[sel], count)[1]
         begin = regions.pos[piece]
         if merge:  # one entry per region with pieces, its pieces back to back
             row = np.repeat(np.cumsum(count > 0) - 1, count)

@@ -14,7 +14,7 @@ import numpy as np
 
 from poplar_py import Graph, Tensor
 from poplar_py.bulk import Rows
-from poplar_py.regions import exclusive_cumsum
+from poplar_py.regions import exclusive_cumsum, expand_ranges
 
 __all__ = ["workerRows"]
 
@@ -42,8 +42,7 @@ def workerRows(graph: Graph, t: Tensor, grain: int) -> tuple[np.ndarray, Rows]:
     start -= start[first][which]  # each interval's first position in its tile's elements
     step = budget[which]
     p0, p1 = start // step, (start + length - 1) // step
-    owner = np.repeat(np.arange(tile.size), p1 - p0 + 1)
-    part = p0[owner] + np.arange(owner.size) - exclusive_cumsum(p1 - p0 + 1)[owner]
+    owner, part = expand_ranges(p0, p1 - p0 + 1)  # the partitions each interval reaches
     lo = np.maximum(start[owner], part * step[owner])
     hi = np.minimum(start[owner] + length[owner], (part + 1) * step[owner])
     shift = begin[owner] - start[owner]
