@@ -1,8 +1,8 @@
 """How the core's cost grows with the work: graph build, Engine build, run time and peak RSS.
 
-    python benchmarks/bench_scale.py [--workload matmul|tut7|vertices ...] [--quick]
+    python benchmarks/bench_scale.py [--workload matmul|tut7|vertices|bert|mulT ...] [--quick]
 
-Three workloads, each at four sizes, each size in a fresh process (so peak RSS is that
+Five workloads, each at a few sizes, each size in a fresh process (so peak RSS is that
 run's own), pinned to one core with ``POPLAR_PY_THREADS=1`` and ``OPENBLAS_NUM_THREADS=1``:
 
 * ``matmul``: ``poplin.matMul`` of two n x n float operands mapped linearly
@@ -14,6 +14,11 @@ run's own), pinned to one core with ``POPLAR_PY_THREADS=1`` and ``OPENBLAS_NUM_T
 * ``vertices``: one compute set of small vertices, each summing 4 floats of its own tile
   (125k ... 1M). Targets at 1M: graph <= 8 us/vertex, Engine <= 3 us/vertex,
   peak RSS <= 1 GB.
+* ``bert``: the BERT-base encoder layer of ``workloads.bert_layer`` (forward, a weight gradient
+  averaged over replicas, an SGD step), checked against numpy, at 1 replica. Targets: graph
+  <= 3 s, Engine <= 3 s, peak RSS <= 800 MB.
+* ``mulT``: ``popops.mul`` of a transposed linearly mapped n x n matrix by itself (n = 128 ...
+  512; graph = the mul alone). Target at 256: graph <= 0.5 s.
 
 The kernel cache is warmed by an unreported run first. Sizes are printed side by side,
 with the growth from one size to the next (x2 work should cost about x2).
@@ -36,10 +41,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"matmul": [128, 256, 512, 1024], "tut7": [1250, 2500, 5000, 10000],
-         "vertices": [125_000, 250_000, 500_000, 1_000_000]}
+         "vertices": [125_000, 250_000, 500_000, 1_000_000], "bert": [1], "mulT": [128, 256, 512]}
 TARGETS = {"matmul": "build <= 2 s, RSS <= 600 MB at 1024",
            "tut7": "graph <= 10 us/v, Engine <= 5 us/v, RSS <= 400 MB at 10000",
-           "vertices": "graph <= 8 us/v, Engine <= 3 us/v, RSS <= 1 GB at 1M"}
+           "vertices": "graph <= 8 us/v, Engine <= 3 us/v, RSS <= 1 GB at 1M",
+           "bert": "graph <= 3 s, Engine <= 3 s, RSS <= 800 MB at 1 replica",
+           "mulT": "graph <= 0.5 s at 256"}
 
 
 def _peak_rss_mb() -> float:
@@ -174,7 +181,68 @@ def _vertices(n: int) -> dict:
     return {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s, "vertices": n}
 
 
-WORKLOADS = {"matmul": _matmul, "tut7": _tut7, "vertices": _vertices}
+def _bert(replicas: int) -> dict:
+    """The BERT-base encoder layer of ``workloads.bert_layer`` on ``replicas`` IPUs, checked."""
+    import poplar_py as poplar
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from workloads import bert_layer
+
+    model = poplar.IPUModel()
+    model.numIPUs = replicas
+    device = model.createDevice()
+    start = time.perf_counter()
+    layer = bert_layer(device.getTarget(), replicas)
+    graph_s = time.perf_counter() - start
+    result = _engine_run(device, layer.graph, layer.program, layer.write, layer.check)
+    return {"graph_s": graph_s, **result}
+
+
+def _mul_transposed(n: int) -> dict:
+    """``popops.mul(g, a.transpose(), a.transpose(), seq)`` on a linearly mapped n x n ``a``."""
+    import numpy as np
+
+    import poplar_py as poplar
+    from poplar_py import program as prog
+    from poplibs_py import popops, poputil
+
+    device = poplar.IPUModel().createDevice()
+    graph = poplar.Graph(device)
+    popops.addCodelets(graph)
+    a = graph.addVariable(poplar.FLOAT, [n, n], "a")
+    poputil.mapTensorLinearly(graph, a)
+    seq = prog.Sequence()
+    start = time.perf_counter()
+    out = popops.mul(graph, a.transpose(), a.transpose(), seq)
+    graph_s = time.perf_counter() - start
+    graph.createHostWrite("a", a)
+    graph.createHostRead("out", out)
+    host = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+
+    def check(engine):
+        np.testing.assert_array_equal(engine.readTensor("out"), host.T * host.T)
+
+    result = _engine_run(device, graph, seq, lambda engine: engine.writeTensor("a", host), check)
+    return {"graph_s": graph_s, **result}
+
+
+def _engine_run(device, graph, program, write, check) -> dict:
+    """Build the Engine and run it once, timed; ``write(engine)`` feeds it, ``check(engine)`` checks."""
+    import poplar_py as poplar
+
+    start = time.perf_counter()
+    engine = poplar.Engine(graph, program)
+    engine_s = time.perf_counter() - start
+    engine.load(device)
+    write(engine)
+    start = time.perf_counter()
+    engine.run()
+    run_s = time.perf_counter() - start
+    check(engine)
+    return {"engine_s": engine_s, "run_s": run_s, "vertices": graph.getNumVertices()}
+
+
+WORKLOADS = {"matmul": _matmul, "tut7": _tut7, "vertices": _vertices, "bert": _bert, "mulT": _mul_transposed}
 
 
 def _child(workload: str, size: int) -> None:
@@ -198,7 +266,7 @@ def _measure(workload: str, size: int) -> dict:
 def _report(workload: str, sizes: list[int]) -> None:
     _measure(workload, sizes[0])  # warms the kernel cache
     rows = [_measure(workload, s) for s in sizes]
-    per_vertex = workload != "matmul"
+    per_vertex = workload not in ("matmul", "bert", "mulT")
     print(f"\n{workload} ({TARGETS[workload]})")
     print(f"  {'size':<22}" + "".join(f"{s:>14,}" for s in sizes))
     print(f"  {'vertices':<22}" + "".join(f"{r['vertices']:>14,}" for r in rows))

@@ -158,16 +158,27 @@ class FieldConnector:
     def size(self, vid: int, name: str) -> int:
         return self._vertices.sizes.get((vid, self._slot(vid, name).index), 0)
 
-    def set_state(self, vid: int, name: str, values: Any) -> None:
-        """The value of a state field (vertex data that is not an edge)."""
+    def state_slot(self, vid: int, name: str) -> FieldSlot:
+        """The slot of state field ``name`` of vertex ``vid`` (an error for an edge)."""
         slot = self._slot(vid, name)
-        where = f"{self._vertices.describe(vid)} field '{name}'"
         if not slot.state:
-            raise GraphConnectionError(f"{where} is an edge ({slot.describe()}); connect a tensor instead")
+            raise GraphConnectionError(f"{self._vertices.describe(vid)} field '{name}' is an edge "
+                                       f"({slot.describe()}); connect a tensor instead")
+        return slot
+
+    def state_values(self, vid: int, name: str, values: Any) -> tuple[FieldSlot, np.ndarray]:
+        """State field ``name`` of vertex ``vid`` and ``values`` checked and converted for it."""
+        slot = self.state_slot(vid, name)
+        where = f"{self._vertices.describe(vid)} field '{name}'"
         arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
         with np.errstate(all="ignore"):
-            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
+            return slot, arr.reshape(-1).astype(slot.spec.type.dtype)
+
+    def set_state(self, vid: int, name: str, values: Any) -> None:
+        """The value of a state field (vertex data that is not an edge)."""
+        slot, arr = self.state_values(vid, name, values)
+        self._vertices.state[(vid, slot.index)] = arr
         if slot.spec.kind is not FieldKind.SCALAR:
             self._vertices.sizes[(vid, slot.index)] = arr.size

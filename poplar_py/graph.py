@@ -29,6 +29,7 @@ from .arguments import (
     checked_values,
 )
 from .block import contiguous_strides
+from .bulk import Rows, add_list_vertices, add_shared_edges, set_shared_state, set_vector_state
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
 from .connections import FieldConnector, unknown_field
@@ -369,14 +370,22 @@ class Graph:
 
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
-        self._check_own(t, "getTileMapping")
         if not isinstance(requireComplete, (bool, np.bool_)):
             raise InvalidArgumentError(f"getTileMapping: requireComplete must be a bool, got "
                                        f"{requireComplete!r:.40}")
         result: list[list[Interval]] = [[] for _ in range(self._num_tiles)]
+        for b, e, tile in zip(*(a.tolist() for a in self.tile_intervals(t, requireComplete))):
+            result[tile].append(Interval(b, e))
+        return result
+
+    def tile_intervals(self, t: Tensor, requireComplete: bool = True
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``getTileMapping`` as arrays: the maximal intervals ``[begin, end)`` of the flattened
+        tensor on one tile each, in order, and their tiles (unmapped elements left out)."""
+        self._check_own(t, "getTileMapping")
         runs = t.runs()
         if not len(runs):
-            return result
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
         pieces, tiles = self._mapping.tiles_of(runs)
         start = pieces.flat_start(runs)
         if self._tiles is not None:  # relative ids; -1 for tiles outside this virtual graph
@@ -388,13 +397,10 @@ class Graph:
             where = "has no tile" if self._tiles is None else "has no tile in this virtual graph"
             raise InvalidTileMappingError(
                 f"tensor '{t.name}' is not completely mapped: element {first} (flattened) {where}")
-        new = np.concatenate(([True], tiles[1:] != tiles[:-1]))
-        first = np.flatnonzero(new)
+        first = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
         ends = np.append(start[first[1:]], t.numElements())
-        for b, e, tile in zip(start[first].tolist(), ends.tolist(), tiles[first].tolist()):
-            if tile >= 0:
-                result[tile].append(Interval(b, e))
-        return result
+        keep = tiles[first] >= 0
+        return start[first][keep], ends[keep], tiles[first][keep]
 
     # ---- codelets and vertices ---------------------------------------------------------------
     def addCodelets(self, src: Any, *_: Any) -> bool:
@@ -419,8 +425,8 @@ class Graph:
         self._compute_sets.append(cs.name)
         return cs
 
-    def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
-        """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
+    def _class_id(self, vertexType: str, cs: ComputeSet) -> int:
+        """The vertex table's class id of a registered codelet, checking ``cs`` is this graph's."""
         cid = self._vertex_types.get(vertexType) if type(vertexType) is str else None
         if cid is None:
             if not isinstance(vertexType, str):
@@ -432,6 +438,11 @@ class Graph:
                                        f"{cs!r:.40}")
         if cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
             raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
+        return cid
+
+    def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
+        """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
+        cid = self._class_id(vertexType, cs)
         table = self._vertices
         if connections is not None and type(connections) is not dict:
             raise InvalidArgumentError(f"addVertex: connections must be a dict of field name to tensor, "
@@ -452,6 +463,50 @@ class Graph:
                 table.remove_last(vid, edge_bytes)
                 raise
         return VertexRef(self, vid)
+
+    def add_vertices(self, cs: ComputeSet, vertexType: str, tiles: np.ndarray,
+                     lists: dict[str, tuple[Tensor, Rows]], shared: dict[str, Tensor] | None = None,
+                     state: dict[str, Any] | None = None,
+                     vector_state: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> range:
+        """The libraries' bulk ``addVertex``: ``len(tiles)`` vertices of ``vertexType`` in ``cs``,
+        vertex ``v`` on tile ``tiles[v]``, whose list and vector fields ``lists`` connect to rows of
+        tensors (``(tensor, bulk.Rows)``; a vector takes one row), fields ``shared`` to one tensor
+        each and state fields ``state`` to one value each, the same for every vertex;
+        ``vector_state`` gives state vectors as ``(values, per_vertex)``, vertex ``v`` taking the
+        next ``per_vertex[v]`` values. Returns the new vertices' ids; on an error the graph is left
+        as it was."""
+        cid = self._class_id(vertexType, cs)
+        for name, (t, _) in lists.items():
+            self._check_own(t, f"add_vertices: field '{name}'")
+        tiles = np.asarray(tiles, dtype=np.int64)
+        bad = tiles[(tiles < 0) | (tiles >= self._num_tiles)]
+        if bad.size:
+            raise InvalidTileMappingError(f"add_vertices of {vertexType}: tile {int(bad[0])} is out of range "
+                                          f"for {self._num_tiles} tiles")
+        table = self._vertices
+        edge_bytes, first = len(table.edges), table.num_vertices
+        vids = range(first, first + tiles.size)
+        try:
+            add_list_vertices(table, cid, cs.id, caller_location(), self._absolute(tiles), lists,
+                              lambda: f"vertices {first}.. ({vertexType})")
+            slots = table.fields[cid]
+            for name, (values, per_vertex) in (vector_state or {}).items():
+                set_vector_state(table, first, self._fields.state_slot(first, name), values, per_vertex)
+            for name, value in (state or {}).items():
+                set_shared_state(table, first, tiles.size, *self._fields.state_values(first, name, value))
+            for name, t in (shared or {}).items():
+                slot = slots.get(name)
+                run = t.edge_run(self._vars, slot.type, slot.rank, slot.writes) \
+                    if slot is not None and slot.plain and type(t) is Tensor else None
+                if run is not None:
+                    add_shared_edges(table, first, tiles.size, slot.index, run)
+                    continue
+                for vid in vids:  # the checks and the general case
+                    self._fields.connect(vid, slots, name, None, t)
+        except PoplarError:
+            table.remove_last(first, edge_bytes)
+            raise
+        return vids
 
     def getNumVertices(self) -> int:
         return self._vertices.num_vertices

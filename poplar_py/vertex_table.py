@@ -80,28 +80,61 @@ class VertexTable:
             self.fields.append({name: _slot(i, spec) for i, (name, spec) in enumerate(cls.fields.items())})
         return cid
 
-    def add(self, class_id: int, compute_set: int, source: tuple[str, int]) -> int:
-        """A new vertex, created at ``source`` (file, line) of the user's program."""
+    def _source_id(self, source: tuple[str, int]) -> int:
         sid = self._source_index.get(source)
         if sid is None:
             sid = self._source_index[source] = len(self.sources)
             self.sources.append(f"{source[0]}:{source[1]}" if source[0] else "")
-        self.rows.extend((class_id, compute_set, -1, -1, sid))
+        return sid
+
+    def add(self, class_id: int, compute_set: int, source: tuple[str, int]) -> int:
+        """A new vertex, created at ``source`` (file, line) of the user's program."""
+        self.rows.extend((class_id, compute_set, -1, -1, self._source_id(source)))
         self.connected.append(0)
         return len(self.connected) - 1
 
+    def add_many(self, class_id: int, compute_set: int, source: tuple[str, int], tiles: np.ndarray) -> int:
+        """``len(tiles)`` new vertices on ``tiles`` (-1: not mapped yet); the first one's id."""
+        first = self.num_vertices
+        block = np.empty((tiles.size, _NV), np.int64)
+        block[:] = (class_id, compute_set, -1, -1, self._source_id(source))
+        block[:, TILE] = tiles
+        self.rows.frombytes(block.tobytes())
+        self.connected.frombytes(np.zeros(tiles.size, np.int64).tobytes())
+        return first
+
+    def add_edge_block(self, block: np.ndarray) -> None:
+        """Append edge rows given as an ``(n, len(EDGE_COLUMNS))`` int64 array."""
+        self.edges += np.ascontiguousarray(block, np.int64).tobytes()
+
+    def size_lists(self, first: int, field: int, sizes: np.ndarray) -> None:
+        """Mark list field ``field`` of the vertices ``first, first + 1, ...`` connected, with
+        ``sizes`` rows each."""
+        keys = [(vid, field) for vid in range(first, first + sizes.size)]
+        self.sizes.update(zip(keys, sizes.tolist()))
+        self.listed.update(keys)
+        self.mark_many(first, sizes.size, field)
+
+    def mark_many(self, first: int, n: int, field: int) -> None:
+        """Mark ``field`` of the vertices ``first, ..., first + n - 1`` connected."""
+        if field >= 63:
+            self._wide.update((vid, field) for vid in range(first, first + n))
+            return
+        bits = np.frombuffer(self.connected, np.int64)
+        bits[first:first + n] |= 1 << field
+        del bits  # the buffer must not stay exported: appending resizes it
+
     def remove_last(self, vid: int, edge_bytes: int) -> None:
-        """Undo ``add`` of the last vertex and its edges (from ``edge_bytes`` on): a vertex whose
-        connections failed leaves the graph as it was."""
-        assert vid == self.num_vertices - 1
-        del self.rows[-_NV:]
-        self.connected.pop()
+        """Undo ``add`` of the last vertices from ``vid`` on and their edges (from ``edge_bytes`` on):
+        vertices whose connections failed leave the graph as it was."""
+        del self.rows[_NV * vid:]
+        del self.connected[vid:]
         del self.edges[edge_bytes:]
         for keyed in (self.sizes, self.state):
-            for key in [k for k in keyed if k[0] == vid]:
+            for key in [k for k in keyed if k[0] >= vid]:
                 del keyed[key]
-        self.listed = {k for k in self.listed if k[0] != vid}
-        self._wide = {k for k in self._wide if k[0] != vid}
+        self.listed = {k for k in self.listed if k[0] < vid}
+        self._wide = {k for k in self._wide if k[0] < vid}
 
     def get(self, vid: int, column: int) -> int:
         return self.rows[_NV * vid + column]

@@ -1,15 +1,16 @@
 """popnn codelets for classification: arg max/min of rows and counting correct predictions."""
 
-from poplar_py import UNSIGNED_INT, Const, InOut, Input, Output, Vector, VectorList, Vertex
+from poplar_py import UNSIGNED_INT, Const, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
 L = TypeParam("L")
 
 
-class ReduceArgRows(Vertex):
+class ReduceArgRows(MultiVertex):
     """For each row r: ``index[r]`` = position of its largest (``isMax``) or smallest element,
-    the first one on ties, and ``value[r]`` = that element. NaN never replaces a number."""
+    the first one on ties, and ``value[r]`` = that element. NaN never replaces a number. Worker
+    ``w`` takes rows ``w, w + 6, ...``."""
 
     vertexName = "popnn::ReduceArgRows"
     rows: Input[VectorList[T]]
@@ -17,8 +18,8 @@ class ReduceArgRows(Vertex):
     value: Output[Vector[T]]
     isMax: Const[bool]
 
-    def compute(self):
-        for r in range(len(self.rows)):
+    def compute(self, workerId):
+        for r in range(workerId, len(self.rows), self.numWorkers()):
             row = self.rows[r]
             best = 0
             for k in range(1, len(row)):

@@ -10,7 +10,8 @@ uses GEPs from pointers loaded out of the state record; helpers are inlined at t
 
 Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 
-* ``VERTEX_OVERHEAD`` (10) per vertex, per worker for a MultiVertex (which reports the max worker);
+* ``VERTEX_OVERHEAD`` (10) per vertex, per worker for a MultiVertex (which reports 6 x its slowest
+  worker: tile cycles, the unit of a MultiVertex estimate);
 * 1 per arithmetic, bitwise, comparison, conversion and boolean operation;
 * 1 per field read or write (scalar or element) and per local-array element at an index not known
   when compiling (one at a known index is a register), 1 per ``if``/``while``/``assert`` test and
@@ -237,7 +238,8 @@ class KernelBuilder(VersionedLowering):
         workers = I64(6 if self.parsed.is_multi else 1)
         b.cbranch(b.icmp_signed("<", b.add(w, I64(1)), workers), worker, after)
         b.position_at_end(after)
-        _add_cycles(b, slots, sums, i, b.load(cmax))
+        # the barrel issues the workers in turn: a MultiVertex takes 6 x its slowest worker (tile cycles)
+        _add_cycles(b, slots, sums, i, b.mul(b.load(cmax), workers))
         b.store(b.add(i, I64(1)), i_slot)
         b.branch(head)
         b.position_at_end(done)

@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 #: bump whenever generated code changes: it is part of every cache key
-COMPILER_VERSION = "14"
+COMPILER_VERSION = "15"
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p

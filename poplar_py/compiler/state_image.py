@@ -41,10 +41,14 @@ class Image:
         self.data: list[np.ndarray] = []
         self.pointers: list[tuple[int, np.ndarray]] = []  # (block, byte offsets of addresses in it)
 
-    def add(self, addresses: np.ndarray, counts: np.ndarray, values: list[np.ndarray],
+    def add(self, addresses: np.ndarray, counts: np.ndarray, values: list[np.ndarray] | np.ndarray,
             dtype: np.dtype) -> None:
-        """Write ``values[i]`` (``counts[i]`` elements of ``dtype``) at absolute address ``addresses[i]``."""
-        data = np.concatenate(values) if len(values) else np.zeros(0, dtype)
+        """Write ``values[i]`` (``counts[i]`` elements of ``dtype``) at absolute address ``addresses[i]``
+        (``values`` may also be given back to back, as one array)."""
+        if isinstance(values, np.ndarray):
+            data = values
+        else:
+            data = np.concatenate(values) if len(values) else np.zeros(0, dtype)
         data = np.ascontiguousarray(data, dtype=dtype)
         if data.size == 0:
             return

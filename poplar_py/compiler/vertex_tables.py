@@ -279,8 +279,7 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
             entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
             entries["ptr"] = seg_abs[rows]
             entries["size"] = seg.length[rows]
-            image.add(cursor, counts, np.split(entries, np.cumsum(counts)[:-1]) if n else [],
-                      VECTOR_LIST_ENTRY_DTYPE)
+            image.add(cursor, counts, entries, VECTOR_LIST_ENTRY_DTYPE)
             table[name + ".ptr"] = cursor
             table[name + ".size"] = counts
             cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import enum
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, concat
+import numpy as np
+
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.bulk import Rows
 
 from .. import popops
 from ..popops import expr as pe
 from ..popops.encoding import MASKED_LABEL_CODE
 from ..popops.expr import _1, _2, _3, _4, _5
 from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
-from ._rows import map_rows, row_tiles, worker_rows
+from ._rows import map_rows, row_tiles
 
 __all__ = ["CROSS_ENTROPY_LOSS", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF", "MASKED_LABEL_CODE",
            "SUM_SQUARED_LOSS", "LossType", "argMax", "argMin", "calcAccuracy", "calcLoss",
@@ -47,8 +50,9 @@ CROSS_ENTROPY_LOSS = LossType.CROSS_ENTROPY_LOSS
 
 def _reduce_arg(graph: Graph, t: Tensor, prog: prog_.Sequence, isMax: bool,
                 name: str) -> tuple[Tensor, Tensor]:
-    """(values, indices) of each row's max/min, computed by ``ReduceArgRows`` vertices on the tile
-    holding most of each row; both outputs are mapped with their rows."""
+    """(values, indices) of each row's max/min, computed by one ``ReduceArgRows`` MultiVertex per
+    tile on the tile holding most of each row (its workers share the rows); both outputs are
+    mapped with their rows."""
     t, prog = tensorArgument(graph, t, f"{name}: input"), sequenceArgument(prog, name)
     if t.rank() != 2:
         raise PoplibsError(f"{name}: input '{t.name}' must be 2-D [rows, classes], has shape {t.shape()}")
@@ -63,17 +67,16 @@ def _reduce_arg(graph: Graph, t: Tensor, prog: prog_.Sequence, isMax: bool,
     map_rows(graph, indices, tiles)
     cs = graph.addComputeSet(name)
     vertex = templateVertex("popnn::ReduceArgRows", t.elementType(), isMax)
-    for tile, rows in worker_rows(graph, tiles):
-        v = graph.addVertex(cs, vertex, {"rows": [t[r] for r in rows],
-                                         "index": _concat([indices.slice(r, r + 1) for r in rows]),
-                                         "value": _concat([values.slice(r, r + 1) for r in rows])})
-        graph.setTileMapping(v, tile)
+    order = np.argsort(tiles, kind="stable")  # rows by tile: one vertex per tile
+    vertex_tiles, per_vertex = np.unique(tiles, return_counts=True)
+    owner = np.repeat(np.arange(vertex_tiles.size), per_vertex)
+    width = t.dim(1)
+    rows = Rows(per_vertex, order * width, (order + 1) * width, np.arange(order.size))
+    one = Rows(np.ones(vertex_tiles.size, np.int64), order, order + 1, owner)
+    graph.add_vertices(cs, vertex, vertex_tiles, {"rows": (t.flatten(), rows), "index": (indices, one),
+                                                  "value": (values, one)})
     prog.add(prog_.Execute(cs))
     return values, indices
-
-
-def _concat(ts: list[Tensor]) -> Tensor:
-    return ts[0] if len(ts) == 1 else concat(ts)
 
 
 def argMax(graph: Graph, input: Tensor, prog: prog_.Sequence, debugName: str = "") -> Tensor:  # noqa: A002

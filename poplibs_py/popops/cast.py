@@ -18,7 +18,7 @@ def cast(graph: Graph, src: Tensor, dst: Type | object | Tensor, prog: ProgOrCs 
     laid out like ``src`` (or linearly when src is aliased or constant).
 
     ``cast(graph, src, dstTensor)`` (no prog) returns the program that casts into ``dstTensor``.
-    Conversion (``popops::Cast<SrcT,DstT>`` vertices on the tiles holding the result): float ->
+    Conversion (``popops::Cast2d<SrcT,DstT>`` vertices on the tiles holding the result): float ->
     integer truncates toward zero and saturates at the type's range (NaN gives 0); integer ->
     integer wraps; to a float type rounds to nearest; to bool is ``!= 0``.
     """
@@ -39,14 +39,14 @@ def cast(graph: Graph, src: Tensor, dst: Type | object | Tensor, prog: ProgOrCs 
 
 def castWithOutput(graph: Graph, src: Tensor, dst: Tensor, prog: ProgOrCs, debugName: str = "") -> None:
     """Write ``src``'s values converted to ``dst``'s type into ``dst`` (same shape, parallel
-    writeable), with ``popops::Cast`` vertices on the tiles that hold ``dst``."""
+    writeable), with ``popops::Cast2d`` vertices on the tiles that hold ``dst``."""
     src, dst = tensorArgument(graph, src, "cast: source"), tensorArgument(graph, dst, "cast: destination")
     if src.shape() != dst.shape():
         raise PoplibsError(f"cast: source '{src.name}' has shape {src.shape()}, "
                            f"destination '{dst.name}' has {dst.shape()}")
     if not dst.isParallelWriteable():
         raise PoplibsError(f"Trying to update tensor that cannot be written in parallel: '{dst.name}'")
-    vertex = templateVertex("popops::Cast", src.elementType(), dst.elementType())
+    vertex = templateVertex("popops::Cast2d", src.elementType(), dst.elementType())
 
     def compute(out: Tensor) -> None:
         cs = computeSetFor(graph, prog, debugName or "cast")

@@ -1,12 +1,13 @@
 """Turn a popops expression into the Python source of one codelet, and load it as a vertex class.
 
-``map`` fuses a whole expression into a single generated ``Vertex``: each input is a field
-(``in1 .. in20``; a ``Vector`` per element, or a scalar field when the input is one element
-broadcast to every output element), the result is ``out`` (``InOut`` for ``mapInPlace``, where
-``_1`` reads ``out`` itself), and ``compute`` is one loop whose body is the expression as Python
-code. The source is registered in ``linecache`` under a pseudo-filename so that the codelet
-compiler reads it through ``inspect`` like any codelet file; the vertex is named
-``popops::map::<hash>`` with a hash of the source, so the kernel disk cache hits across runs.
+``map`` fuses a whole expression into a single generated ``MultiVertex``, one per tile: each
+input is a field (``in1 .. in20``; a ``VectorList`` whose row ``w`` is worker ``w``'s part, or a
+scalar field when the input is one element broadcast to every output element), the result is
+``out`` (``InOut`` for ``mapInPlace``, where ``_1`` reads ``out`` itself), and worker ``w`` runs
+one loop over row ``w`` whose body is the expression as Python code. The source is registered in
+``linecache`` under a pseudo-filename so that the codelet compiler reads it through ``inspect``
+like any codelet file; the vertex is named ``popops::map::<hash>`` with a hash of the source, so
+the kernel disk cache hits across runs.
 
 Generated code follows the codelet language (numpy semantics, weak Python literals). Where PopLibs
 defines C semantics (integer ``/`` truncates toward zero, ``%`` takes the dividend's sign, ``>>`` on
@@ -306,26 +307,28 @@ def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace:
     gen = _Generator(types)
     body = gen.code(e, None)
     used = sorted({n.index for n in _walk(e) if isinstance(n, PlaceHolder)} - ({1} if inPlace else set()))
-    fields, loads, per_element = [], [], []
+    fields, loads, per_element = [], ["            out = self.out[workerId]"], []
     for i in used:
         elem = repr(types[i - 1])
         if i in scalars:
             fields.append(f"    in{i}: Input[{elem}]")
-            loads.append(f"        x{i} = self.in{i}")
+            loads.insert(0, f"            x{i} = self.in{i}")
         else:
-            fields.append(f"    in{i}: Input[Vector[{elem}]]")
-            per_element.append(f"            x{i} = self.in{i}[i]")
-    fields.append(f"    out: {'InOut' if inPlace else 'Output'}[Vector[{outType!r}]]")
+            fields.append(f"    in{i}: Input[VectorList[{elem}]]")
+            loads.append(f"            in{i} = self.in{i}[workerId]")
+            per_element.append(f"                x{i} = in{i}[i]")
+    fields.append(f"    out: {'InOut' if inPlace else 'Output'}[VectorList[{outType!r}]]")
     if inPlace:
-        per_element.insert(0, "            x1 = self.out[i]")
+        per_element.insert(0, "                x1 = out[i]")
     source = "\n".join([
         f'"""popops::map::@HASH@: {e!r} with inputs ({", ".join(map(str, types))}) -> {outType}."""',
         "import math  # noqa: F401", "", "import poplar_py as poplar",
-        "from poplar_py import InOut, Input, Output, Vector, Vertex  # noqa: F401", "",
+        "from poplar_py import InOut, Input, MultiVertex, Output, VectorList  # noqa: F401", "",
         *(f"\n{h}" for _, h in sorted(gen.helpers.items())), "",
-        "class MapVertex(Vertex):", '    vertexName = "popops::map::@HASH@"', *fields, "",
-        "    def compute(self):", *loads, "        for i in range(len(self.out)):", *per_element,
-        f"            self.out[i] = {body}", "        return True", ""])
+        "class MapVertex(MultiVertex):", '    vertexName = "popops::map::@HASH@"', *fields, "",
+        "    def compute(self, workerId):", "        if workerId < len(self.out):", *loads,
+        "            for i in range(len(out)):", *per_element,
+        f"                out[i] = {body}", "        return True", ""])
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     cls = _classes.get(digest)
     if cls is None:

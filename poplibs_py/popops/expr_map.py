@@ -1,9 +1,10 @@
 """popops.map: run a fused expression element by element on the tiles that hold the output.
 
 Also the work distribution that fill and cast share: every tile takes the intervals of the
-(flattened) output mapped to it, shares them between its worker threads with
-``splitRegionsBetweenWorkers``, and gets one vertex per worker partition whose fields connect to
-the matching slices of every operand (the engine stages operands that live elsewhere).
+(flattened) output mapped to it and shares them between its worker threads as
+``splitRegionsBetweenWorkers`` does (``tile_rows``); the tile gets one MultiVertex whose list
+fields have one row per worker partition, connected to the matching slices of every operand (the
+engine stages operands that live elsewhere). The vertices are built in bulk, from arrays.
 
 Every function taking ``prog`` also accepts a ``ComputeSet`` there (PopLibs' ComputeSet
 overloads): the vertices are then added to that compute set and no program is added, so the
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from poplar_py import ComputeSet, Graph, Tensor, Type, concat
+from poplar_py import ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog_
 
 from ..poputil import (
@@ -25,11 +26,11 @@ from ..poputil import (
     broadcastToMatch,
     computeWithOutput,
     mapTensorLinearly,
-    splitRegionsBetweenWorkers,
     tensorArgument,
 )
 from . import expr as pe
 from .expr_codegen import mapVertexClass
+from .tile_rows import workerRows
 
 __all__ = ["createOutputForElementWiseOp", "map", "mapInPlace", "mapWithOutput"]
 
@@ -57,9 +58,9 @@ def createOutputForElementWiseOp(graph: Graph, inputs: Sequence[Tensor], outputT
     for t in inputs:
         if t.containsAliases() or t.containsConstant():
             continue
-        mapping = graph.getTileMapping(t)
-        per_tile = [sum(iv.size() for iv in ivs) for ivs in mapping]
-        score = (max(per_tile, default=0), -sum(1 for n in per_tile if n), sum(len(ivs) for ivs in mapping))
+        begin, end, tile = graph.tile_intervals(t)
+        per_tile = np.bincount(tile, weights=end - begin) if tile.size else np.zeros(1)
+        score = (int(per_tile.max()), -int(np.count_nonzero(per_tile)), int(tile.size))
         if best is None or score < best[0]:
             best = (score, t)
     name = debugName or "out"
@@ -73,28 +74,18 @@ def createOutputForElementWiseOp(graph: Graph, inputs: Sequence[Tensor], outputT
 def addElementWiseVertices(graph: Graph, cs: ComputeSet, vertexType: str, out: Tensor,
                            vectors: Mapping[str, Tensor], scalars: Mapping[str, Tensor] | None = None,
                            state: Mapping[str, object] | None = None, outField: str = "out") -> None:
-    """Add one ``vertexType`` vertex per (tile, worker partition) of ``out``'s mapping to ``cs``.
+    """Add one ``vertexType`` MultiVertex per tile holding part of ``out`` to ``cs``.
 
-    ``vectors`` are tensors with ``out``'s shape whose slices go with the output slice; ``scalars``
-    (0-D tensors) and ``state`` values are the same for every vertex.
+    Its list fields have one row per worker partition of the tile's part of ``out``
+    (``workerRows``): ``outField`` the slices of ``out``, ``vectors`` (tensors of ``out``'s shape)
+    the matching slices of theirs. ``scalars`` (0-D tensors) and ``state`` values are the same for
+    every vertex. Built in bulk, from the mapping's intervals.
     """
-    target = graph.getTarget()
     flat_out = out.flatten()
-    flat = {name: t.flatten() for name, t in vectors.items()}
-    grain = target.getVectorWidth(out.elementType())
-    for tile, intervals in enumerate(graph.getTileMapping(flat_out)):
-        if not intervals:
-            continue
-        for part in splitRegionsBetweenWorkers(target, intervals, grain):
-            def piece(t: Tensor, part=part) -> Tensor:
-                slices = [t.slice(iv.begin(), iv.end()) for iv in part]
-                return slices[0] if len(slices) == 1 else concat(slices)
-
-            fields = {outField: piece(flat_out), **{n: piece(t) for n, t in flat.items()}, **(scalars or {})}
-            v = graph.addVertex(cs, vertexType, fields)
-            for name, value in (state or {}).items():
-                graph.setInitialValue(v[name], value)
-            graph.setTileMapping(v, tile)
+    grain = graph.getTarget().getVectorWidth(out.elementType())
+    tiles, rows = workerRows(graph, flat_out, grain)
+    lists = {outField: (flat_out, rows), **{name: (t.flatten(), rows) for name, t in vectors.items()}}
+    graph.add_vertices(cs, vertexType, tiles, lists, dict(scalars or {}), dict(state or {}))
 
 
 def computeSetFor(graph: Graph, prog: ProgOrCs, debugName: str) -> ComputeSet:
@@ -154,9 +145,9 @@ def map(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,  # no
         debugName: str = "") -> Tensor:
     """A new tensor holding ``expr`` evaluated element-wise over ``ts`` (broadcast numpy-style).
 
-    The whole expression becomes one generated codelet; one vertex per worker partition of each
-    tile's part of the output computes it there. The output is laid out like the best-spread
-    input (``createOutputForElementWiseOp``).
+    The whole expression becomes one generated codelet; on each tile holding part of the output,
+    one MultiVertex computes it there, each worker over its share of the tile's regions. The output
+    is laid out like the best-spread input (``createOutputForElementWiseOp``).
     """
     return _map(graph, expr, ts, None, prog, debugName, inPlace=False)
 

@@ -36,7 +36,7 @@ def _distinct_elements(graph: Graph, t: Tensor) -> Tensor:
 def fill(graph: Graph, t: Tensor, prog: ProgOrCs, value: bool | int | float, debugName: str = "") -> None:
     """Set every element of ``t`` to ``value`` (converted to t's type, as numpy's astype does).
 
-    ``popops::Fill<T>`` vertices, one per worker partition of each tile's part of ``t``, write
+    ``popops::Fill2d<T>`` MultiVertices, one per tile holding part of ``t``, write
     the value where the elements live. ``t`` must not contain constants; aliased elements are
     written once. ``prog`` may be a ComputeSet (the vertices join it).
     """
@@ -48,7 +48,7 @@ def fill(graph: Graph, t: Tensor, prog: ProgOrCs, value: bool | int | float, deb
         raise PoplibsError(f"fill: tensor '{t.name}' contains constants")
     cs = computeSetFor(graph, prog, debugName or "fill")
     if t.numElements():
-        vertex = templateVertex("popops::Fill", t.elementType())
+        vertex = templateVertex("popops::Fill2d", t.elementType())
         addElementWiseVertices(graph, cs, vertex, _distinct_elements(graph, t), {}, state={"value": value})
 
 

@@ -24,16 +24,17 @@ few tiles, as in a column reduction; then it is mapped linearly.
 from __future__ import annotations
 
 import enum
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type, concat
+from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.arguments import is_int
+from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name
+from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
 from ..poputil import PoplibsError, calcLinearTileMapping, computeWithOutput, templateVertex, tensorArgument
@@ -282,7 +283,7 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
                   params: ReduceParams, in_type: Type, acc: Type, out_type: Type,
                   partials: Tensor | None = None, merge: bool = False) -> None:
     """One vertex per (tile, worker) for the final regions, and one for the partial regions
-    (writing ``partials`` in the accumulator type, without scale or update).
+    (writing ``partials`` in the accumulator type, without scale or update), built in bulk.
 
     With ``merge`` (for pieces that are not on the vertex's tile anyway, as in stage 2) the
     pieces of a region become one entry, their concatenation: one exchange buffer per region
@@ -299,54 +300,35 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         if out_type == acc and not scaled:
             names[True] = names[False]
     identity = _identity(params.op, acc)
-    first, count = regions.first_piece.tolist(), regions.count.tolist()
-    begin, end = regions.pos.tolist(), (regions.pos + regions.length).tolist()
-    dst0, width = regions.dst0.tolist(), regions.width.tolist()
-    key = regions.tile * workers + worker
-    bounds = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1], [True])))
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        for final in (True, False):
-            sel = [g for g in range(lo, hi) if bool(regions.final[g]) is final]
-            if not sel:
-                continue
-            dst = out_flat if final else partials
-            assert dst is not None
-            if merge:
-                entries = [_gather(source, regions.pos[first[g]:first[g] + count[g]], width[g])
-                           for g in sel if count[g]]
-                counts = [min(count[g], 1) for g in sel]
-            else:
-                entries = [source.slice(begin[k], end[k])
-                           for g in sel for k in range(first[g], first[g] + count[g])]
-                counts = [count[g] for g in sel]
-            v = graph.addVertex(cs, names[final], {
-                "partials": entries,
-                "out": [dst.slice(dst0[g], dst0[g] + width[g]) for g in sel]})
-            graph.setInitialValue(v["numPartials"], counts)
-            graph.setInitialValue(v["identity"], identity)
-            if final and scaled:
-                graph.connect(v["k"], params.scale)
-            graph.setTileMapping(v, int(regions.tile[lo]))
-
-
-def _gather(source: Tensor, starts: np.ndarray, length: int) -> Tensor:
-    """The pieces ``source[s:s + length]`` (s in ``starts``, increasing and at least ``length``
-    apart) back to back, as few views: runs of equally spaced pieces are one strided view each."""
-    d = np.diff(starts)
-    brk = np.ones(starts.size, dtype=bool)
-    brk[2:] = d[1:] != d[:-1]
-    brk[1:] |= d < length  # overlapping or out of order: not a strided view
-    bounds = np.flatnonzero(np.append(brk, True)).tolist()
-    views = []
-    for lo, hi in itertools.pairwise(bounds):
-        s0 = int(starts[lo])
-        if hi - lo > 1:
-            step = int(starts[lo + 1]) - s0
-            rows = source.slice(s0, s0 + step * (hi - lo - 1)).reshape([hi - lo - 1, step])
-            views.append(rows.slice(0, length, 1).flatten())
-            s0 = int(starts[hi - 1])
-        views.append(source.slice(s0, s0 + length))
-    return views[0] if len(views) == 1 else concat(views)
+    vertex = np.concatenate(([0], np.cumsum((regions.tile[1:] != regions.tile[:-1])
+                                            | (worker[1:] != worker[:-1])))) if worker.size else worker
+    for final in (True, False):
+        sel = np.flatnonzero(regions.final == final)
+        if not sel.size:
+            continue
+        dst = out_flat if final else partials
+        assert dst is not None
+        # the selected regions' vertices, numbered from 0 in (tile, worker) order
+        keys, owner = np.unique(vertex[sel], return_inverse=True)
+        tiles = regions.tile[sel][np.searchsorted(owner, np.arange(keys.size))]
+        per_vertex = np.bincount(owner, minlength=keys.size)
+        count = regions.count[sel]
+        piece = expand_ranges(regions.first_piece[sel], count)[1]
+        begin = regions.pos[piece]
+        if merge:  # one entry per region with pieces, its pieces back to back
+            row = np.repeat(np.cumsum(count > 0) - 1, count)
+            entries = Rows(np.bincount(owner, weights=count > 0, minlength=keys.size).astype(np.int64),
+                           begin, begin + np.repeat(regions.width[sel], count), row)
+            counts = np.minimum(count, 1)
+        else:  # one entry per piece
+            entries = Rows(np.bincount(owner, weights=count, minlength=keys.size).astype(np.int64),
+                           begin, begin + regions.length[piece], np.arange(piece.size))
+            counts = count
+        dst0 = regions.dst0[sel]
+        outs = Rows(per_vertex, dst0, dst0 + regions.width[sel], np.arange(sel.size))
+        graph.add_vertices(cs, names[final], tiles, {"partials": (source, entries), "out": (dst, outs)},
+                           shared={"k": params.scale} if final and scaled else None,
+                           state={"identity": identity}, vector_state={"numPartials": (counts, per_vertex)})
 
 
 def _element_tiles(graph: Graph, t: Tensor) -> np.ndarray:

@@ -1,0 +1,137 @@
+"""Graph.add_vertices: many vertices of one class, their list and vector fields from arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import poplar_py as poplar
+from poplar_py import Input, MultiVertex, Output, Vector, VectorList, Vertex
+from poplar_py import program as prog
+from poplar_py.bulk import Rows
+from poplar_py.errors import GraphConnectionError, InvalidTileMappingError, PoplarTypeError, UnknownFieldError
+
+
+class RowSums(Vertex):
+    """``out[r] = scale * sum(rows[r])``."""
+
+    rows: Input[VectorList[float]]
+    out: Output[Vector[float]]
+    scale: float
+
+    def compute(self):
+        for r in range(len(self.rows)):
+            s = 0.0
+            for x in self.rows[r]:
+                s += x
+            self.out[r] = s * self.scale
+
+
+class Doubles(MultiVertex):
+    """Worker ``w`` writes row ``w`` of ``src``, doubled, into row ``w`` of ``dst``."""
+
+    src: Input[VectorList[float]]
+    dst: Output[VectorList[float]]
+
+    def compute(self, workerId):
+        if workerId < len(self.dst):
+            src = self.src[workerId]
+            dst = self.dst[workerId]
+            for i in range(len(dst)):
+                dst[i] = 2.0 * src[i]
+
+
+def _setup(tiles: int = 4):
+    m = poplar.IPUModel()
+    m.tilesPerIPU = tiles
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets([RowSums, Doubles])
+    return device, graph
+
+
+def _run(device, graph, cs, reads, writes):
+    for name, (t, _) in writes.items():
+        graph.createHostWrite(name, t)
+    for name, t in reads.items():
+        graph.createHostRead(name, t)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    engine.load(device)
+    for name, (_, value) in writes.items():
+        engine.writeTensor(name, value)
+    engine.run()
+    return {name: engine.readTensor(name) for name in reads}
+
+
+def test_rows_of_views_connect_like_addvertex():
+    device, graph = _setup()
+    x = graph.addVariable(poplar.FLOAT, [6, 5], "x")
+    graph.setTileMapping(x, 1)
+    out = graph.addVariable(poplar.FLOAT, [6], "out")
+    graph.setTileMapping(out, 2)
+    xt = x.transpose()  # [5, 6]: its flat ranges are strided runs of x
+    # vertex 0 sums rows [0:6] and [6:12] + [24:30] of xt; vertex 1 sums [12:24]
+    rows = Rows(np.array([2, 1]), np.array([0, 6, 24, 12]), np.array([6, 12, 30, 24]), np.array([0, 1, 1, 2]))
+    outs = Rows(np.array([1, 1]), np.array([0, 2]), np.array([2, 3]), np.array([0, 1]))
+    cs = graph.addComputeSet("sums")
+    vids = graph.add_vertices(cs, "RowSums", np.array([3, 0]), {"rows": (xt, rows), "out": (out, outs)},
+                              state={"scale": 2.0})
+    assert list(vids) == [0, 1] and graph.getNumVertices() == 2
+    host = np.arange(30, dtype=np.float32).reshape(6, 5)
+    got = _run(device, graph, cs, {"out": out}, {"x": (x, host)})["out"]
+    flat = host.T.reshape(-1)
+    expected = 2 * np.array([flat[0:6].sum(), flat[6:12].sum() + flat[24:30].sum(), flat[12:24].sum()])
+    np.testing.assert_allclose(got[:3], expected)
+
+
+def test_multivertex_rows_per_worker():
+    device, graph = _setup()
+    src = graph.addVariable(poplar.FLOAT, [40], "src")
+    dst = graph.addVariable(poplar.FLOAT, [40], "dst")
+    for t in (src, dst):
+        graph.setTileMapping(t.slice(0, 20), 0)
+        graph.setTileMapping(t.slice(20, 40), 1)
+    # tile 0: rows [0, 7) and [7, 20); tile 1: rows [30, 40) + [20, 25) and [25, 30)
+    rows = Rows(np.array([2, 2]), np.array([0, 7, 30, 20, 25]), np.array([7, 20, 40, 25, 30]),
+                np.array([0, 1, 2, 2, 3]))
+    reversed_src = src.reverse(0).reverse(0)  # a view (the same elements)
+    cs = graph.addComputeSet("copy")
+    graph.add_vertices(cs, "Doubles", np.array([0, 1]), {"src": (reversed_src, rows), "dst": (dst, rows)})
+    host = np.arange(40, dtype=np.float32)
+    got = _run(device, graph, cs, {"dst": dst}, {"src": (src, host)})["dst"]
+    np.testing.assert_array_equal(got, 2 * host)
+
+
+@pytest.mark.parametrize("case", ["unknown", "type", "constant", "tile", "state", "vector rows"])
+def test_bad_input_raises_and_leaves_the_graph_as_it_was(case):
+    _, graph = _setup()
+    x = graph.addVariable(poplar.FLOAT, [4], "x")
+    c = graph.addConstant(poplar.FLOAT, [4], np.zeros(4), "c")
+    i = graph.addVariable(poplar.INT, [4], "i")
+    rows = Rows(np.array([1, 1]), np.array([0, 2]), np.array([2, 4]), np.array([0, 1]))
+    cs = graph.addComputeSet("cs")
+    lists = {"rows": (x, rows), "out": (x, rows)}
+    kwargs = {"state": {"scale": 1.0}}
+    tiles = np.array([0, 1])
+    error = {"unknown": UnknownFieldError, "type": PoplarTypeError, "constant": GraphConnectionError,
+             "tile": InvalidTileMappingError, "state": UnknownFieldError,
+             "vector rows": GraphConnectionError}[case]
+    if case == "unknown":
+        lists["nope"] = (x, rows)
+    elif case == "type":
+        lists["rows"] = (i, rows)
+    elif case == "constant":
+        lists["out"] = (c, rows)
+    elif case == "tile":
+        tiles = np.array([0, 4])
+    elif case == "state":
+        kwargs = {"state": {"scale": 1.0, "missing": 2}}
+    else:
+        lists["out"] = (x, Rows(np.array([2, 0]), rows.begin, rows.end, rows.row))
+    edges_before = graph.getNumVertices()
+    with pytest.raises(error):
+        graph.add_vertices(cs, "RowSums", tiles, lists, **kwargs)
+    assert graph.getNumVertices() == edges_before == 0
+    graph.add_vertices(cs, "RowSums", np.array([0, 1]), {"rows": (x, rows), "out": (x, rows)},
+                       state={"scale": 1.0})
+    assert graph.getNumVertices() == 2
