@@ -8,9 +8,10 @@ graph; the one-replica compiler must give every figure exactly as it did.
 
     python tests/replica_programs.py tests/data/replica_profiles.json.gz [NAME ...]  # rewrite goldens
 
-``tutorial5``'s golden was written again when poplin's vertices came to be costed as PopLibs'
-AMP vertices (issue 24), after this test had shown the one-replica compiler's figures equal
-to the expanding compiler's for it too.
+The goldens of the programs using PopLibs were written again after this test had shown the
+one-replica compiler's figures equal to the expanding compiler's for all seven, when PopLibs'
+vertices changed: poplin's costed as the AMP's (``tutorial5``), popops' as one MultiVertex per
+tile (``virtual_graph_control``, ``collectives``, ``collectives_two_ipus``, ``tutorial5``).
 """
 
 from __future__ import annotations
