@@ -11,8 +11,7 @@ from step to step)::
 Forward and backward run on the tiles with PopLibs: ``poplin.matMul`` for the projections,
 ``poplin.matMulGrouped`` for attention's scores and context (and their gradients),
 ``popnn.nonLinearity`` (SOFTMAX_STABLE, GELU) and ``nonLinearityInputGradient``,
-``popnn.ln`` layer norms and their gradients, ``popops.reduceWithOutput`` for the biases'
-gradients. Every parameter is a slice of one ``params`` buffer and every gradient a slice of one
+``popnn.ln`` layer norms and their gradients, ``popops.reduce`` for the biases' gradients. Every parameter is a slice of one ``params`` buffer and every gradient a slice of one
 ``grads`` buffer, so the replicas average their gradients with one
 ``gcl.allReduceInPlaceCrossReplica(MEAN)`` and one ``popops.scaledAddTo`` makes the SGD step.
 
@@ -159,8 +158,10 @@ class Bert:
     def dense_backward(self, a: poplar.Tensor, dy: poplar.Tensor, w: str, b: str) -> poplar.Tensor:
         """``dW = a^T dy`` and ``db = sum(dy)`` into the gradient buffer; returns ``dy W^T``."""
         self.mm_into(a.transpose(), dy, self.grad[w], f"{w}/grad")
-        popops.reduceWithOutput(self.graph, dy, self.grad[b], [0], popops.Operation.ADD, self.seq,
-                                f"{b}/grad")
+        # reduced where the columns lie, then copied into the buffer (a reduction straight into a
+        # slice of it would gather every tile's partial sums on the slice's one or two tiles)
+        db = popops.reduce(self.graph, dy, [0], popops.Operation.ADD, self.seq, f"{b}/grad")
+        self.seq.add(prog.Copy(db, self.grad[b]))
         return self.mm(dy, self.param[w].transpose(), f"{w}/inputGrad")
 
     def layer_norm(self, t: poplar.Tensor, g: str, b: str) -> tuple[poplar.Tensor, ...]:
