@@ -11,7 +11,8 @@ from step to step)::
 Forward and backward run on the tiles with PopLibs: ``poplin.matMul`` for the projections,
 ``poplin.matMulGrouped`` for attention's scores and context (and their gradients),
 ``popnn.nonLinearity`` (SOFTMAX_STABLE, GELU) and ``nonLinearityInputGradient``,
-``popnn.ln`` layer norms and their gradients, ``popops.reduce`` for the biases' gradients. Every parameter is a slice of one ``params`` buffer and every gradient a slice of one
+``popnn.ln`` layer norms and their gradients, ``popops.reduce`` for the biases' gradients.
+Every parameter is a slice of one ``params`` buffer and every gradient a slice of one
 ``grads`` buffer, so the replicas average their gradients with one
 ``gcl.allReduceInPlaceCrossReplica(MEAN)`` and one ``popops.scaledAddTo`` makes the SGD step.
 
