@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .codelet.pipeline import check_codelet
 from .codelet_loading import codelet_classes
-from .compiler.codelets import check_codelet
 from .errors import CodeletCompileError, UnknownVertexTypeError
 from .templates import parse_argument, split_arguments
 from .vertex import Vertex

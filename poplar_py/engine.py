@@ -20,7 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from .arguments import checked_file, checked_str, is_int
-from .compiler.codelets import codelet_fingerprint
+from .codelet.pipeline import codelet_fingerprint
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import program as prog
+from ..codelet.pipeline import CodeletInfo, codelet_info
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions import Runs, exclusive_cumsum, expand_ranges, unique_sorted
 from ..vertex import Direction, FieldKind
-from .codelets import CodeletInfo, codelet_info
 from .layout import Located, MemoryLayout
 from .races import check_races
 from .segments import FieldTables, SegmentRuns, Segments, build_segments

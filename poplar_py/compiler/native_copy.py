@@ -18,7 +18,7 @@ from functools import cache
 
 import llvmlite.ir as ir
 
-from . import jit
+from ..codelet import jit
 
 _I64 = ir.IntType(64)
 _I8 = ir.IntType(8)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..codelet.pipeline import VECTOR_LIST_ENTRY_DTYPE
 from ..regions import exclusive_cumsum
-from .codelets import VECTOR_LIST_ENTRY_DTYPE
 from .exchange import CopyPlan, TileTraffic
 
 _I64 = np.int64

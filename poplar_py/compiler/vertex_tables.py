@@ -12,15 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import MissingCycleEstimateError, VertexError
-from ..ir import GraphIR
-from ..options import EngineOptions
-from ..regions import exclusive_cumsum
-from ..target import Target
-from ..vertex import Direction, FieldKind, FieldSpec
-from . import threads
-from .codelet_lanes import LANES
-from .codelets import (
+from ..codelet.lanes import LANES
+from ..codelet.pipeline import (
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
     CodeletInfo,
@@ -30,6 +23,13 @@ from .codelets import (
     compile_codelet,
     error_message,
 )
+from ..errors import MissingCycleEstimateError, VertexError
+from ..ir import GraphIR
+from ..options import EngineOptions
+from ..regions import exclusive_cumsum
+from ..target import Target
+from ..vertex import Direction, FieldKind, FieldSpec
+from . import threads
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic

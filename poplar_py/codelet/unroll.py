@@ -19,8 +19,8 @@ import ast
 import copy
 from collections.abc import Callable
 
-from .codelet_types import PY_INT, CType, ScalarType, fold, known
-from .codelet_typing import FunctionTypes, is_range
+from .inference import FunctionTypes, is_range
+from .types import PY_INT, CType, ScalarType, fold, known
 
 UNROLL_TRIPS = 64
 UNROLL_NODES = 4096

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..types import asType
-from .codelet_source import FunctionSource
-from .codelet_types import BOOL, PY_FLOAT, PY_INT, ScalarType, cast_value, scalar_of
+from .source import FunctionSource
+from .types import BOOL, PY_FLOAT, PY_INT, ScalarType, cast_value, scalar_of
 
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)

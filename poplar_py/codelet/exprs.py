@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 import llvmlite.ir as ir
 
 from ..vertex import Direction, FieldKind
-from .codelet_lanes import first_lane
-from .codelet_ops import MathLib, ScalarOps
-from .codelet_source import ParsedCodelet
-from .codelet_types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
-from .codelet_typing import FunctionTypes
-from .codelet_unroll import Unroller
+from .inference import FunctionTypes
+from .lanes import first_lane
+from .ops import MathLib, ScalarOps
+from .source import ParsedCodelet
+from .types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
+from .unroll import Unroller
 
 COSTS = {
     "div": 10,

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from ..cdivision import cdiv, cmod
 from ..types import Type, asType
 from ..vertex import Direction, FieldKind
-from .codelet_frontend import check_helper
-from .codelet_source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
-from .codelet_types import (
+from .frontend import check_helper
+from .source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
+from .types import (
     BOOL,
     F64,
     NONE,

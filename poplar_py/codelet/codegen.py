@@ -32,7 +32,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..vertex import Direction, FieldKind, FieldSpec
-from .codelet_exprs import (
+from .exprs import (
     ERR_STRUCT,
     I1,
     I8,
@@ -44,10 +44,11 @@ from .codelet_exprs import (
     Vec,
     storage_type,
 )
-from .codelet_lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
-from .codelet_ops import MathLib, ScalarOps
-from .codelet_size import code_bytes
-from .codelet_types import (
+from .inference import TypedCodelet, is_range
+from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
+from .ops import MathLib, ScalarOps
+from .size import code_bytes
+from .types import (
     ERR_ASSERTION,
     ERR_RETURNED_FALSE,
     PY_INT,
@@ -57,9 +58,8 @@ from .codelet_types import (
     VectorType,
     scalar_of,
 )
-from .codelet_typing import TypedCodelet, is_range
-from .codelet_unroll import CycleMark, Unroller
-from .codelet_versioning import UNROLL_OFF, VersionedLowering
+from .unroll import CycleMark, Unroller
+from .versioning import UNROLL_OFF, VersionedLowering
 
 VERTEX_OVERHEAD = 10
 #: lockstep lanes for codelets up to this modelled size: small bodies are the latency-bound ones,

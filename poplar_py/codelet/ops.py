@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .codelet_fastmath import FAST_FUNCTIONS, declare, fast_call
-from .codelet_types import F32, PY_INT, ScalarType, cast_value, math_precision
+from .fastmath import FAST_FUNCTIONS, declare, fast_call
+from .types import F32, PY_INT, ScalarType, cast_value, math_precision
 
 I64, I32, I1 = ir.IntType(64), ir.IntType(32), ir.IntType(1)
 FLOAT, DOUBLE, HALF = ir.FloatType(), ir.DoubleType(), ir.HalfType()

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 import llvmlite.ir as ir
 from llvmlite.ir import MetaDataString
 
-from .codelet_exprs import I1, I64, ExprLowering, storage_type
-from .codelet_loopver import (
+from .exprs import I1, I64, ExprLowering, storage_type
+from .loop_versioning import (
     LoopPlan,
     assigned_names,
     certain,
@@ -29,7 +29,7 @@ from .codelet_loopver import (
     plan_loop,
     plan_region,
 )
-from .codelet_types import PY_INT, ScalarType, VectorType
+from .types import PY_INT, ScalarType, VectorType
 
 #: LLVM loop options: a name, and a boolean value or none
 UNROLL_OFF = ("llvm.loop.unroll.disable", None)

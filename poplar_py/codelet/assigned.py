@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ast
 
-from .codelet_source import compile_error
-from .codelet_types import ScalarType
-from .codelet_typing import FunctionTypes, TypedCodelet, is_range
+from .inference import FunctionTypes, TypedCodelet, is_range
+from .source import compile_error
+from .types import ScalarType
 
 #: the state of a point in the function: the names surely assigned there, or None (unreachable)
 State = frozenset[str] | None

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from codelet_harness import STRICT, isolated_cache, load_module, run_one, same_bits  # noqa: F401
 
-from poplar_py.compiler.codelet_types import (
+from poplar_py.codelet.pipeline import KernelOptions
+from poplar_py.codelet.types import (
     BOOL,
     PY_FLOAT,
     PY_INT,
@@ -26,7 +27,6 @@ from poplar_py.compiler.codelet_types import (
     math_result,
     scalar_of,
 )
-from poplar_py.compiler.codelets import KernelOptions
 from poplar_py.types import BOOL as P_BOOL
 from poplar_py.types import CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..types import Type
 from ..vertex import Direction, FieldKind
-from .codelet_source import (
+from .source import (
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
     FunctionSource,
@@ -47,8 +47,8 @@ from .codelet_source import (
     Resolved,
     helper_key,
 )
-from .codelet_typed_locals import typed_function
-from .codelet_types import (
+from .typed_locals import typed_function
+from .types import (
     ERR_ASSERTION,
     ERR_DTYPE,
     ERR_OUT_OF_BOUNDS,

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import ast
 
-from .codelet_types import CType, ScalarType, VectorType
-from .codelet_typing import FunctionTypes, TypedCodelet
-from .codelet_unroll import Unroller
+from .inference import FunctionTypes, TypedCodelet
+from .types import CType, ScalarType, VectorType
+from .unroll import Unroller
 
 BYTES_PER_INSTRUCTION = 4
 ENTRY_BYTES = 64

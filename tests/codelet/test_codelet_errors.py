@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from codelet_harness import isolated_cache, load_module, run_one  # noqa: F401
 
-from poplar_py.compiler.codelets import check_codelet
+from poplar_py.codelet.pipeline import check_codelet
 from poplar_py.errors import CodeletCompileError
 
 HEADER = """

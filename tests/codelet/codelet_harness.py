@@ -19,8 +19,8 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-from poplar_py.compiler import jit
-from poplar_py.compiler.codelets import (
+from poplar_py.codelet import jit
+from poplar_py.codelet.pipeline import (
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
     CodeletInfo,

@@ -4,7 +4,7 @@ libm's ``expf``/``logf``/``tanhf`` are opaque calls, so a loop calling them is n
 scalarises ``llvm.exp.v8f32`` into 8 calls). These functions are straight-line IR: range reduction,
 a cephes polynomial and exponent-bit arithmetic, with special cases (inf, 0, NaN, negative, subnormal)
 chosen by ``select``, so the loop vectoriser widens them. Measured against the correctly rounded
-result on 2.4M samples: exp <= 2 ulp, log and tanh <= 1 ulp (tests/compiler/test_codelet_math.py).
+result on 2.4M samples: exp <= 2 ulp, log and tanh <= 1 ulp (tests/codelet/test_codelet_math.py).
 
 Each function is an ``internal alwaysinline`` definition added to the module once. Its instructions
 carry no fast-math flags: reassociation would break the hi/lo splits of the range reductions.

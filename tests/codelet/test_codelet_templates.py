@@ -13,8 +13,8 @@ from codelet_harness import isolated_cache, load_module  # noqa: F401
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.compiler import jit
-from poplar_py.compiler.codelets import KernelOptions, check_codelet, compile_codelet
+from poplar_py.codelet import jit
+from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet
 from poplar_py.templates import TemplateParam
 
 MODES = ("native", "interpreter")

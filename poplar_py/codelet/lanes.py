@@ -26,8 +26,8 @@ from typing import Any
 import llvmlite.ir as ir
 
 from ..vertex import Direction, FieldKind
-from .codelet_types import PolicyType, ScalarType, VectorType
-from .codelet_typing import FunctionTypes, TypedCodelet, is_range
+from .inference import FunctionTypes, TypedCodelet, is_range
+from .types import PolicyType, ScalarType, VectorType
 
 #: two chains hide most of an add's latency; more lanes read more short streams at once than
 #: the memory system serves well (measured on tutorial 7: 2 lanes 1.5x faster, 4 none, 8 slower)

@@ -26,7 +26,7 @@ from ..errors import CodeletCompileError
 from ..templates import Policy, TypeParam
 from ..types import Type
 from ..vertex import LocalArray, Vertex
-from .codelet_source import (
+from .source import (
     BUILTINS,
     MATH_CONSTANTS,
     MATH_FUNCTIONS,

@@ -29,20 +29,20 @@ import numpy as np
 
 from ..errors import CodeletCompileError
 from . import jit
-from .codelet_assigned import check_assigned
-from .codelet_codegen import KernelBuilder, state_layout
-from .codelet_frontend import parse_codelet
-from .codelet_interp import Interpreter
-from .codelet_size import code_bytes
-from .codelet_source import ParsedCodelet
-from .codelet_types import (
+from .assigned import check_assigned
+from .codegen import KernelBuilder, state_layout
+from .frontend import parse_codelet
+from .inference import TypedCodelet, infer_types
+from .interpreter import Interpreter
+from .size import code_bytes
+from .source import ParsedCodelet
+from .types import (
     ERR_ASSERTION,
     ERR_DTYPE,
     ERR_OUT_OF_BOUNDS,
     ERR_RETURNED_FALSE,
     VECTOR_LIST_ENTRY_DTYPE,
 )
-from .codelet_typing import TypedCodelet, infer_types
 
 P = ParamSpec("P")
 R = TypeVar("R")
