@@ -287,7 +287,11 @@ class Graph:
         vals = self._values_for(target, values, "initial value of")
         var, offset = target.runs().elements()
         for v in unique_sorted(var).tolist():
-            init = self._initial.setdefault(v, np.zeros(self._vars.sizes[v], dtype=self._vars.types[v].dtype))
+            init = self._initial.get(v)
+            if init is None:
+                init = self._initial[v] = np.zeros(self._vars.sizes[v], self._vars.types[v].dtype)
+            elif not init.flags.writeable:  # a frozen graph's IR holds these values
+                init = self._initial[v] = init.copy()
             sel = var == v
             same_size = vals.dtype.itemsize == init.itemsize
             init[offset[sel]] = vals[sel].view(init.dtype) if same_size else vals[sel]

@@ -224,7 +224,8 @@ def _sorted(keys: tuple[np.ndarray, ...]) -> bool:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
+    """``a`` itself, made read-only: the graph replaces its value arrays, never writes them
+    once frozen (``Graph.setInitialValue`` copies one first)."""
     a.flags.writeable = False
     return a
 

@@ -493,6 +493,21 @@ def test_overlapping_mapping_records_match_a_per_element_model(seed):
         expected = reference_mapping({i: model.get(i, -1) for i in element_ids(probe).reshape(-1).tolist()},
                                      probe, 9)
         assert got == expected[:8]
+    ir = graph.freeze()  # the whole mapping at once: each variable starts an interval
+    gids = np.arange(ir.variables.num_elements)
+    tiles = ir.mapping_tiles[ir.mapping.find(gids)]
+    np.testing.assert_array_equal(tiles, [model.get(int(i), -1) for i in gids])
+    assert set(ir.variables.bases.tolist()) <= set(ir.mapping.starts.tolist())
+
+
+def test_initial_values_set_after_freezing_do_not_reach_the_frozen_ir():
+    _, graph = make_graph(2)
+    t = graph.addVariable(poplar.INT, [4], "t")
+    graph.setInitialValue(t, [1, 2, 3, 4])
+    first = dict(graph.freeze().initial)
+    graph.setInitialValue(t[1:3], [7, 8])
+    assert first[0].tolist() == [1, 2, 3, 4]
+    assert dict(graph.freeze().initial)[0].tolist() == [1, 7, 8, 4]
 
 
 def test_freeze_gives_an_immutable_ir_that_prints():
