@@ -13,14 +13,15 @@ from typing import Any
 import numpy as np
 
 from .arguments import checked_int, checked_values
-from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
+from .errors import GraphConnectionError, PoplarTypeError, TensorCreationError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
 from .vertex import Direction, FieldKind
-from .vertex_table import NO_ROW, TILE, FieldSlot, VertexTable
+from .vertex_table import NO_ROW, FieldSlot, VertexTable
 
-#: makes a constant for a field connected to a value: (type, shape, values, name, tile) -> tensor
+#: makes the constant for a field of a vertex connected to a value: (type, shape, values, name,
+#: vertex) -> tensor
 ConstantMaker = Callable[[Type, list[int], np.ndarray, str, int], Tensor]
 
 
@@ -68,12 +69,11 @@ class FieldConnector:
         if value is None:
             raise GraphConnectionError(f"{where()} ({slot.describe()}) cannot be connected to None")
         if not isinstance(value, Tensor):
-            if slot.spec.direction is not Direction.INPUT:
-                raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-            values = checked_values(value, f"{where()} ({slot.describe()})")
-            shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
-            tile = max(table.get(vid, TILE), 0)
-            value = self._constant(slot.spec.type, shape, values, f"{where()} value", tile)
+            value = self._value(vid, slot, value, where)
+            run = value.as_run()
+            if index is None and slot.plain and run is not None:  # a fresh constant of the field's type
+                table.connect_run(vid, slot.index, run)
+                return
         if index is not None:
             self._connect_indexed(vid, slot, index, value, where)
             return
@@ -92,6 +92,18 @@ class FieldConnector:
             return
         self._add_edge(vid, slot.index, NO_ROW, value)
         table.mark_connected(vid, slot.index)
+
+    def _value(self, vid: int, slot: FieldSlot, value: Any, where: Callable[[], str]) -> Tensor:
+        """A constant holding ``value`` for an Input field of vertex ``vid``."""
+        if slot.spec.direction is not Direction.INPUT:
+            raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
+        plain = type(value) in (int, float, bool)  # needs no check
+        values = np.asarray(value) if plain else checked_values(value, f"{where()} ({slot.describe()})")
+        scalar = slot.spec.kind is FieldKind.SCALAR
+        if scalar and values.size != 1:
+            raise TensorCreationError(f"{where()} ({slot.describe()}) is a scalar but {values.size} values "
+                                      "were given")
+        return self._constant(slot.type, [] if scalar else [values.size], values, f"{where()} value", vid)
 
     def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
         run = t.as_run()

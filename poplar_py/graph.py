@@ -476,12 +476,15 @@ class Graph:
         self._fields.set_state(self._own_vertex(ref, "setInitialValue"), ref.name, values)
 
     def _value_constant(self, type_: Type, shape: list[int], values: np.ndarray, name: str,
-                        tile: int) -> Tensor:
-        """A constant for a field connected to a value, on the vertex's (absolute) tile."""
-        t = self.addConstant(type_, shape, values, name)
-        runs = t.runs()
-        self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
-        return t
+                        vid: int) -> Tensor:
+        """The constant for a field of vertex ``vid`` connected to a value: a variable, its values
+        and its vertex, no more (nothing to check again; the Engine maps it to the vertex's tile)."""
+        shape_t = tuple(shape)
+        var = self._vars.add(name, type_, shape_t, True)
+        with np.errstate(all="ignore"):
+            self._initial[var] = values.reshape(-1).astype(type_.dtype)
+        self._vertices.add_value(var, vid)
+        return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
     def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
         """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""
@@ -557,4 +560,5 @@ class Graph:
             self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
             tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators),
-            self._replicas, self._device_target, tuple(self._replica_index_constants))
+            self._replicas, self._device_target, tuple(self._replica_index_constants),
+            np.frombuffer(table.values, np.int64).reshape(-1, 2).copy())

@@ -67,6 +67,9 @@ class VertexTable:
         self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
         self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
+        # (constant, vertex) per field connected to a value: the Engine maps the constant to the
+        # tile its vertex finally runs on (a vertex removed again leaves vertex -1: tile 0)
+        self.values = array("q")
 
     @property
     def num_vertices(self) -> int:
@@ -102,6 +105,14 @@ class VertexTable:
                 del keyed[key]
         self.listed = {k for k in self.listed if k[0] != vid}
         self._wide = {k for k in self._wide if k[0] != vid}
+        k = len(self.values) - 1
+        while k > 0 and self.values[k] == vid:
+            self.values[k] = -1
+            k -= 2
+
+    def add_value(self, constant: int, vid: int) -> None:
+        """Record that ``constant`` holds the value a field of vertex ``vid`` is connected to."""
+        self.values.extend((constant, vid))
 
     def get(self, vid: int, column: int) -> int:
         return self.rows[_NV * vid + column]
