@@ -81,13 +81,18 @@ class FieldConnector:
         if slot.is_list:
             rows = value.dim(0)
             block = value.block
+            cols = value.dim(1)
             if block is not None and rows:
                 var, offset, strides = block
                 table.add_rows(vid, slot.index, var, offset + np.arange(rows, dtype=np.int64) * strides[0],
-                               value.dim(1), strides[1])
+                               cols, strides[1])
+            elif rows and cols:  # the rows' runs cut from the view's, at the cost of its regions
+                ends = np.arange(1, rows + 1, dtype=np.int64) * cols
+                runs, row = value.runs().take_ranges(ends - cols, ends)
+                table.add_runs(vid, slot.index, row, runs)
             else:
-                for row in range(rows):
-                    self._add_edge(vid, slot.index, row, value[row])
+                for k in range(rows):
+                    self._add_edge(vid, slot.index, k, value[k])
             self._size_list(vid, slot, rows)
             return
         self._add_edge(vid, slot.index, NO_ROW, value)

@@ -159,14 +159,15 @@ class VertexTable:
         stride)`` of elements. (A connection's id is where its rows start: later is larger.)"""
         self.edges += _EDGE_ROW(vid, field, row, len(self.edges), *run)
 
-    def add_runs(self, vid: int, field: int, row: int, runs: Runs) -> None:
-        """Connect ``field`` (or one ``row`` of a list field) to a sequence of runs."""
-        if len(runs) <= 1:
+    def add_runs(self, vid: int, field: int, row: int | np.ndarray, runs: Runs) -> None:
+        """Connect ``field`` (or one ``row`` of a list field, or run ``k`` to row ``row[k]``) to a
+        sequence of runs."""
+        if len(runs) <= 1 and not isinstance(row, np.ndarray):
             self.add_run(vid, field, row, (int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
                                            int(runs.stride[0])) if len(runs) else (0, 0, 0, 1))
             return
         block = np.empty((len(runs), _NE), np.int64)
-        block[:, :4] = (vid, field, row, len(self.edges))
+        block[:, 0], block[:, 1], block[:, 2], block[:, 3] = vid, field, row, len(self.edges)
         block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var, runs.offset, runs.count, runs.stride
         self.edges += block.tobytes()
 
