@@ -240,4 +240,7 @@ def freeze_variables(table: VariableTable) -> VariablesIR:
 
 
 def freeze_initial(initial: dict[int, np.ndarray]) -> tuple[tuple[int, np.ndarray], ...]:
-    return tuple((var, _readonly(values)) for var, values in sorted(initial.items()))
+    items = tuple(sorted(initial.items()))
+    for _, values in items:
+        values.flags.writeable = False  # as _readonly: the graph's own arrays, not copies
+    return items
