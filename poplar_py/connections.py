@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_int, checked_values
+from .arguments import cast_values, checked_int, checked_values
 from .errors import GraphConnectionError, PoplarTypeError, TensorCreationError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type
@@ -20,9 +20,9 @@ from .variables import VariableTable
 from .vertex import Direction, FieldKind
 from .vertex_table import NO_ROW, FieldSlot, VertexTable
 
-#: makes the constant for a field of a vertex connected to a value: (type, shape, values, name,
-#: vertex) -> tensor
-ConstantMaker = Callable[[Type, list[int], np.ndarray, str, int], Tensor]
+#: makes the constant for a field of a vertex connected to a value: (type, shape, values (checked
+#: numbers: a plain number or an array), name, vertex) -> tensor
+ConstantMaker = Callable[[Type, list[int], Any, str, int], Tensor]
 
 
 def unknown_field(vertices: VertexTable, vid: int, name: str) -> str:
@@ -102,9 +102,10 @@ class FieldConnector:
         """A constant holding ``value`` for an Input field of vertex ``vid``."""
         if slot.spec.direction is not Direction.INPUT:
             raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-        plain = type(value) in (int, float, bool)  # needs no check
-        values = np.asarray(value) if plain else checked_values(value, f"{where()} ({slot.describe()})")
         scalar = slot.spec.kind is FieldKind.SCALAR
+        if type(value) in (int, float, bool):  # a plain number needs no check
+            return self._constant(slot.type, [] if scalar else [1], value, f"{where()} value", vid)
+        values = checked_values(value, f"{where()} ({slot.describe()})")
         if scalar and values.size != 1:
             raise TensorCreationError(f"{where()} ({slot.describe()}) is a scalar but {values.size} values "
                                       "were given")
@@ -184,7 +185,6 @@ class FieldConnector:
         arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
-        with np.errstate(all="ignore"):
-            self._vertices.state[(vid, slot.index)] = arr.reshape(-1).astype(slot.spec.type.dtype)
+        self._vertices.state[(vid, slot.index)] = cast_values(arr, slot.spec.type.dtype)
         if slot.spec.kind is not FieldKind.SCALAR:
             self._vertices.sizes[(vid, slot.index)] = arr.size

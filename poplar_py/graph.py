@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import ir
+from . import constant_pool, ir
 from .arguments import (
+    cast_values,
     checked_int,
     checked_intervals,
     checked_ints,
@@ -80,8 +81,7 @@ def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
         arr = np.full(n, arr.reshape(-1)[0])
     if arr.size != n:
         raise TensorCreationError(f"{what}: {arr.size} values given for {n} elements")
-    with np.errstate(all="ignore"):
-        return arr.reshape(-1).astype(type_.dtype)
+    return cast_values(arr, type_.dtype)
 
 
 class Graph:
@@ -115,6 +115,7 @@ class Graph:
         self._vertices = VertexTable()
         self._fields = FieldConnector(self._vertices, self._vars, self._value_constant)
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
+        self._pool = constant_pool.ConstantPool()  # one-element constants' values, not yet in _initial
         self._codelets = CodeletRegistry()
         self._vertex_types: dict[str, int] = {}  # addVertex's name -> class id in the vertex table
         self._compute_sets: list[str] = []
@@ -228,6 +229,10 @@ class Graph:
         type_ = asType(type_)
         name = label(name, debugContext, "addConstant") or f"constant{self._vars.num_variables}"
         n = math.prod(checked_shape(shape, f"constant '{name}'"))
+        if n == 1 and constant_pool.takes(values):  # converted with the others of its type, in bulk
+            t = self._new_variable(type_, shape, name, constant=True)
+            self._pool.add(self._vars.num_variables - 1, type_, values)
+            return t
         values = _values(values, n, type_, f"constant '{name}'")  # checked before the graph changes
         t = self._new_variable(type_, shape, name, constant=True)
         self._initial[self._vars.num_variables - 1] = values
@@ -475,14 +480,15 @@ class Graph:
     def _set_state(self, ref: FieldRef, values: Any) -> None:
         self._fields.set_state(self._own_vertex(ref, "setInitialValue"), ref.name, values)
 
-    def _value_constant(self, type_: Type, shape: list[int], values: np.ndarray, name: str,
-                        vid: int) -> Tensor:
-        """The constant for a field of vertex ``vid`` connected to a value: a variable, its values
-        and its vertex, no more (nothing to check again; the Engine maps it to the vertex's tile)."""
+    def _value_constant(self, type_: Type, shape: list[int], values: Any, name: str, vid: int) -> Tensor:
+        """The constant for a field of vertex ``vid`` connected to ``values`` (checked numbers): a
+        variable, its values and its vertex, no more (the Engine maps it to the vertex's tile)."""
         shape_t = tuple(shape)
         var = self._vars.add(name, type_, shape_t, True)
-        with np.errstate(all="ignore"):
-            self._initial[var] = values.reshape(-1).astype(type_.dtype)
+        if constant_pool.takes(values):
+            self._pool.add(var, type_, values)
+        else:
+            self._initial[var] = cast_values(values, type_.dtype)
         self._vertices.add_value(var, vid)
         return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
@@ -549,6 +555,7 @@ class Graph:
         table = self._vertices
         rows = table.vertex_columns()
         mapping, tiles = self._mapping.snapshot()
+        self._pool.flush(self._initial)
         num_cs = len(self._compute_sets)
         vertices = ir.freeze_vertices(table.classes, rows, table.sources, num_cs, table.sizes, table.listed,
                                       table.state, table.num_edges())
