@@ -64,7 +64,9 @@ def _next_to_vertices(graph: GraphIR, imap: IntervalMap, tiles: np.ndarray, held
     constant, vertex = graph.value_constants[:, 0], graph.value_constants[:, 1]
     keep = np.isin(constant, held)
     constant, vertex = constant[keep], vertex[keep]
-    vertex_tile = np.where(vertex >= 0, graph.vertices.tile[vertex], 0)
+    vertex_tile = np.zeros(vertex.size, _I64)  # no vertex (its addVertex failed): tile 0
+    mine = vertex >= 0
+    vertex_tile[mine] = graph.vertices.tile[vertex[mine]]
     unplaced = np.flatnonzero(vertex_tile < 0)
     if unplaced.size:
         vertex_tile[unplaced] = 0

@@ -121,3 +121,5 @@ def test_a_vertex_whose_connection_fails_leaves_its_values_to_no_vertex():
     with pytest.raises(poplar.TensorCreationError, match=r"field 'k'.*scalar but 2 values"):
         graph.addVertex(cs, "Constant", {"k": [1.0, 2.0]})
     assert graph.freeze().value_constants.tolist() == [[1, -1]]  # the first vertex was removed
+    engine = poplar.Engine(graph, prog.Sequence())  # a graph without vertices: the value on tile 0
+    assert _constant_bytes(engine) == [4, 0, 0, 0]
