@@ -177,9 +177,9 @@ class Region:
             self.rows = ()
             return EMPTY
         order = np.argsort(np.concatenate([p.var for p in parts]), kind="stable")  # by variable, then item
-        var, gen, trans, own = (np.concatenate([getattr(p, k) if getattr(p, k) is not None else
-                                                np.zeros(p.var.size, bool) for p in parts])[order]
-                                for k in ("var", "gen", "trans", "own"))
+        var, gen, trans = (np.concatenate([getattr(p, k) for p in parts])[order]
+                           for k in ("var", "gen", "trans"))
+        own = np.concatenate([np.zeros(p.var.size, bool) if p.own is None else p.own for p in parts])[order]
         item = np.repeat(np.arange(len(parts), dtype=_I64), sizes)[order]
         first = np.flatnonzero(np.concatenate(([True], var[1:] != var[:-1])))
         end = np.repeat(np.append(first[1:], n), np.diff(np.append(first, n)))  # each row's group end
