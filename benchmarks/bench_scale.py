@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"matmul": [128, 256, 512, 1024], "tut7": [1250, 2500, 5000, 10000],
@@ -60,6 +61,25 @@ PER_VERTEX = ("tut7", "vertices", "constants", "values", "concat")  # reported p
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _build_and_run(device: Any, graph: Any, program: Any, start: float, inputs: dict, output: str
+                   ) -> tuple[Any, dict]:
+    """The graph's build time (since ``start``), then the Engine's build time and one run's on
+    ``inputs`` (handle: array); returns what handle ``output`` reads and the three times."""
+    import poplar_py as poplar
+
+    graph_s = time.perf_counter() - start
+    start = time.perf_counter()
+    engine = poplar.Engine(graph, program)
+    engine_s = time.perf_counter() - start
+    engine.load(device)
+    for handle, values in inputs.items():
+        engine.writeTensor(handle, values)
+    start = time.perf_counter()
+    engine.run()
+    run_s = time.perf_counter() - start
+    return engine.readTensor(output), {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s}
 
 
 def _matmul(n: int) -> dict:
@@ -83,21 +103,12 @@ def _matmul(n: int) -> dict:
     graph.createHostWrite("a", a)
     graph.createHostWrite("b", b)
     graph.createHostRead("c", out)
-    graph_s = time.perf_counter() - start
-    start = time.perf_counter()
-    engine = poplar.Engine(graph, seq)
-    engine_s = time.perf_counter() - start
-    engine.load(device)
     rng = np.random.default_rng(0)
     ha = rng.standard_normal((n, n)).astype(np.float32)
     hb = rng.standard_normal((n, n)).astype(np.float32)
-    engine.writeTensor("a", ha)
-    engine.writeTensor("b", hb)
-    start = time.perf_counter()
-    engine.run()
-    run_s = time.perf_counter() - start
-    np.testing.assert_allclose(engine.readTensor("c"), ha @ hb, rtol=1e-3, atol=1e-3)
-    return {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s, "vertices": graph.getNumVertices()}
+    got, times = _build_and_run(device, graph, seq, start, {"a": ha, "b": hb}, "c")
+    np.testing.assert_allclose(got, ha @ hb, rtol=1e-3, atol=1e-3)
+    return {**times, "vertices": graph.getNumVertices()}
 
 
 def _tut7(rows: int) -> dict:
@@ -176,18 +187,10 @@ def _vertices(n: int) -> dict:
             graph.setTileMapping(v, tile)
     graph.createHostWrite("x", x)
     graph.createHostRead("y", y)
-    graph_s = time.perf_counter() - start
-    start = time.perf_counter()
-    engine = poplar.Engine(graph, prog.Execute(cs))
-    engine_s = time.perf_counter() - start
-    engine.load(device)
     host = np.random.default_rng(0).standard_normal((n, 4)).astype(np.float32)
-    engine.writeTensor("x", host)
-    start = time.perf_counter()
-    engine.run()
-    run_s = time.perf_counter() - start
-    np.testing.assert_allclose(engine.readTensor("y"), host.sum(axis=1), rtol=1e-5, atol=1e-5)
-    return {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s, "vertices": n}
+    got, times = _build_and_run(device, graph, prog.Execute(cs), start, {"x": host}, "y")
+    np.testing.assert_allclose(got, host.sum(axis=1), rtol=1e-5, atol=1e-5)
+    return {**times, "vertices": n}
 
 
 def _add_constant_graph():
@@ -238,18 +241,10 @@ def _one_per_vertex(n: int, values: bool) -> dict:
             graph.setTileMapping(v, tile)
     graph.createHostWrite("x", x)
     graph.createHostRead("y", y)
-    graph_s = time.perf_counter() - start
-    start = time.perf_counter()
-    engine = poplar.Engine(graph, prog.Execute(cs))
-    engine_s = time.perf_counter() - start
-    engine.load(device)
     host = np.arange(n, dtype=np.float32)
-    engine.writeTensor("x", host)
-    start = time.perf_counter()
-    engine.run()
-    run_s = time.perf_counter() - start
-    np.testing.assert_array_equal(engine.readTensor("y"), 2 * host)
-    return {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s, "vertices": n}
+    got, times = _build_and_run(device, graph, prog.Execute(cs), start, {"x": host}, "y")
+    np.testing.assert_array_equal(got, 2 * host)
+    return {**times, "vertices": n}
 
 
 def _parents(parents: int) -> dict:
@@ -279,17 +274,9 @@ def _parents(parents: int) -> dict:
     program = prog.Sequence([prog.Sequence([inner]) for _ in range(parents)])
     graph.createHostWrite("x", x)
     graph.createHostRead("x result", x)
-    graph_s = time.perf_counter() - start
-    start = time.perf_counter()
-    engine = poplar.Engine(graph, program)
-    engine_s = time.perf_counter() - start
-    engine.load(device)
-    engine.writeTensor("x", np.zeros(tiles, np.float32))
-    start = time.perf_counter()
-    engine.run()
-    run_s = time.perf_counter() - start
-    np.testing.assert_array_equal(engine.readTensor("x result"), np.full(tiles, 10.0 * parents))
-    return {"graph_s": graph_s, "engine_s": engine_s, "run_s": run_s, "vertices": 10 * tiles}
+    got, times = _build_and_run(device, graph, program, start, {"x": np.zeros(tiles, np.float32)}, "x result")
+    np.testing.assert_array_equal(got, np.full(tiles, 10.0 * parents))
+    return {**times, "vertices": 10 * tiles}
 
 
 def _concat(n: int) -> dict:

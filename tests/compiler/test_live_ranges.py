@@ -6,32 +6,11 @@ import random
 import networkx as nx
 import numpy as np
 import pytest
+from liveness_codelets import AddInto, Twice
 
 import poplar_py as poplar
-from poplar_py import InOut, Input, Output, Vector, Vertex
 from poplar_py import program as prog
 from poplar_py.compiler.liveness import analyse_liveness
-
-
-class Twice(Vertex):
-    inp: Input[Vector[float]]
-    out: Output[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.inp)):
-            self.out[i] = self.inp[i] * 2.0
-        return True
-
-
-class AddInto(Vertex):
-    inp: Input[Vector[float]]
-    acc: InOut[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.inp)):
-            self.acc[i] = self.acc[i] + self.inp[i]
-        return True
-
 
 NVARS = 6
 P, C = NVARS, NVARS + 1  # the predicate and the Switch control
