@@ -36,7 +36,7 @@ from .ir import EdgesIR, GraphIR
 from .options import EngineOptions, parseEngineOptions
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
-_VERSION = 1
+_VERSION = 2  # 2: liveness as intervals, value constants in the graph IR
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]
