@@ -34,11 +34,9 @@ class Constant(Vertex):
         return True
 
 
-def _graph(tiles, bytes_per_tile=None):
+def _graph(tiles):
     m = poplar.IPUModel()
     m.tilesPerIPU = tiles
-    if bytes_per_tile:
-        m.memoryBytesPerTile = bytes_per_tile
     device = m.createDevice()
     graph = poplar.Graph(device)
     graph.addCodelets([Weighted, Constant])
@@ -51,10 +49,11 @@ def _constant_bytes(engine):
 
 
 def test_connected_first_and_mapped_after_the_values_live_on_their_vertices_tiles():
-    """As C++ programs do (connect, then map): 64 vertices of 1 KB of weights each would have
-    put 64 KB of constants on tile 0 of 48 KB; each tile holds its own vertices' weights."""
-    tiles, n, width = 16, 64, 256
-    device, graph = _graph(tiles, bytes_per_tile=48 * 1024)
+    """As C++ programs do (connect, then map): 64 vertices of 10 KB of weights each put 640 KB
+    of constants on tile 0 (of 624 KB), which ran out of memory; each tile now holds its own
+    vertices' weights."""
+    tiles, n, width = 16, 64, 2560
+    device, graph = _graph(tiles)
     x = graph.addVariable(poplar.FLOAT, [n], "x")
     out = graph.addVariable(poplar.FLOAT, [n], "out")
     cs = graph.addComputeSet("weighted")
