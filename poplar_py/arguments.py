@@ -46,6 +46,8 @@ def checked_file(file: object, what: str, method: str = "write") -> Any:
 
 def checked_ints(values: object, what: str) -> tuple[int, ...]:
     """A list of integers (a shape, dimensions, a permutation); any of them may be negative."""
+    if type(values) in (list, tuple) and all(type(v) is int for v in values):  # type: ignore[union-attr]
+        return tuple(values)  # type: ignore[arg-type]
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise TensorArgumentError(f"{what} must be a list of integers, got {type(values).__name__} "
                                    f"{values!r:.60}")
@@ -76,6 +78,13 @@ def checked_values(values: Any, what: str) -> np.ndarray:
     if arr.dtype.kind not in "biuf":
         raise InvalidArgumentError(f"{what}: values must be numbers, got {arr.dtype} ({values!r:.60})")
     return arr
+
+
+def cast_values(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` flattened and converted to ``dtype`` as C converts them (integers wrap, floats
+    out of range become infinities), without numpy's warnings."""
+    with np.errstate(all="ignore"):
+        return values.reshape(-1).astype(dtype)
 
 
 def checked_tile(tile: object, num_tiles: int, what: str) -> int:

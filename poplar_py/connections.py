@@ -12,16 +12,23 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_int, checked_values
-from .errors import ConnectionArgumentError, GraphConnectionError, PoplarTypeError, UnknownFieldError
+from .arguments import cast_values, checked_int, checked_values
+from .errors import (
+    ConnectionArgumentError,
+    GraphConnectionError,
+    PoplarTypeError,
+    TensorCreationError,
+    UnknownFieldError,
+)
 from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
 from .vertex import Direction, FieldKind
-from .vertex_table import NO_ROW, TILE, FieldSlot, VertexTable
+from .vertex_table import NO_ROW, FieldSlot, VertexTable
 
-#: makes a constant for a field connected to a value: (type, shape, values, name, tile) -> tensor
-ConstantMaker = Callable[[Type, list[int], np.ndarray, str, int], Tensor]
+#: makes the constant for a field of a vertex connected to a value: (type, shape, values (checked
+#: numbers: a plain number or an array), name, vertex) -> tensor
+ConstantMaker = Callable[[Type, list[int], Any, str, int], Tensor]
 
 
 def unknown_field(vertices: VertexTable, vid: int, name: str) -> str:
@@ -68,12 +75,11 @@ class FieldConnector:
         if value is None:
             raise ConnectionArgumentError(f"{where()} ({slot.describe()}) cannot be connected to None")
         if not isinstance(value, Tensor):
-            if slot.spec.direction is not Direction.INPUT:
-                raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
-            values = checked_values(value, f"{where()} ({slot.describe()})")
-            shape = [] if slot.spec.kind is FieldKind.SCALAR else [values.size]
-            tile = max(table.get(vid, TILE), 0)
-            value = self._constant(slot.spec.type, shape, values, f"{where()} value", tile)
+            value = self._value(vid, slot, value, where)
+            run = value.as_run()
+            if index is None and slot.plain and run is not None:  # a fresh constant of the field's type
+                table.connect_run(vid, slot.index, run)
+                return
         if index is not None:
             self._connect_indexed(vid, slot, index, value, where)
             return
@@ -81,17 +87,35 @@ class FieldConnector:
         if slot.is_list:
             rows = value.dim(0)
             block = value.block
+            cols = value.dim(1)
             if block is not None and rows:
                 var, offset, strides = block
                 table.add_rows(vid, slot.index, var, offset + np.arange(rows, dtype=np.int64) * strides[0],
-                               value.dim(1), strides[1])
+                               cols, strides[1])
+            elif rows and cols:  # the rows' runs cut from the view's, at the cost of its regions
+                ends = np.arange(1, rows + 1, dtype=np.int64) * cols
+                runs, row = value.runs().take_ranges(ends - cols, ends)
+                table.add_runs(vid, slot.index, row, runs)
             else:
-                for row in range(rows):
-                    self._add_edge(vid, slot.index, row, value[row])
+                for k in range(rows):
+                    self._add_edge(vid, slot.index, k, value[k])
             self._size_list(vid, slot, rows)
             return
         self._add_edge(vid, slot.index, NO_ROW, value)
         table.mark_connected(vid, slot.index)
+
+    def _value(self, vid: int, slot: FieldSlot, value: Any, where: Callable[[], str]) -> Tensor:
+        """A constant holding ``value`` for an Input field of vertex ``vid``."""
+        if slot.spec.direction is not Direction.INPUT:
+            raise GraphConnectionError(f"{where()}: only Input fields can be connected to a value")
+        scalar = slot.spec.kind is FieldKind.SCALAR
+        if type(value) in (int, float, bool):  # a plain number needs no check
+            return self._constant(slot.type, [] if scalar else [1], value, f"{where()} value", vid)
+        values = checked_values(value, f"{where()} ({slot.describe()})")
+        if scalar and values.size != 1:
+            raise TensorCreationError(f"{where()} ({slot.describe()}) is a scalar but {values.size} values "
+                                      "were given")
+        return self._constant(slot.type, [] if scalar else [values.size], values, f"{where()} value", vid)
 
     def _add_edge(self, vid: int, field: int, row: int, t: Tensor) -> None:
         run = t.as_run()
@@ -173,8 +197,7 @@ class FieldConnector:
         arr = checked_values(values, where)
         if slot.spec.kind is FieldKind.SCALAR and arr.size != 1:
             raise GraphConnectionError(f"{where} is a scalar but {arr.size} values were given")
-        with np.errstate(all="ignore"):
-            return slot, arr.reshape(-1).astype(slot.spec.type.dtype)
+        return slot, cast_values(arr, slot.spec.type.dtype)
 
     def set_state(self, vid: int, name: str, values: Any) -> None:
         """The value of a state field (vertex data that is not an edge)."""

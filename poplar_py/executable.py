@@ -41,7 +41,8 @@ from .ir import EdgesIR, GraphIR
 from .options import EngineOptions, parseEngineOptions
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
-FORMAT_VERSION = 2  # 2: one compiled replica for every replica
+#: 2: one compiled replica for every replica; 3: liveness as intervals, value constants in the IR
+FORMAT_VERSION = 3
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import graph_dump, ir
+from . import constant_pool, graph_dump, ir
 from .arguments import (
+    cast_values,
     checked_int,
     checked_intervals,
     checked_ints,
@@ -82,8 +83,7 @@ def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
         arr = np.full(n, arr.reshape(-1)[0])
     if arr.size != n:
         raise TensorCreationError(f"{what}: {arr.size} values given for {n} elements")
-    with np.errstate(all="ignore"):
-        return arr.reshape(-1).astype(type_.dtype)
+    return cast_values(arr, type_.dtype)
 
 
 class Graph:
@@ -117,6 +117,7 @@ class Graph:
         self._vertices = VertexTable()
         self._fields = FieldConnector(self._vertices, self._vars, self._value_constant)
         self._initial: dict[int, np.ndarray] = {}  # variable -> values (constants, initial values)
+        self._pool = constant_pool.ConstantPool()  # one-element constants' values, not yet in _initial
         self._codelets = CodeletRegistry()
         self._vertex_types: dict[str, int] = {}  # addVertex's name -> class id in the vertex table
         self._compute_sets: list[str] = []
@@ -233,6 +234,10 @@ class Graph:
         type_ = asType(type_)
         name = label(name, debugContext, "addConstant") or f"constant{self._vars.num_variables}"
         n = math.prod(checked_shape(shape, f"constant '{name}'"))
+        if n == 1 and constant_pool.takes(values):  # converted with the others of its type, in bulk
+            t = self._new_variable(type_, shape, name, constant=True)
+            self._pool.add(self._vars.num_variables - 1, type_, values)
+            return t
         values = _values(values, n, type_, f"constant '{name}'")  # checked before the graph changes
         t = self._new_variable(type_, shape, name, constant=True)
         self._initial[self._vars.num_variables - 1] = values
@@ -300,7 +305,11 @@ class Graph:
         vals = self._values_for(target, values, "initial value of")
         var, offset = target.runs().elements()
         for v in unique_sorted(var).tolist():
-            init = self._initial.setdefault(v, np.zeros(self._vars.sizes[v], dtype=self._vars.types[v].dtype))
+            init = self._initial.get(v)
+            if init is None:
+                init = self._initial[v] = np.zeros(self._vars.sizes[v], self._vars.types[v].dtype)
+            elif not init.flags.writeable:  # a frozen graph's IR holds these values
+                init = self._initial[v] = init.copy()
             sel = var == v
             same_size = vals.dtype.itemsize == init.itemsize
             init[offset[sel]] = vals[sel].view(init.dtype) if same_size else vals[sel]
@@ -546,13 +555,17 @@ class Graph:
     def _set_state(self, ref: FieldRef, values: Any) -> None:
         self._fields.set_state(self._own_vertex(ref, "setInitialValue"), ref.name, values)
 
-    def _value_constant(self, type_: Type, shape: list[int], values: np.ndarray, name: str,
-                        tile: int) -> Tensor:
-        """A constant for a field connected to a value, on the vertex's (absolute) tile."""
-        t = self.addConstant(type_, shape, values, name)
-        runs = t.runs()
-        self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
-        return t
+    def _value_constant(self, type_: Type, shape: list[int], values: Any, name: str, vid: int) -> Tensor:
+        """The constant for a field of vertex ``vid`` connected to ``values`` (checked numbers): a
+        variable, its values and its vertex, no more (the Engine maps it to the vertex's tile)."""
+        shape_t = tuple(shape)
+        var = self._vars.add(name, type_, shape_t, True)
+        if constant_pool.takes(values):
+            self._pool.add(var, type_, values)
+        else:
+            self._initial[var] = cast_values(values, type_.dtype)
+        self._vertices.add_value(var, vid)
+        return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
 
     def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
         """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""
@@ -650,6 +663,7 @@ class Graph:
         table = self._vertices
         rows = table.vertex_columns()
         mapping, tiles = self._mapping.snapshot()
+        self._pool.flush(self._initial)
         num_cs = len(self._compute_sets)
         vertices = ir.freeze_vertices(table.classes, rows, table.sources, num_cs, table.sizes, table.listed,
                                       table.state, table.num_edges())
@@ -661,4 +675,5 @@ class Graph:
             self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
             tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators),
-            self._replicas, self._device_target, tuple(self._replica_index_constants))
+            self._replicas, self._device_target, tuple(self._replica_index_constants),
+            np.frombuffer(table.values, np.int64).reshape(-1, 2).copy())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types as pytypes
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from .variables import VariableTable
 from .vertex import Vertex
 
 _I64 = np.int64
+_NO_PAIRS = np.zeros((0, 2), _I64)
 PerfEstimator = Callable[..., object]
 
 
@@ -132,6 +133,8 @@ class GraphIR:
     replication_factor: int = 1  # the graph is one replica, compiled once for all (compiler/replicas.py)
     device_target: Target | None = None  # the whole device, every replica's IPUs
     replica_index_constants: tuple[int, ...] = ()  # constants whose value on replica r is r
+    # (constant, vertex) per field connected to a value: mapped to the vertex's tile (compiler/mapping.py)
+    value_constants: np.ndarray = field(default_factory=lambda: _NO_PAIRS)
 
     def __str__(self) -> str:
         return self.text()
@@ -224,7 +227,8 @@ def _sorted(keys: tuple[np.ndarray, ...]) -> bool:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, copy=True)
+    """``a`` itself, made read-only: the graph replaces its value arrays, never writes them
+    once frozen (``Graph.setInitialValue`` copies one first)."""
     a.flags.writeable = False
     return a
 
@@ -236,4 +240,7 @@ def freeze_variables(table: VariableTable) -> VariablesIR:
 
 
 def freeze_initial(initial: dict[int, np.ndarray]) -> tuple[tuple[int, np.ndarray], ...]:
-    return tuple((var, _readonly(values)) for var, values in sorted(initial.items()))
+    items = tuple(sorted(initial.items()))
+    for _, values in items:
+        values.flags.writeable = False  # as _readonly: the graph's own arrays, not copies
+    return items

@@ -1,9 +1,9 @@
 """The tile mapping a graph's user sets: per variable, intervals of elements and their tiles.
 
 ``setTileMapping`` appends records (variable, begin, end, tile); a later record wins
-where records overlap. Records are resolved per variable, only when a query or the
-Engine needs them, into sorted disjoint intervals, so the cost grows with the records,
-not with the elements mapped.
+where records overlap. Records are resolved per variable when a query needs them, and all
+at once on the global id line when the Engine needs the whole mapping, into sorted disjoint
+intervals, so the cost grows with the records, not with the elements mapped.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class MappingTable:
 
     def __init__(self, variables: VariableTable) -> None:
         self._vars = variables
-        self._log = bytearray()  # records (var, begin, end, tile), packed, not yet sorted by variable
+        self._log = bytearray()  # every record (var, begin, end, tile), packed, in order
+        self._sorted = 0  # bytes of the log handed to the variables' pending records
         self._pending: dict[int, list[np.ndarray]] = {}  # var -> chunks of (begin, end, tile) rows, in order
         self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
 
@@ -40,11 +41,11 @@ class MappingTable:
         self._log += np.stack((runs.var[owner], lo, hi, tiles[owner]), axis=1).astype(_I64).tobytes()
 
     def _sort_log(self) -> None:
-        """Hand the logged records to their variables (keeping their order)."""
-        if not self._log:
+        """Hand the records logged since the last call to their variables (keeping their order)."""
+        if self._sorted == len(self._log):
             return
-        records = np.frombuffer(bytes(self._log), _I64).reshape(-1, 4)
-        self._log = bytearray()
+        records = np.frombuffer(bytes(self._log[self._sorted:]), _I64).reshape(-1, 4)
+        self._sorted = len(self._log)
         order = np.argsort(records[:, 0], kind="stable")
         records = records[order]
         var = records[:, 0]
@@ -89,19 +90,20 @@ class MappingTable:
         return pieces, tiles[pieces.interval]
 
     def snapshot(self) -> tuple[IntervalMap, np.ndarray]:
-        """The whole mapping as gid intervals (every variable starts an interval)."""
-        self._sort_log()
-        sizes = np.asarray(self._vars.sizes, _I64)
-        starts, tiles = [np.zeros(0, _I64)], [np.zeros(0, _I64)]
-        for v in np.flatnonzero(sizes > 0).tolist():
-            if v in self._pending or v in self._resolved:
-                s, t = self.resolved(v)
-                starts.append(s + self._vars.bases[v])
-                tiles.append(t)
-            else:
-                starts.append(self._vars.bases[v:v + 1])
-                tiles.append(np.full(1, -1, _I64))
-        return IntervalMap(np.concatenate(starts), self._vars.num_elements), np.concatenate(tiles)
+        """The whole mapping as gid intervals (every variable starts an interval; -1 where
+        unmapped), painted from every record at once."""
+        records = np.frombuffer(bytes(self._log), _I64).reshape(-1, 4)
+        bases = self._vars.bases
+        gid = bases[records[:, 0]]
+        lo, hi, tile = paint(gid + records[:, 1], gid + records[:, 2], records[:, 3])
+        end = self._vars.num_elements
+        starts = unique_sorted(np.concatenate((lo, hi[hi < end], bases[np.asarray(self._vars.sizes) > 0])))
+        k = np.searchsorted(lo, starts, side="right") - 1
+        tiles = np.where((k >= 0) & (hi[np.maximum(k, 0)] > starts), tile[np.maximum(k, 0)], -1) \
+            if lo.size else np.full(starts.size, -1, _I64)
+        first = np.isin(starts, bases) if starts.size else np.zeros(0, bool)  # a variable begins
+        keep = first | np.concatenate(([True], tiles[1:] != tiles[:-1]))
+        return IntervalMap(starts[keep], end), tiles[keep].astype(_I64)
 
 
 def _complete(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -279,7 +279,8 @@ def union_grouped(group: np.ndarray, lo: np.ndarray, hi: np.ndarray
 
 def paint(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Intervals ``[lo[k], hi[k])`` painted with ``value[k]`` in order (later ones win),
-    as sorted disjoint intervals; neighbours with one value are joined."""
+    as sorted disjoint intervals; neighbours with one value are joined. Only intervals that
+    overlap others cost a step each."""
     keep = hi > lo
     lo, hi, value = lo[keep], hi[keep], value[keep]
     if lo.size == 0:
@@ -288,17 +289,23 @@ def paint(lo: np.ndarray, hi: np.ndarray, value: np.ndarray) -> tuple[np.ndarray
     slo, shi = lo[order], hi[order]
     if (slo[1:] >= shi[:-1]).all():
         return join_equal(slo, shi, value[order])
-    points = unique_sorted(np.concatenate((lo, hi)))
-    a = np.searchsorted(points, lo)
-    b = np.searchsorted(points, hi)
+    reach = np.maximum.accumulate(shi)
+    cluster = np.cumsum(np.concatenate(([True], slo[1:] >= reach[:-1])))  # runs of overlapping intervals
+    crowded = np.bincount(cluster)[cluster] > 1
+    mine = np.sort(order[crowded])  # the overlapping intervals, in painting order
+    points = unique_sorted(np.concatenate((lo[mine], hi[mine])))
+    a = np.searchsorted(points, lo[mine])
+    b = np.searchsorted(points, hi[mine])
     painted = np.full(points.size - 1, -1, dtype=_I64)
-    slot = np.zeros(points.size - 1, dtype=_I64)
     # Later intervals overwrite earlier ones; one slice assignment each.
     for k, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
         painted[x:y] = k
     used = painted >= 0
-    slot[used] = value[painted[used]]
-    return join_equal(points[:-1][used], points[1:][used], slot[used])
+    all_lo = np.concatenate((slo[~crowded], points[:-1][used]))
+    all_hi = np.concatenate((shi[~crowded], points[1:][used]))
+    all_value = np.concatenate((value[order][~crowded], value[mine][painted[used]]))
+    final = np.argsort(all_lo, kind="stable")
+    return join_equal(all_lo[final], all_hi[final], all_value[final])
 
 
 def join_equal(lo: np.ndarray, hi: np.ndarray, value: np.ndarray

@@ -67,6 +67,9 @@ class VertexTable:
         self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
         self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
+        # (constant, vertex) per field connected to a value: the Engine maps the constant to the
+        # tile its vertex finally runs on (a vertex removed again leaves vertex -1: tile 0)
+        self.values = array("q")
 
     @property
     def num_vertices(self) -> int:
@@ -135,6 +138,14 @@ class VertexTable:
                 del keyed[key]
         self.listed = {k for k in self.listed if k[0] < vid}
         self._wide = {k for k in self._wide if k[0] < vid}
+        k = len(self.values) - 1
+        while k > 0 and self.values[k] >= vid:  # their value connections' constants go unused
+            self.values[k] = -1
+            k -= 2
+
+    def add_value(self, constant: int, vid: int) -> None:
+        """Record that ``constant`` holds the value a field of vertex ``vid`` is connected to."""
+        self.values.extend((constant, vid))
 
     def get(self, vid: int, column: int) -> int:
         return self.rows[_NV * vid + column]
@@ -181,14 +192,15 @@ class VertexTable:
         stride)`` of elements. (A connection's id is where its rows start: later is larger.)"""
         self.edges += _EDGE_ROW(vid, field, row, len(self.edges), *run)
 
-    def add_runs(self, vid: int, field: int, row: int, runs: Runs) -> None:
-        """Connect ``field`` (or one ``row`` of a list field) to a sequence of runs."""
-        if len(runs) <= 1:
+    def add_runs(self, vid: int, field: int, row: int | np.ndarray, runs: Runs) -> None:
+        """Connect ``field`` (or one ``row`` of a list field, or run ``k`` to row ``row[k]``) to a
+        sequence of runs."""
+        if len(runs) <= 1 and not isinstance(row, np.ndarray):
             self.add_run(vid, field, row, (int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
                                            int(runs.stride[0])) if len(runs) else (0, 0, 0, 1))
             return
         block = np.empty((len(runs), _NE), np.int64)
-        block[:, :4] = (vid, field, row, len(self.edges))
+        block[:, 0], block[:, 1], block[:, 2], block[:, 3] = vid, field, row, len(self.edges)
         block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var, runs.offset, runs.count, runs.stride
         self.edges += block.tobytes()
 

@@ -493,6 +493,40 @@ def test_overlapping_mapping_records_match_a_per_element_model(seed):
         expected = reference_mapping({i: model.get(i, -1) for i in element_ids(probe).reshape(-1).tolist()},
                                      probe, 9)
         assert got == expected[:8]
+    ir = graph.freeze()  # the whole mapping at once: each variable starts an interval
+    gids = np.arange(ir.variables.num_elements)
+    tiles = ir.mapping_tiles[ir.mapping.find(gids)]
+    np.testing.assert_array_equal(tiles, [model.get(int(i), -1) for i in gids])
+    assert set(ir.variables.bases.tolist()) <= set(ir.mapping.starts.tolist())
+
+
+def test_one_element_constants_converted_in_bulk_hold_what_each_alone_would():
+    """Plain numbers wait in a pool and are cast per element type when the graph is frozen:
+    integers wrap, floats overflow to infinity, as one cast of each would do."""
+    _, graph = make_graph(2)
+    cases = [(poplar.FLOAT, 2.5), (poplar.FLOAT, 7), (poplar.HALF, 1e6), (poplar.UNSIGNED_CHAR, 300),
+             (poplar.INT, True), (poplar.INT, -(1 << 40)), (poplar.SHORT, 2.0 ** 70), (poplar.BOOL, 0.0),
+             (poplar.UNSIGNED_INT, (1 << 63) + 5), (poplar.FLOAT, np.float32(0.1))]  # last two: not pooled
+    made = [graph.addConstant(t, [], v) for t, v in cases[:6]]
+    first = graph.freeze()
+    made += [graph.addConstant(t, [], v) for t, v in cases[6:]]
+    initial = dict(graph.freeze().initial)
+    assert len(dict(first.initial)) == 6
+    with np.errstate(all="ignore"):
+        for (type_, value), c in zip(cases, made):
+            var = c.runs().var[0]
+            np.testing.assert_array_equal(initial[var], np.asarray(value).reshape(-1).astype(type_.dtype))
+            assert initial[var].dtype == type_.dtype
+
+
+def test_initial_values_set_after_freezing_do_not_reach_the_frozen_ir():
+    _, graph = make_graph(2)
+    t = graph.addVariable(poplar.INT, [4], "t")
+    graph.setInitialValue(t, [1, 2, 3, 4])
+    first = dict(graph.freeze().initial)
+    graph.setInitialValue(t[1:3], [7, 8])
+    assert first[0].tolist() == [1, 2, 3, 4]
+    assert dict(graph.freeze().initial)[0].tolist() == [1, 7, 8, 4]
 
 
 def test_freeze_gives_an_immutable_ir_that_prints():

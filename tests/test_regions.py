@@ -120,6 +120,26 @@ def test_union_paint_and_unique(seed):
     np.testing.assert_array_equal(unique_sorted(value), np.unique(value))
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_paint_of_mostly_disjoint_intervals_paints_only_the_overlapping_ones_in_order(seed):
+    rng = np.random.default_rng(seed)
+    lo = np.sort(rng.choice(5000, 300, replace=False)) * 2
+    hi = lo + 2
+    crowd = rng.choice(300, 20, replace=False)  # a few stretch over their neighbours
+    hi[crowd] += rng.integers(1, 9, 20)
+    order = rng.permutation(300)
+    lo, hi, value = lo[order], hi[order], rng.integers(0, 3, 300)
+    plo, phi, pval = paint(lo, hi, value)
+    painted, got = np.full(10_020, -1), np.full(10_020, -1)
+    for a, b, v in zip(lo, hi, value):
+        painted[a:b] = v
+    for a, b, v in zip(plo, phi, pval):
+        assert (got[a:b] == -1).all()  # disjoint
+        got[a:b] = v
+    np.testing.assert_array_equal(got, painted)
+    assert not ((plo[1:] == phi[:-1]) & (pval[1:] == pval[:-1])).any()  # equal neighbours joined
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_split_cuts_runs_at_interval_boundaries(seed):
     rng = np.random.default_rng(seed)

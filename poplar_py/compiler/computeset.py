@@ -24,6 +24,7 @@ from ..options import EngineOptions
 from ..regions import Runs, exclusive_cumsum, expand_ranges, unique_sorted
 from ..vertex import Direction, FieldKind
 from .layout import Located, MemoryLayout
+from .mapping import busiest_tiles
 from .races import check_races
 from .segments import FieldTables, SegmentRuns, Segments, build_segments
 
@@ -112,14 +113,8 @@ def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: Segmen
     located = layout.locate(sruns.runs.select(rows))
     piece_vertex = seg.vertex[sruns.segment[rows[located.run]]]
     tiles[unmapped] = 0
-    if len(located):
-        key, weight = piece_vertex * (1 << 24) + located.tile, located.count
-        keys, inverse = np.unique(key, return_inverse=True)
-        totals = np.bincount(inverse, weights=weight)
-        order = np.lexsort((keys % (1 << 24), -totals, keys >> 24))
-        best = keys[order]
-        first = np.concatenate(([True], (best[1:] >> 24) != (best[:-1] >> 24)))
-        tiles[best[first] >> 24] = best[first] % (1 << 24)
+    owners, best = busiest_tiles(piece_vertex, located.tile, located.count)
+    tiles[owners] = best
     return tiles
 
 

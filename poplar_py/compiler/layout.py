@@ -239,16 +239,16 @@ def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[li
     """First fit, largest first: each segment at the lowest aligned offset where it overlaps no
     segment already placed whose life meets its own. Offsets (in input order) and the extent."""
     order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
-    placed: list[tuple[int, int, int]] = []  # (start, end, variable)
+    starts, ends, owners = (np.zeros(len(segments), _I64) for _ in range(3))  # of the segments placed
     offsets = [0] * len(segments)
-    for k in order:
+    for n, k in enumerate(order):
         var, nbytes = segments[k]
-        clashes = sorted((a, b) for a, b, other in placed if liveness.interfere(var, other))
+        meet = np.flatnonzero(liveness.meets(var, owners[:n]))
         at = 0
-        for a, b in clashes:
+        for a, b in sorted(zip(starts[meet].tolist(), ends[meet].tolist())):
             if at + nbytes <= a:
                 break
             at = max(at, int(align(b)))
         offsets[k] = at
-        placed.append((at, at + nbytes, var))
-    return offsets, max((b for _, b, _ in placed), default=0)
+        starts[n], ends[n], owners[n] = at, at + nbytes, var
+    return offsets, int(ends.max(initial=0))

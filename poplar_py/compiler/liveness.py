@@ -1,22 +1,25 @@
-"""Pass: when each variable is live, from the programs' control-flow graph (networkx).
+"""Pass: when each variable is live, as intervals of program points.
 
 Every leaf program (Copy, Execute, PrintTensor, WriteUndef, a stream copy, a predicate read)
-becomes a node of a directed graph with the variables it reads (``use``) and writes
-(``define``); Sequence, Repeat, RepeatWhile, If, Switch and Call add the edges between them
-(a function's body once, entered from every call and left to every call's successor). The
-engine's programs run in any order, any number of times: every program's exit leads to
-every program's entry. Backward dataflow over that graph gives the variables live after each
-node; a write kills a life only when it covers the whole variable, and WriteUndef ends one.
+and every join of control flow (Sequence, Repeat, RepeatWhile, If, Switch, Call) is a
+program point, numbered as the programs are walked, so every program covers one interval of
+points. A variable occupies memory at the points where it is read, written or live after;
+those points are found per variable as a few intervals by :mod:`live_ranges` (backward
+dataflow over the program tree: a write kills a life only when it covers the whole variable,
+and WriteUndef ends one; a function's body is shared by its calls). The engine's programs
+run in any order, any number of times, so a variable read before it is written in any of
+them stays live from one run to the next.
 
 A variable is *always live* when it is a constant, has an initial value, a host handle or a
-stream copy, is live where a program begins (read before it is written, or kept from one
-run to the next), or is never used by a program. Any other variable occupies memory only at
-the nodes where it is read, written or live: variables whose nodes do not meet may share
-tile memory (the layout packs them, :mod:`layout`).
+stream copy, is live where a program begins, or is never used by a program. Any other
+variable occupies memory only in its intervals: variables whose intervals do not meet may
+share tile memory (the layout packs them, :mod:`layout`). The points are also the nodes of a
+networkx control-flow graph, whose depth-first order is the order of the liveness chart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -25,159 +28,197 @@ import numpy as np
 from .. import program as prog
 from ..handles import DataStream
 from ..ir import GraphIR
-from ..regions import Runs, union
+from ..regions import Runs, expand_ranges, union_grouped, unique_sorted
+from ..tensor import Tensor
 from ..vertex import Direction
+from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, Solver, While, find, union
 
 _I64 = np.int64
+_NONE = np.zeros(0, _I64)
 
 
 @dataclass(frozen=True)
 class Liveness:
-    """Per variable: always live, or the bitmask (a Python int) of the program points where it
-    occupies memory; ``points``: each point's label, in program order."""
+    """Per variable: always live, or the intervals of program points where it occupies memory
+    (``bounds[v]:bounds[v + 1]`` of ``lo``/``hi``, sorted and disjoint); the steps (leaf
+    programs and predicate reads) as points, in program order, with their labels."""
 
     always: np.ndarray  # bool per variable
-    occupied: tuple[int, ...]  # per variable: bit k set when it occupies memory at point k
-    points: tuple[str, ...]
-    steps: tuple[int, ...]  # the points that are steps (leaf programs and predicate reads), in order
+    bounds: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    steps: np.ndarray  # the point of each step
+    labels: tuple[str, ...]  # each step's label
 
     def interfere(self, a: int, b: int) -> bool:
         """Whether two variables that are not always live may need memory at the same time."""
-        return bool(self.occupied[a] & self.occupied[b])
+        return bool(self.meets(a, np.asarray([b], _I64))[0])
+
+    def meets(self, var: int, others: np.ndarray) -> np.ndarray:
+        """Whether ``var``'s intervals meet those of each of ``others``."""
+        a, b = self.bounds[var], self.bounds[var + 1]
+        owner, k = expand_ranges(self.bounds[others], self.bounds[others + 1] - self.bounds[others])
+        lo, hi = self.lo[a:b], self.hi[a:b]
+        if not lo.size or not k.size:
+            return np.zeros(others.size, bool)
+        j = np.minimum(np.searchsorted(hi, self.lo[k], side="right"), lo.size - 1)  # first ending after
+        hit = (lo[j] < self.hi[k]) & (hi[j] > self.lo[k])
+        return np.bincount(owner[hit], minlength=others.size) > 0
 
     def over_steps(self, var_bytes: np.ndarray) -> dict:
         """The device's always-live bytes and, at each step, its not-always-live bytes (each
         variable's ``var_bytes``), with the peak: the report's liveness chart."""
-        live = np.zeros(len(self.steps), np.int64)
-        for v in np.flatnonzero(~self.always).tolist():
-            mask = self.occupied[v]
-            at = [k for k, point in enumerate(self.steps) if mask >> point & 1]
-            live[at] += int(var_bytes[v])
+        counts = np.diff(self.bounds)
+        var = np.repeat(np.arange(counts.size), counts)
+        size = np.where(self.always[var], 0, var_bytes[var]).astype(_I64)
+        points = max(int(self.hi.max(initial=0)), int(self.steps.max(initial=0))) + 1
+        change = np.bincount(self.lo, weights=size, minlength=points) - np.bincount(self.hi, weights=size,
+                                                                                   minlength=points)
+        live = np.cumsum(change).astype(_I64)[self.steps] if self.steps.size else np.zeros(0, _I64)
         peak = int(np.argmax(live)) if live.size else 0
         always = int(var_bytes[self.always].sum())
-        return {"steps": [self.points[k] for k in self.steps], "alwaysLive": [always] * len(self.steps),
+        return {"steps": list(self.labels), "alwaysLive": [always] * live.size,
                 "notAlwaysLive": live.tolist(), "peak": always + (int(live[peak]) if live.size else 0),
                 "peakStep": peak}
 
 
-@dataclass
-class _Node:
-    label: str
-    use: int = 0  # bitmask of variables
-    define: int = 0
-    kill: int = 0
-    step: bool = False  # a leaf program or a predicate read (not a join of control flow)
-
-
 class _Builder:
-    """Builds the control-flow graph of the programs and functions."""
+    """Walks the programs: the program tree of regions (what :mod:`live_ranges` solves), the
+    control-flow graph of its points (for their order), each leaf's accesses."""
 
-    def __init__(self, graph: GraphIR) -> None:
+    def __init__(self, graph: GraphIR, fixed: np.ndarray) -> None:
         self.graph = graph
+        self.fixed = fixed  # variables always live whatever the programs do
         self.cfg = nx.DiGraph()
-        self.nodes: list[_Node] = []
-        self.pinned = 0  # variables always live: streamed
-        self.functions: dict[int, tuple[int, int]] = {}
-        self.calls: list[tuple[int, int, int]] = []  # (function, call node, after node)
-        self.sizes = graph.variables.sizes
+        self.labels: list[str | None] = []  # per point: a step's label, None for a join
+        self.calls: list[tuple[int, int, int]] = []  # (function, call point, after point)
+        self.callees: set[int] = set()  # functions called by what is being built
+        self.events: dict[object, Events] = {}  # per compute set or leaf program
 
-    def node(self, label: str, use: int = 0, define: int = 0, kill: int = 0, step: bool = False) -> int:
-        self.nodes.append(_Node(label, use, define, kill, step))
-        n = len(self.nodes) - 1
+    def point(self, label: str | None = None) -> int:
+        self.labels.append(label)
+        n = len(self.labels) - 1
         self.cfg.add_node(n)
         return n
 
     def chain(self, a: int, b: int) -> None:
         self.cfg.add_edge(a, b)
 
-    def vars_of(self, runs: Runs) -> tuple[int, int]:
-        """(variables touched, variables wholly covered) as bitmasks."""
-        touched = covered = 0
-        for v in np.unique(runs.var).tolist():
-            if not 0 <= v < self.sizes.size:
-                continue  # another graph's tensor: lowering reports it
-            touched |= 1 << v
-            mine = runs.var == v
-            plain = mine & ((runs.stride == 1) | (runs.count == 1))
-            lo, hi = union(runs.offset[plain], runs.offset[plain] + runs.count[plain])
-            if lo.size == 1 and lo[0] == 0 and hi[0] >= self.sizes[v]:
-                covered |= 1 << v
-        return touched, covered
+    def region(self, p: prog.Program) -> tuple[Region, int, int]:
+        """``p`` as a region, with its entry and exit points."""
+        r = Region(len(self.labels))
+        entry, exit_ = self.build(p, r)
+        r.hi = len(self.labels)
+        return r, entry, exit_
 
-    def build(self, p: prog.Program) -> tuple[int, int]:
-        """The (entry, exit) nodes of ``p``'s subgraph."""
+    def build(self, p: prog.Program, r: Region) -> tuple[int, int]:
+        """Add ``p``'s points and items to ``r``: its (entry, exit) points."""
+        lo = len(self.labels)
         if isinstance(p, prog.Sequence):
-            first = last = self.node("Sequence")
+            first = last = self.point()
             for child in p.programs:
-                a, b = self.build(child)
+                a, b = self.build(child, r)
                 self.chain(last, a)
                 last = b
             return first, last
         if isinstance(p, prog.Repeat):
-            entry, out = self.node(p.name), self.node(p.name)
-            a, b = self.build(p.body)
+            entry, out = self.point(), self.point()
+            body, a, b = self.region(p.body)
             self.chain(entry, a if p.count else out)
             self.chain(b, a)
             self.chain(b, out)
+            r.items.append(Loop(lo, len(self.labels), body, p.count > 0))
             return entry, out
         if isinstance(p, prog.RepeatWhileTrue):
-            c0, c1 = self.build(p.cond)
-            test = self.node(p.name, use=self.vars_of(p.predicate.runs())[0], step=True)
-            a, b = self.build(p.body)
-            out = self.node(p.name)
-            self.chain(c1, test)
-            self.chain(test, a)
+            cond, c0, c1 = self.region(p.cond)
+            test = self.test(p, p.predicate)
+            body, a, b = self.region(p.body)
+            out = self.point()
+            self.chain(c1, test.lo)
+            self.chain(test.lo, a)
             self.chain(b, c0)
-            self.chain(test, out)
+            self.chain(test.lo, out)
+            r.items.append(While(lo, len(self.labels), cond, test, body))
             return c0, out
         if isinstance(p, (prog.If, prog.Switch)):
-            scalar = p.predicate if isinstance(p, prog.If) else p.control
-            test, out = self.node(p.name, use=self.vars_of(scalar.runs())[0], step=True), self.node(p.name)
-            for branch in prog.children(p):
-                a, b = self.build(branch)
-                self.chain(test, a)
+            test = self.test(p, p.predicate if isinstance(p, prog.If) else p.control)
+            out = self.point()
+            branches = []
+            for child in prog.children(p):
+                branch, a, b = self.region(child)
+                self.chain(test.lo, a)
                 self.chain(b, out)
-            return test, out
+                branches.append(branch)
+            r.items.append(Branch(lo, len(self.labels), test, branches))
+            return test.lo, out
         if isinstance(p, prog.Call):
-            call, after = self.node(p.name), self.node(p.name)
+            call, after = self.point(), self.point()
             self.calls.append((p.function.id, call, after))
+            self.callees.add(p.function.id)
+            r.items.append(Call(lo, len(self.labels), p.function.id))
             return call, after
-        n = self.leaf(p)
+        n = self.point(prog.step_label(p))
+        r.items.append(Leaf(n, self.leaf(p)))
         return n, n
 
-    def leaf(self, p: prog.Program) -> int:
-        label = prog.step_label(p)
-        if isinstance(p, prog.Execute):
-            use, define, kill = self.compute_set(p.cs.id)
-            return self.node(label, use, define, kill, step=True)
-        if isinstance(p, (prog.Copy, prog.CrossReplicaCopy)):
-            use = define = kill = 0
-            for end, reads in ((p.src, True), (p.dst, False)):
-                if isinstance(end, DataStream):
-                    continue
-                touched, covered = self.vars_of(end.runs())
-                if reads:
-                    use |= touched
-                else:
-                    define, kill = touched, covered
-                if isinstance(p.src, DataStream) or isinstance(p.dst, DataStream):
-                    self.pinned |= touched
-            return self.node(label, use, define, kill, step=True)
-        if isinstance(p, prog.PrintTensor):
-            return self.node(label, use=self.vars_of(p.tensor.runs())[0], step=True)
-        if isinstance(p, prog.WriteUndef):
-            return self.node(label, kill=self.vars_of(p.tensor.runs())[1], step=True)
-        return self.node(label, step=True)  # Sync, AssumeEqualAcrossReplicas
+    def test(self, p: prog.Program, scalar: Tensor) -> Leaf:
+        """The point where control flow reads its predicate."""
+        n = self.point(p.name)  # type: ignore[attr-defined]
+        return Leaf(n, self.cached(id(p), lambda: self.accesses(use=self.vars_of(scalar.runs())[0])))
 
-    def compute_set(self, cs: int) -> tuple[int, int, int]:
+    def cached(self, key: object, make: Callable[[], Events]) -> Events:
+        """A leaf's events, made once per compute set or program object however often it is placed."""
+        found = self.events.get(key)
+        if found is None:
+            found = self.events[key] = make()
+        return found
+
+    def leaf(self, p: prog.Program) -> Events:
+        if isinstance(p, prog.Execute):
+            return self.cached(("cs", p.cs.id), lambda: self.compute_set(p.cs.id))
+        if isinstance(p, (prog.Copy, prog.CrossReplicaCopy)):
+            if isinstance(p.src, DataStream) or isinstance(p.dst, DataStream):
+                return NO_EVENTS  # its tensor is always live
+            src, dst = p.src, p.dst
+            return self.cached(id(p), lambda: self.accesses(self.vars_of(src.runs())[0],
+                                                            *self.vars_of(dst.runs())))
+        if isinstance(p, prog.PrintTensor):
+            return self.cached(id(p), lambda: self.accesses(self.vars_of(p.tensor.runs())[0]))
+        if isinstance(p, prog.WriteUndef):
+            return self.cached(id(p), lambda: self.accesses(kill=self.vars_of(p.tensor.runs())[1]))
+        return NO_EVENTS  # Sync, AssumeEqualAcrossReplicas
+
+    @staticmethod
+    def accesses(use: np.ndarray = _NONE, define: np.ndarray = _NONE, kill: np.ndarray = _NONE) -> Events:
+        var = union(use, define, kill)
+        return Events(var, find(use, var)[0], find(define, var)[0], find(kill, var)[0])
+
+    def vars_of(self, runs: Runs) -> tuple[np.ndarray, np.ndarray]:
+        """(variables touched, variables written whole), sorted, leaving out the always-live
+        ones and another graph's (lowering reports those)."""
+        ok = (runs.var >= 0) & (runs.var < self.fixed.size)
+        ok[ok] &= ~self.fixed[runs.var[ok]]
+        touched = unique_sorted(runs.var[ok])
+        plain = ok & ((runs.stride == 1) | (runs.count == 1))
+        offset = runs.offset[plain]
+        var, lo, hi = union_grouped(runs.var[plain], offset, offset + runs.count[plain])
+        alone = np.ones(var.size, bool)  # the variable's only interval
+        if var.size > 1:
+            same = var[1:] == var[:-1]
+            alone[1:] &= ~same
+            alone[:-1] &= ~same
+        sizes = self.graph.variables.sizes
+        return touched, var[alone & (lo == 0) & (hi >= sizes[var])]
+
+    def compute_set(self, cs: int) -> Events:
         """What a compute set's vertices read and write (a write kills a variable that the
         compute set's outputs cover whole and no vertex reads)."""
         e, v = self.graph.edges, self.graph.vertices
         if not 0 <= cs < len(self.graph.compute_sets):
-            return 0, 0, 0  # another graph's compute set: lowering reports it
+            return NO_EVENTS  # another graph's compute set: lowering reports it
         rows = np.arange(e.cs_bounds[cs], e.cs_bounds[cs + 1])
         if not rows.size:
-            return 0, 0, 0
+            return NO_EVENTS
         widest = max(len(c.fields) for c in v.classes)
         reading = np.zeros((len(v.classes), widest), dtype=bool)  # per class and field
         writing = np.zeros_like(reading)
@@ -186,75 +227,79 @@ class _Builder:
                 reading[c, f] = spec.direction in (Direction.INPUT, Direction.INOUT)
                 writing[c, f] = spec.direction in (Direction.OUTPUT, Direction.INOUT)
         cls_of, field = v.cls[e.vertex[rows]], e.field[rows]
-        reads, writes = reading[cls_of, field], writing[cls_of, field]
-        use = self.vars_of(e.runs(rows[reads]))[0]
-        define, covered = self.vars_of(e.runs(rows[writes]))
-        return use, define, covered & ~use
+        use = self.vars_of(e.runs(rows[reading[cls_of, field]]))[0]
+        define, covered = self.vars_of(e.runs(rows[writing[cls_of, field]]))
+        return self.accesses(use, define, covered[~find(use, covered)[0]])
+
+
+def _fixed(graph: GraphIR, programs: list[prog.Program]) -> np.ndarray:
+    """Variables always live whatever the programs do: constants, initial values, host
+    handles' and stream copies' tensors."""
+    fixed = graph.variables.constant.copy()
+    for var, _ in graph.initial:
+        fixed[var] = True
+    for handle in graph.host_handles.values():
+        fixed[np.unique(handle.runs.var)] = True
+    for p in prog.walk([*programs, *graph.functions]):
+        if isinstance(p, prog.Copy):
+            for end, other in ((p.src, p.dst), (p.dst, p.src)):
+                if isinstance(end, DataStream) and not isinstance(other, DataStream):
+                    var = other.runs().var
+                    fixed[var[(var >= 0) & (var < fixed.size)]] = True
+    return fixed
 
 
 def analyse_liveness(graph: GraphIR, programs: list[prog.Program]) -> Liveness:
     """The pass: each variable's liveness over ``programs`` (the engine's) and the functions."""
     prog.check_acyclic(programs, graph.functions)  # a program that holds itself: ProgramError
-    b = _Builder(graph)
-    entries, exits = zip(*(b.build(p) for p in programs)) if programs else ((), ())
+    fixed = _fixed(graph, programs)
+    b = _Builder(graph, fixed)
+    entries = [b.region(p) for p in programs]
+    functions, called = [], nx.DiGraph()  # called: callee -> caller
     for f, body in enumerate(graph.functions):
-        b.functions[f] = b.build(body)
+        b.callees = set()
+        functions.append(b.region(body))
+        called.add_node(f)
+        called.add_edges_from((g, f) for g in b.callees if 0 <= g < len(graph.functions))
     for f, call, after in b.calls:
-        if f not in b.functions:
-            continue  # another graph's function: lowering reports it
-        first, last = b.functions[f]
-        b.chain(call, first)
-        b.chain(last, after)
-    for out in exits:  # runs follow each other in any order
-        for entry in entries:
+        if 0 <= f < len(functions):  # else another graph's function: lowering reports it
+            b.chain(call, functions[f][1])
+            b.chain(functions[f][2], after)
+    for _, _, out in entries:  # runs follow each other in any order
+        for _, entry, _ in entries:
             b.chain(out, entry)
-    live_out = _live_out(b.cfg, b.nodes)
-    live_at_entry = 0
-    for entry in entries:
-        n = b.nodes[entry]
-        live_at_entry |= n.use | (live_out[entry] & ~n.kill)
+    order = list(nx.topological_sort(called))
+    after_points = {f: np.asarray(sorted(a for g, _, a in b.calls if g == f), _I64) for f in order}
+    after_calls = {f: np.zeros(0, _I64) for f in order}
+    while True:
+        s = Solver(after_calls)
+        for f in order:
+            s.functions[f] = functions[f][0].summary(s)
+        summaries = [region.summary(s) for region, _, _ in entries]
+        for (region, _, _), summary in zip(entries, summaries):
+            region.solve(s, summary.var, np.zeros(summary.var.size, bool))  # nothing live after a run
+        for f in order:
+            var = union(s.functions[f].var, after_calls[f])
+            functions[f][0].solve_as(s, var, find(after_calls[f], var)[0], s.functions[f])
+        var, lo, hi = s.intervals()
+        grown = {f: union(after_calls[f], _stabbed(var, lo, hi, after_points[f])) for f in order}
+        if all(grown[f].size == after_calls[f].size for f in order):
+            break
+        after_calls = grown
     nvars = len(graph.variables)
-    always = np.zeros(nvars, dtype=bool)
-    always |= graph.variables.constant
-    for var, _ in graph.initial:
-        always[var] = True
-    for handle in graph.host_handles.values():
-        always[np.unique(handle.runs.var)] = True
-    pinned = b.pinned | live_at_entry
-    always |= np.asarray([(pinned >> v) & 1 for v in range(nvars)], dtype=bool)
-    order = list(nx.dfs_preorder_nodes(b.cfg, entries[0])) if entries else []
-    seen = set(order)
-    order += [n for n in b.cfg.nodes if n not in seen]
-    occupied = [0] * nvars
-    for k, n in enumerate(order):
-        node = b.nodes[n]
-        here = live_out[n] | node.use | node.define
-        v = 0
-        while here:
-            if here & 1:
-                occupied[v] |= 1 << k
-            here >>= 1
-            v += 1
-    always |= np.asarray([o == 0 for o in occupied], dtype=bool)  # never used: kept, as Poplar keeps it
-    steps = tuple(k for k, n in enumerate(order) if b.nodes[n].step)
-    return Liveness(always, tuple(occupied), tuple(b.nodes[n].label for n in order), steps)
+    always = fixed.copy()
+    for summary in summaries:
+        always[summary.var[summary.gen]] = True  # read before written: kept from one run to the next
+    bounds = np.searchsorted(var, np.arange(nvars + 1))
+    always |= np.diff(bounds) == 0  # never used: kept, as Poplar keeps it
+    dfs = list(nx.dfs_preorder_nodes(b.cfg, entries[0][1])) if entries else []
+    seen = set(dfs)
+    dfs += [n for n in b.cfg.nodes if n not in seen]
+    steps = [n for n in dfs if b.labels[n] is not None]
+    return Liveness(always, bounds, lo, hi, np.asarray(steps, _I64), tuple(b.labels[n] for n in steps))
 
 
-def _live_out(cfg: nx.DiGraph, nodes: list[_Node]) -> list[int]:
-    """Variables live after each node: the fixpoint of live_out(n) = U live_in(successors),
-    live_in(n) = use(n) | (live_out(n) & ~kill(n)), visiting nodes in reverse postorder of the
-    reversed graph (few sweeps for loops)."""
-    live_in = [0] * len(nodes)
-    live_out = [0] * len(nodes)
-    order = list(nx.dfs_postorder_nodes(cfg))
-    changed = True
-    while changed:
-        changed = False
-        for n in order:
-            out = 0
-            for s in cfg.successors(n):
-                out |= live_in[s]
-            new_in = nodes[n].use | (out & ~nodes[n].kill)
-            if out != live_out[n] or new_in != live_in[n]:
-                live_out[n], live_in[n], changed = out, new_in, True
-    return live_out
+def _stabbed(var: np.ndarray, lo: np.ndarray, hi: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The variables whose intervals hold one of the sorted ``points``."""
+    hit = np.searchsorted(points, hi) > np.searchsorted(points, lo)
+    return unique_sorted(var[hit])

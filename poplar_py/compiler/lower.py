@@ -91,6 +91,9 @@ class Lowerer:
         self.num_tiles = graph.target.getNumTiles()
         self.tiles_per_ipu = graph.target.getTilesPerIPU()
         self.leaves: list[Step] = []
+        # by program object: one placed in many parents is one step tree, its leaves one profile
+        # row each, counting every run (as Poplar's profile counts a program's runs by its id)
+        self.lowered: dict[int, Step] = {}
 
     def leaf(self, step: Step, traffic_: TileTraffic | None = None) -> Step:
         step.id = len(self.leaves)
@@ -99,10 +102,14 @@ class Lowerer:
         return step
 
     def lower(self, p: prog.Program) -> Step:
+        step = self.lowered.get(id(p))
+        if step is not None:
+            return step
         for cls in type(p).__mro__:
             make = STEPS.get(cls)
             if make is not None:
-                return make(self, p)
+                step = self.lowered[id(p)] = make(self, p)
+                return step
         raise ProgramError(f"cannot lower program of type {type(p).__name__}")
 
     def runs(self, t: Tensor, what: str) -> Runs:

@@ -6,6 +6,10 @@ exchange. What is left is spread linearly over the tiles (at least 128 bytes per
 starting where the previous automatic mapping stopped, so many small variables do
 not all land on tile 0). With the option ``tileMapping.strict`` an unmapped element
 is an error, as in Poplar. Everything works on intervals of elements.
+
+The constant of a field connected to a value goes, last, to the tile its vertex runs on: the
+vertex's own, else the tile holding most of its other data (where compute-set planning puts
+it), else tile 0. Programs connect first and map after, so only now is that tile known.
 """
 
 from __future__ import annotations
@@ -32,21 +36,67 @@ class TileMapping:
 
 def complete_mapping(graph: GraphIR, strict: bool) -> TileMapping:
     imap, tiles = graph.mapping, graph.mapping_tiles
-    unmapped = tiles < 0
-    if not unmapped.any():
-        return TileMapping(imap, tiles, ())
     variables = graph.variables
     var = variables.var_of(imap.starts)
+    value = np.zeros(len(variables), bool)
+    value[graph.value_constants[:, 0]] = True
+    value_intervals = value[var] & (tiles < 0)
+    tiles = np.where(value_intervals, 0, tiles)  # held aside: placed last
+    unmapped = tiles < 0
     waiting = unique_sorted(var[unmapped])
-    if strict:
+    if strict and waiting.size:
         v = int(waiting[0])
         first = int(imap.starts[np.flatnonzero(unmapped & (var == v))[0]] - variables.bases[v])
         raise InvalidTileMappingError(
             f"variable '{variables.names[v]}' has no tile mapping for element {first} "
             f"({waiting.size} variable(s) incompletely mapped; option tileMapping.strict is on)")
-    lo, hi, tile = _next_to_users(graph, imap, tiles)
-    lo, tile = _linear(graph, lo, hi, tile)
-    return TileMapping(IntervalMap(lo, imap.end), tile, tuple(variables.names[v] for v in waiting.tolist()))
+    if waiting.size:
+        lo, hi, tile = _next_to_users(graph, imap, tiles)
+        lo, tile = _linear(graph, lo, hi, tile)
+        imap, tiles = IntervalMap(lo, imap.end), tile
+    if value_intervals.any():
+        tiles = _next_to_vertices(graph, imap, tiles, unique_sorted(var[value_intervals]))
+    return TileMapping(imap, tiles, tuple(variables.names[v] for v in waiting.tolist()))
+
+
+def _next_to_vertices(graph: GraphIR, imap: IntervalMap, tiles: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """``tiles`` with the value constants ``held`` (sorted) on their vertices' tiles."""
+    constant, vertex = graph.value_constants[:, 0], graph.value_constants[:, 1]
+    keep = np.isin(constant, held)
+    constant, vertex = constant[keep], vertex[keep]
+    vertex_tile = np.zeros(vertex.size, _I64)  # no vertex (its addVertex failed): tile 0
+    mine = vertex >= 0
+    vertex_tile[mine] = graph.vertices.tile[vertex[mine]]
+    unplaced = np.flatnonzero(vertex_tile < 0)
+    if unplaced.size:
+        vertex_tile[unplaced] = 0
+        edges = graph.edges
+        rows = np.flatnonzero(np.isin(edges.vertex, vertex[unplaced]) & (edges.count > 0)
+                              & ~np.isin(edges.var, held))
+        pieces = imap.split(edges.runs(rows), graph.variables.bases)
+        owners, best = busiest_tiles(edges.vertex[rows[pieces.run]], tiles[pieces.interval], pieces.count)
+        found = np.searchsorted(owners, vertex[unplaced])
+        hit = found < owners.size
+        hit[hit] &= owners[found[hit]] == vertex[unplaced][hit]
+        vertex_tile[unplaced[hit]] = best[found[hit]]
+    tile_of = np.full(len(graph.variables), -1, _I64)
+    tile_of[constant] = vertex_tile
+    var_tile = tile_of[graph.variables.var_of(imap.starts)]
+    return np.where(var_tile >= 0, var_tile, tiles)
+
+
+def busiest_tiles(owner: np.ndarray, tile: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each owner (sorted) of pieces of data, the tile holding most of its data (the lowest
+    on a tie)."""
+    if not owner.size:
+        return owner, owner
+    key = owner * (1 << 24) + tile
+    keys, inverse = np.unique(key, return_inverse=True)
+    totals = np.bincount(inverse, weights=weight)
+    order = np.lexsort((keys % (1 << 24), -totals, keys >> 24))
+    best = keys[order]
+    first = np.concatenate(([True], (best[1:] >> 24) != (best[:-1] >> 24)))
+    return best[first] >> 24, best[first] % (1 << 24)
 
 
 def _next_to_users(graph: GraphIR, imap: IntervalMap, tiles: np.ndarray

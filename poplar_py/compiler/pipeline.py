@@ -186,16 +186,23 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
     """(values, plan writing them on a replica): one plan per element size for every constant and
-    initial value, the values as their raw bits."""
-    by_size: dict[int, list[tuple[int, np.ndarray]]] = {}
+    initial value (the replication index constants aside), the values as their raw bits."""
+    by_type: dict[np.dtype, tuple[list[int], list[np.ndarray]]] = {}
     index = set(graph.replica_index_constants)
     for var, values in graph.initial:
         if values.size and var not in index:
-            by_size.setdefault(values.dtype.itemsize, []).append((var, values))
+            variables, arrays = by_type.setdefault(values.dtype, ([], []))
+            variables.append(var)
+            arrays.append(values.reshape(-1))
+    by_size: dict[int, list[tuple[list[int], list[np.ndarray]]]] = {}
+    for dtype, items in by_type.items():
+        by_size.setdefault(dtype.itemsize, []).append(items)
     plans = []
-    for size, items in sorted(by_size.items()):
-        bits = np.concatenate([values.reshape(-1).view(f"u{size}") for _, values in items])
-        runs = Runs.concat([Runs.single(var, 0, values.size, 1) for var, values in items])
+    for size, groups in sorted(by_size.items()):
+        bits = np.concatenate([np.concatenate(arrays).view(f"u{size}") for _, arrays in groups])
+        var = np.concatenate([np.asarray(variables, _I64) for variables, _ in groups])
+        count = np.concatenate([[a.size for a in arrays] for _, arrays in groups]).astype(_I64)
+        runs = Runs.make(var, np.zeros_like(var), count, np.ones_like(var))
         plans.append((bits, host_plan(layout, runs, size, True)[0]))
     return plans
 

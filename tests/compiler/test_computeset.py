@@ -140,6 +140,44 @@ def test_vector_list_from_2d_tensor_and_list(mode):
     np.testing.assert_array_equal(engine.readTensor("out3"), [1.0, host[1].sum(), host[2].sum()])
 
 
+def test_vector_list_from_a_concatenation_of_nine_views():
+    """A window with a halo, as a stencil builds it: each row's runs are cut from the view's
+    runs (not found row by row), and every row reads its own elements."""
+    device, graph = make()
+    f = graph.addVariable(poplar.FLOAT, [6, 8], "f")
+    graph.setTileMapping(f, [[(0, 16)], [(16, 40)], [(40, 48)]])
+    ft = f.transpose()  # [8, 6]
+    def row(*views):
+        return poplar.concat([t.reshape([t.numElements(), 1]) if t.rank() == 1 else t for t in views], 1)
+
+    top = row(f[5, 7].reshape([1, 1]), f[5, 2:6].reshape([1, 4]), f[5, 6].reshape([1, 1]))
+    mid = row(ft[1, 1:5], f[1:5, 2:6].reverse(1), f[1:5, 0])
+    bottom = row(f[0, ::7][1:].reshape([1, 1]), f[0, 2:6].reshape([1, 4]), f[0, 1].reshape([1, 1]))
+    window = poplar.concat([top, mid, bottom], 0)  # [6, 6]
+    assert window.block is None  # not one strided block: boxes
+    out = graph.addVariable(poplar.FLOAT, [6], "out")
+    graph.setTileMapping(out, 2)
+    cs = graph.addComputeSet()
+    v = graph.addVertex(cs, "RowSums", {"rows": window, "out": out})
+    graph.setTileMapping(v, 2)
+    ir = graph.freeze()
+    e = ir.edges
+    rows = e.row[(e.vertex == v.id) & (e.field == 0)]
+    assert rows.tolist() == sorted(rows.tolist()) and set(rows.tolist()) == set(range(6))
+    graph.createHostWrite("f", f)
+    graph.createHostRead("out", out)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    engine.load(device)
+    host = np.arange(48, dtype=np.float32).reshape(6, 8) ** 1.5
+    engine.writeTensor("f", host)
+    engine.run()
+    expected = np.concatenate([
+        np.concatenate([[[host[5, 7]]], host[5:6, 2:6], [[host[5, 6]]]], 1),
+        np.concatenate([host.T[1:2, 1:5].T, host[1:5, 2:6][:, ::-1], host[1:5, 0:1]], 1),
+        np.concatenate([[[host[0, 7]]], host[0:1, 2:6], [[host[0, 1]]]], 1)], 0)
+    np.testing.assert_allclose(engine.readTensor("out"), expected.sum(axis=1), rtol=1e-6)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_inout_state_and_repeat(mode):
     device, graph = make()

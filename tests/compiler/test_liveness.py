@@ -1,33 +1,13 @@
-"""Program liveness (networkx control-flow graph) and the layout that packs variables whose
+"""Program liveness (intervals of program points) and the layout that packs variables whose
 lives do not meet."""
 
 import numpy as np
 import pytest
+from liveness_codelets import AddInto, Twice
 
 import poplar_py as poplar
-from poplar_py import InOut, Input, Output, Vector, Vertex
 from poplar_py import program as prog
 from poplar_py.compiler.liveness import analyse_liveness
-
-
-class Twice(Vertex):
-    inp: Input[Vector[float]]
-    out: Output[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.inp)):
-            self.out[i] = self.inp[i] * 2.0
-        return True
-
-
-class AddInto(Vertex):
-    inp: Input[Vector[float]]
-    acc: InOut[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.inp)):
-            self.acc[i] = self.acc[i] + self.inp[i]
-        return True
 
 
 def _graph(tiles=1):
