@@ -396,10 +396,80 @@ def values_differ() -> None:
         say(type(e).__name__, str(e).split(" (frozen")[0])
 
 
+def fuzz() -> None:
+    """A program drawn from a seed (argv[3]): R replicas of one or two IPUs, a random mix of a
+    compute set, gcl collectives, a cross-replica permutation and per-replica streams, and maybe
+    a replica's host callback failing (on the one rank that calls it). Every rank reports every
+    replica's values and the cycles, or the error; the same for any rank count."""
+    import random
+
+    from poplibs_py import gcl, popops, poputil
+
+    rng = random.Random(int(sys.argv[3]))
+    replicas, per = rng.choice([1, 2, 4]), rng.choice([1, 2])
+    device = model(4, replicas * per)
+    graph = poplar.Graph(device, replication_factor=replicas)
+    popops.addCodelets(graph)
+    graph.addCodelets([Scale])
+    x = graph.addVariable(poplar.FLOAT, [rng.randint(1, 12), 3], "x")
+    poputil.mapTensorLinearly(graph, x)
+    seq, outputs = prog.Sequence(), {"x": x}
+    ops = rng.sample(["scale", "reduce", "gather", "broadcast", "permute", "stream"], rng.randint(2, 5))
+    for op in ops:
+        if op == "scale":
+            cs = graph.addComputeSet("scale")
+            for row in range(x.dim(0)):
+                v = graph.addVertex(cs, "Scale", {"x": x[row]})
+                graph.setTileMapping(v, rng.randrange(graph.getTarget().getNumTiles()))
+            seq.add(prog.Execute(cs))
+        elif op == "reduce":
+            ops_ = gcl.CollectiveOperator
+            kind = rng.choice([ops_.ADD, ops_.MAX, ops_.MEAN])
+            outputs["reduced"] = gcl.allReduceCrossReplica(graph, x, kind, seq)
+        elif op == "gather":
+            outputs["gathered"] = gcl.allGatherCrossReplica(graph, x, seq)
+        elif op == "broadcast":
+            outputs["root"] = gcl.broadcastCrossReplica(graph, x, seq, rootReplica=rng.randrange(replicas))
+        elif op == "permute":
+            order = list(range(replicas))
+            rng.shuffle(order)
+            turned = graph.clone(x, "turned")
+            seq.add(prog.CrossReplicaCopy(x, turned, dict(enumerate(order))))
+            outputs["turned"] = turned
+        else:
+            y = graph.addVariable(poplar.FLOAT, [4], "y")
+            graph.setTileMapping(y, rng.randrange(graph.getTarget().getNumTiles()))
+            seq.add(prog.Copy(graph.addHostToDeviceFIFO("in", poplar.FLOAT, 4), y))
+            outputs["y"] = y
+    for name, t in outputs.items():
+        graph.createHostRead(name + "/read", t)
+    graph.createHostWrite("x", x)
+    failing = rng.choice([None, None, 0, replicas - 1])  # a replica whose host end fails (on its rank)
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    for r in range(replicas):
+        engine.writeTensor("x", np.arange(x.numElements(), dtype=np.float32) * (r + 1) - 5, replicaIndex=r)
+        if "stream" in ops:
+            def fill(p, r=r):
+                if r == failing:
+                    raise ValueError("the host has no data")
+                p[:] = r + 0.5
+            engine.connectStreamToCallback("in", fill, replicaIndex=r)
+    try:
+        engine.run()
+    except Exception as e:
+        say(type(e).__name__, e)
+        return
+    for r in range(replicas):
+        say(r, *(engine.readTensor(f"{name}/read", replicaIndex=r).tolist() for name in outputs))
+    say("cycles", engine.getProfile()["execution"]["totalCycles"])
+
+
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
      "different_programs": different_programs,
      "memory": memory, "callback_error": callback_error, "one_rank_raises": one_rank_raises,
      "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere,
      "host_code_fails": host_code_fails, "exit_in_callback": exit_in_callback,
-     "values_differ": values_differ, "raises_before_engine": raises_before_engine}[sys.argv[1]]()
+     "values_differ": values_differ, "raises_before_engine": raises_before_engine,
+     "fuzz": fuzz}[sys.argv[1]]()

@@ -178,6 +178,17 @@ def test_ranks_whose_values_or_code_differ_are_refused(kind, tmp_path):
     assert every == ["PoplarError MPI ranks [1] built a different graph or programs than rank 0\n"] * 2
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_fuzzed_programs_behave_alike_on_any_rank_count(seed, tmp_path):
+    """A seeded family of replicated programs (replicas, collectives, permutations, streams, a
+    host callback that may fail on one rank): every rank reports what one process reports, the
+    same values and cycles or the same error, within the timeout (a hang fails the case)."""
+    ranks = 2 + seed % 3
+    one = reports(1, "fuzz", tmp_path, str(seed))[0]
+    every = reports(ranks, "fuzz", tmp_path, str(seed))
+    assert every == [one] * ranks, (one, every)
+
+
 def test_without_mpiexec_mpi4py_is_never_imported():
     code = ("import sys, runpy; sys.argv = ['tut1']; "
             "runpy.run_path('tutorials/tut1_variables/tut1.py', run_name='__main__'); "
