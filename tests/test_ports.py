@@ -239,3 +239,44 @@ def test_a_program_with_its_codelet_inline_compiles_ahead_of_time(tmp_path, monk
     engine.load(poplar.IPUModel().createDevice())
     engine.run(0)
     np.testing.assert_array_equal(engine.readTensor("y"), np.arange(6) + 10)
+
+
+class Relax(Vertex):
+    """A lattice-Boltzmann style update: a cell's value relaxed with weights given as values."""
+
+    w: Input[Vector[float]]
+    f: Input[Vector[float]]
+    out: Output[float]
+
+    def compute(self):
+        s = 0.0
+        for i in range(len(self.w)):
+            s += self.w[i] * self.f[i]
+        self.out = s
+
+
+def test_values_connected_before_the_vertices_are_mapped_stay_on_their_tiles():
+    # for (chunk...) { auto v = graph.addVertex(cs, "Relax", {{"w", weights}, ...}); }  then
+    # graph.setTileMapping(v, tile) for each: the weights' constants go with their vertices
+    # (2,880 chunks of 9 weights put 103 KB on tile 0 before, and an LBM at 120x120 overflowed it)
+    device = poplar.IPUModel().createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets(Relax)
+    chunks, tiles = 2880, device.getTarget().getNumTiles()
+    f = graph.addVariable(poplar.FLOAT, [chunks, 9], "f")
+    out = graph.addVariable(poplar.FLOAT, [chunks], "out")
+    cs = graph.addComputeSet("relax")
+    weights = np.asarray([4 / 9] + [1 / 9] * 4 + [1 / 36] * 4)
+    vertices = [graph.addVertex(cs, "Relax", {"w": weights, "f": f[c], "out": out[c]}) for c in range(chunks)]
+    for c, v in enumerate(vertices):
+        for thing in (v, f[c], out[c]):
+            graph.setTileMapping(thing, c % tiles)
+    graph.createHostWrite("f", f)
+    (got,), engine = run(device, graph, prog.Execute(cs), out,
+                         inputs=[("f", np.arange(chunks * 9, dtype=np.float32).reshape(chunks, 9))])
+    expected = np.arange(chunks * 9, dtype=np.float64).reshape(chunks, 9) @ weights
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    profile = engine.getProfile()
+    constants = [t["memory"]["byCategory"].get("constants", 0) for t in profile["compilation"]["tiles"]]
+    assert max(constants) <= 2 * 9 * 4 * 2  # two chunks' weights at most per tile
+    assert profile["execution"]["steps"][0]["exchange"] == 0  # every vertex reads its own tile
