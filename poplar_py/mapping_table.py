@@ -103,7 +103,20 @@ class MappingTable:
             if lo.size else np.full(starts.size, -1, _I64)
         first = np.isin(starts, bases) if starts.size else np.zeros(0, bool)  # a variable begins
         keep = first | np.concatenate(([True], tiles[1:] != tiles[:-1]))
-        return IntervalMap(starts[keep], end), tiles[keep].astype(_I64)
+        starts, tiles = starts[keep], tiles[keep].astype(_I64)
+        self._compact(starts, tiles)
+        return IntervalMap(starts, end), tiles
+
+    def _compact(self, starts: np.ndarray, tiles: np.ndarray) -> None:
+        """Keep, instead of every record made so far, one per mapped interval of the snapshot
+        (``starts`` cut where variables begin): the mapping they give is the same."""
+        bases = self._vars.bases
+        mapped = tiles >= 0
+        lo, hi = starts[mapped], np.append(starts[1:], self._vars.num_elements)[mapped]
+        var = np.searchsorted(bases, lo, side="right") - 1
+        records = np.stack((var, lo - bases[var], hi - bases[var], tiles[mapped]), axis=1)
+        self._log = bytearray(records.astype(_I64).tobytes())
+        self._sorted, self._pending, self._resolved = 0, {}, {}
 
 
 def _complete(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
