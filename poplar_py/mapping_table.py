@@ -2,8 +2,9 @@
 
 ``setTileMapping`` appends records (variable, begin, end, tile); a later record wins
 where records overlap. Records are resolved per variable when a query needs them, and all
-at once on the global id line when the Engine needs the whole mapping, into sorted disjoint
-intervals, so the cost grows with the records, not with the elements mapped.
+at once on the global id line when the Engine needs the whole mapping (which then stands for
+the records made so far, one per interval), into sorted disjoint intervals, so the cost grows
+with the records, not with the elements mapped.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class MappingTable:
 
     def __init__(self, variables: VariableTable) -> None:
         self._vars = variables
-        self._log = bytearray()  # every record (var, begin, end, tile), packed, in order
+        self._log = bytearray()  # the records (var, begin, end, tile) since the last snapshot's, in order
         self._sorted = 0  # bytes of the log handed to the variables' pending records
         self._pending: dict[int, list[np.ndarray]] = {}  # var -> chunks of (begin, end, tile) rows, in order
         self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
