@@ -2,8 +2,9 @@
 
 ``setTileMapping`` appends records (variable, begin, end, tile); a later record wins
 where records overlap. Records are resolved per variable when a query needs them, and all
-at once on the global id line when the Engine needs the whole mapping, into sorted disjoint
-intervals, so the cost grows with the records, not with the elements mapped.
+at once on the global id line when the Engine needs the whole mapping (which then stands for
+the records made so far, one per interval), into sorted disjoint intervals, so the cost grows
+with the records, not with the elements mapped.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class MappingTable:
 
     def __init__(self, variables: VariableTable) -> None:
         self._vars = variables
-        self._log = bytearray()  # every record (var, begin, end, tile), packed, in order
+        self._log = bytearray()  # the records (var, begin, end, tile) since the last snapshot's, in order
         self._sorted = 0  # bytes of the log handed to the variables' pending records
         self._pending: dict[int, list[np.ndarray]] = {}  # var -> chunks of (begin, end, tile) rows, in order
         self._resolved: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # var -> (starts, tiles) over [0, size)
@@ -103,7 +104,20 @@ class MappingTable:
             if lo.size else np.full(starts.size, -1, _I64)
         first = np.isin(starts, bases) if starts.size else np.zeros(0, bool)  # a variable begins
         keep = first | np.concatenate(([True], tiles[1:] != tiles[:-1]))
-        return IntervalMap(starts[keep], end), tiles[keep].astype(_I64)
+        starts, tiles = starts[keep], tiles[keep].astype(_I64)
+        self._compact(starts, tiles)
+        return IntervalMap(starts, end), tiles
+
+    def _compact(self, starts: np.ndarray, tiles: np.ndarray) -> None:
+        """Keep, instead of every record made so far, one per mapped interval of the snapshot
+        (``starts`` cut where variables begin): the mapping they give is the same."""
+        bases = self._vars.bases
+        mapped = tiles >= 0
+        lo, hi = starts[mapped], np.append(starts[1:], self._vars.num_elements)[mapped]
+        var = np.searchsorted(bases, lo, side="right") - 1
+        records = np.stack((var, lo - bases[var], hi - bases[var], tiles[mapped]), axis=1)
+        self._log = bytearray(records.astype(_I64).tobytes())
+        self._sorted, self._pending, self._resolved = 0, {}, {}
 
 
 def _complete(lo: np.ndarray, hi: np.ndarray, tile: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -75,7 +75,8 @@ def find(table: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return table[k] == var, k
 
 
-def union(*arrays: np.ndarray) -> np.ndarray:
+def var_union(*arrays: np.ndarray) -> np.ndarray:
+    """The variables of any of ``arrays``, sorted."""
     return np.unique(np.concatenate(arrays))
 
 
@@ -265,7 +266,7 @@ class While(Item):
 
     def summary(self, s: Solver) -> Summary:
         self.parts = (self.cond.summary(s), self.test.summary(s), self.body.summary(s))
-        var = union(*(p.var for p in self.parts))
+        var = var_union(*(p.var for p in self.parts))
         (_, gen_c, trans_c), (_, use_t, _), (_, gen_b, _) = (p.at(var) for p in self.parts)
         return Summary(var, gen_c | (trans_c & (use_t | gen_b)), trans_c)
 
@@ -295,7 +296,7 @@ class Branch(Item):
     def summary(self, s: Solver) -> Summary:
         self.parts = [r.summary(s) for r in self.branches]
         test = self.test.summary(s)
-        var = union(test.var, *(p.var for p in self.parts))
+        var = var_union(test.var, *(p.var for p in self.parts))
         gen, trans = test.at(var)[1], np.zeros(var.size, bool)
         for p in self.parts:
             _, g, t = p.at(var)
@@ -322,7 +323,7 @@ class Call(Item):
 
     def summary(self, s: Solver) -> Summary:
         f = s.functions.get(self.function, EMPTY)
-        var = union(f.var, s.after_calls.get(self.function, _NO_VARS))
+        var = var_union(f.var, s.after_calls.get(self.function, _NO_VARS))
         return Summary(var, s.function_entry(self.function, var), np.zeros(var.size, bool))
 
     def solve(self, s: Solver, var: np.ndarray, live_out: np.ndarray) -> None:

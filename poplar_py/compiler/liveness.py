@@ -31,7 +31,7 @@ from ..ir import GraphIR
 from ..regions import Runs, expand_ranges, union_grouped, unique_sorted
 from ..tensor import Tensor
 from ..vertex import Direction
-from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, Solver, While, find, union
+from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, Solver, While, find, var_union
 
 _I64 = np.int64
 _NONE = np.zeros(0, _I64)
@@ -190,7 +190,7 @@ class _Builder:
 
     @staticmethod
     def accesses(use: np.ndarray = _NONE, define: np.ndarray = _NONE, kill: np.ndarray = _NONE) -> Events:
-        var = union(use, define, kill)
+        var = var_union(use, define, kill)
         return Events(var, find(use, var)[0], find(define, var)[0], find(kill, var)[0])
 
     def vars_of(self, runs: Runs) -> tuple[np.ndarray, np.ndarray]:
@@ -279,10 +279,10 @@ def analyse_liveness(graph: GraphIR, programs: list[prog.Program]) -> Liveness:
         for (region, _, _), summary in zip(entries, summaries):
             region.solve(s, summary.var, np.zeros(summary.var.size, bool))  # nothing live after a run
         for f in order:
-            var = union(s.functions[f].var, after_calls[f])
+            var = var_union(s.functions[f].var, after_calls[f])
             functions[f][0].solve_as(s, var, find(after_calls[f], var)[0], s.functions[f])
         var, lo, hi = s.intervals()
-        grown = {f: union(after_calls[f], _stabbed(var, lo, hi, after_points[f])) for f in order}
+        grown = {f: var_union(after_calls[f], _stabbed(var, lo, hi, after_points[f])) for f in order}
         if all(grown[f].size == after_calls[f].size for f in order):
             break
         after_calls = grown
