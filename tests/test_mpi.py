@@ -163,9 +163,10 @@ def test_host_code_failing_on_one_rank_raises_on_every_rank(kind, failing, ranks
     assert len(set(every)) == 1 and every[0].startswith(expected), every
 
 
+@pytest.mark.parametrize("ranks", [2, 4])
 @pytest.mark.parametrize("failing", ["first", "last"])
-def test_sys_exit_in_a_callback_ends_every_rank(failing, tmp_path):
-    done = subprocess.run(["mpiexec", "-n", "2", sys.executable, str(PROGRAMS), "exit_in_callback",
+def test_sys_exit_in_a_callback_ends_every_rank(failing, ranks, tmp_path):
+    done = subprocess.run(["mpiexec", "-n", str(ranks), sys.executable, str(PROGRAMS), "exit_in_callback",
                            str(tmp_path / "exit"), failing], capture_output=True, text=True, timeout=TIMEOUT,
                           env=_env())
     # the job ends (no hang) with the exit code; mpiexec may end it before the message is shown
