@@ -74,12 +74,8 @@ class FieldInfo:
 class VertexIntrospector:
     """Passed to perf estimators registered with ``graph.registerPerfEstimator``."""
 
-    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int,
-                 by_vertex: np.ndarray | None = None) -> None:
+    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int) -> None:
         self._graph, self._plan, self._pos = graph, plan, position
-        # the compute set's segments ordered by vertex (stable: fields and rows keep their order),
-        # so that each vertex's are found by bisection
-        self._by_vertex = np.argsort(plan.segments.vertex, kind="stable") if by_vertex is None else by_vertex
 
     def getFieldInfo(self, name: str) -> FieldInfo:
         vid = int(self._plan.vertices[self._pos])
@@ -88,9 +84,9 @@ class VertexIntrospector:
         f = list(cls.fields).index(name)
         if spec.direction is Direction.STATE:
             return FieldInfo(spec, 0, self._graph.vertices.state.get((vid, f)))
-        seg = self._plan.segments
-        first, last = np.searchsorted(seg.vertex[self._by_vertex], [self._pos, self._pos + 1])
-        mine = self._by_vertex[first:last]
+        seg = self._plan.segments  # vertex by vertex: a vertex's segments are found by bisection
+        first, last = np.searchsorted(seg.vertex, [self._pos, self._pos + 1])
+        mine = np.arange(first, last)
         lengths = seg.length[mine[seg.field[mine] == f]].tolist()
         return FieldInfo(spec, lengths if spec.kind is FieldKind.VECTOR_LIST else sum(lengths))
 
@@ -187,15 +183,12 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
     estimators = graph.perf_estimators
     if not estimators:
         return out, flops
-    by_vertex = None
     for cls, positions in plan.groups.items():
         estimator = estimators.get(cls.vertexName)
         if estimator is None:
             continue
-        if by_vertex is None:
-            by_vertex = np.argsort(plan.segments.vertex, kind="stable")
         for pos in positions[out[positions] < 0].tolist():
-            est = estimator(VertexIntrospector(graph, plan, pos, by_vertex), target)
+            est = estimator(VertexIntrospector(graph, plan, pos), target)
             cycles = est[0] if isinstance(est, tuple) else getattr(est, "cycles", est)
             if cycles is None:
                 raise MissingCycleEstimateError(f"the perf estimator of '{cls.vertexName}' returned nothing "
