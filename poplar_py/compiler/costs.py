@@ -41,7 +41,7 @@ def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
 
 class CostModel:
     """The target's figures, as per-tile cycle counts of the phases of a step, over the device's
-    tiles (a replica's traffic counts on every replica: :meth:`Replication.device_traffic`)."""
+    tiles: its methods take the device's traffic (:meth:`device`)."""
 
     def __init__(self, target: Target, replication: Replication | None = None) -> None:
         self.target = target
@@ -54,34 +54,34 @@ class CostModel:
         self.zero = np.zeros(n, dtype=np.int64)
         self.fabric = Fabric(target) if target.getNumIPUs() > 1 else None
 
+    def device(self, traffic: TileTraffic) -> TileTraffic:
+        """A step's traffic over the device: a replica's counts on every replica
+        (:meth:`Replication.device_traffic`)."""
+        return self.replication.device_traffic(traffic)
+
     def global_exchange(self, traffic: TileTraffic) -> int:
         """Cycles of the bytes that cross IPUs, over the IPU-Links (compiler/fabric.py)."""
-        traffic = self.replication.device_traffic(traffic)
         if self.fabric is None or traffic.ipu_bytes is None or not traffic.ipu_bytes.any():
             return 0
         return self.fabric.cycles(traffic.ipu_bytes)
 
     def sync(self, traffic: TileTraffic, syncs: int = 1) -> np.ndarray:
         """Barrier cycles per tile: ``syncs`` internal ones, and a global one when bytes cross IPUs."""
-        traffic = self.replication.device_traffic(traffic)
         crossing = traffic.ipu_bytes is not None and bool(traffic.ipu_bytes.any())
         return self.barrier * syncs + (self.target.globalSyncCycles if crossing else 0)
 
     def exchange(self, traffic: TileTraffic) -> np.ndarray:
         """On-chip exchange cycles per tile."""
-        traffic = self.replication.device_traffic(traffic)
         busiest = np.maximum(traffic.bytes_in, traffic.bytes_out)
         return _ceil_div(busiest, self.target.getExchangeBytesPerCycle())
 
     def local(self, traffic: TileTraffic) -> np.ndarray:
         """Cycles of on-tile copies (memcpy) per tile."""
-        traffic = self.replication.device_traffic(traffic)
         return _ceil_div(traffic.bytes_local, self.target.getMemcpyBytesPerCycle())
 
     def host(self, traffic: TileTraffic) -> np.ndarray:
         """Host exchange cycles: the whole transfer at the host rate, every tile waiting. Each
         replica has its own host link, so the replica moving the most bytes sets the time."""
-        traffic = self.replication.device_traffic(traffic)
         moved = np.bincount(self.replica_of_tile, weights=traffic.bytes_in + traffic.bytes_out)
         total = int(moved.max(initial=0))
         return np.full(self.target.getNumTiles(), -(-total // self.target.hostExchangeBytesPerCycle),

@@ -183,7 +183,6 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs
         rep = lw.replication
         sources = np.asarray(sorted(replica_map), _I64)
         targets = np.asarray([replica_map[r] for r in sorted(replica_map)], _I64)
-        n = count.size
 
         def spread(x: np.ndarray, by: np.ndarray, unit: int) -> np.ndarray:
             return (x[None, :] + by[:, None] * unit).reshape(-1)
@@ -196,7 +195,6 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs
             gid = spread(gid, sources, lw.graph.variables.num_elements)
             gstep = np.tile(gstep, sources.size)
         num_tiles = rep.factor * rep.tiles
-        assert count.size == n * sources.size
     t = traffic(src_tile, dst_tile, count, size, num_tiles, gid, gstep, lw.tiles_per_ipu)
     shared = bool(np.isin(unique_sorted(src_runs.var), unique_sorted(dst_runs.var)).any())
     return CopyPlan.build(src_addr, dst_addr, count, src_step, dst_step, size, t, same_memory=shared,

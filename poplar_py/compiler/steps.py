@@ -108,9 +108,10 @@ class Step:
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         """Cycles per tile of one run of this (leaf) step."""
         assert self.traffic is not None
-        local = model.local(self.traffic)
-        return StepCost(self.kind, model.sync(self.traffic), model.exchange(self.traffic), model.zero, local,
-                        local, model.global_exchange(self.traffic))
+        traffic = model.device(self.traffic)
+        local = model.local(traffic)
+        return StepCost(self.kind, model.sync(traffic), model.exchange(traffic), model.zero, local, local,
+                        model.global_exchange(traffic))
 
 
 @dataclass
@@ -142,7 +143,8 @@ class HostStep(Step):
 
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None
-        return StepCost(self.kind, model.barrier, model.exchange(self.traffic), model.host(self.traffic),
+        traffic = model.device(self.traffic)
+        return StepCost(self.kind, model.barrier, model.exchange(traffic), model.host(traffic),
                         model.zero, model.zero)
 
 
@@ -246,9 +248,10 @@ class ExecuteStep(Step):
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None
         compute, active = self.runner.compute_cycles(record, self.id)
-        local = model.local(self.traffic)
-        return StepCost(self.kind, model.sync(self.traffic, self.runner.syncs), model.exchange(self.traffic),
-                        model.zero, compute + local, active + local, model.global_exchange(self.traffic))
+        traffic = model.device(self.traffic)
+        local = model.local(traffic)
+        return StepCost(self.kind, model.sync(traffic, self.runner.syncs), model.exchange(traffic),
+                        model.zero, compute + local, active + local, model.global_exchange(traffic))
 
 
 @dataclass
