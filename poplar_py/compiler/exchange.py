@@ -77,17 +77,70 @@ def traffic(src_tile: np.ndarray, dst_tile: np.ndarray, count: np.ndarray, size:
 
 def _broadcast_bytes(tile: np.ndarray, count: np.ndarray, size: np.ndarray, gid: np.ndarray,
                      gstep: np.ndarray, num_tiles: int) -> np.ndarray:
-    """Bytes each tile sends when every distinct source element is sent once."""
-    simple = np.abs(gstep) <= 1
-    s_lo = np.where(gstep < 0, gid - count + 1, gid)[simple]
-    s_hi = s_lo + np.where(gstep == 0, 1, count)[simple]
-    other = np.flatnonzero(~simple)
-    owner, within = expand_ranges(np.zeros(other.size, _I64), count[other])
-    piece = other[owner]
-    e_lo = gid[piece] + within * gstep[piece]
-    group = np.concatenate((tile[simple], tile[piece])) * 16 + np.concatenate((size[simple], size[piece]))
-    group, lo, hi = union_grouped(group, np.concatenate((s_lo, e_lo)), np.concatenate((s_hi, e_lo + 1)))
-    return np.bincount(group // 16, weights=(hi - lo) * (group % 16), minlength=num_tiles)
+    """Bytes each tile sends when every distinct source element is sent once.
+
+    A piece's elements are an arithmetic progression of gids. Progressions of one step and one
+    residue on one (tile, element size) are intervals of the quotient line, so their union is a
+    sort; only progressions whose spans meet one of another step go element by element.
+    """
+    n = np.where(gstep == 0, 1, count)
+    step = np.where(n == 1, 1, np.abs(gstep))
+    lo = np.where(gstep < 0, gid - (n - 1) * step, gid)
+    columns = (tile, size, step, lo % step)
+    kind, first = _row_groups(columns)
+    kind, qlo, qhi = union_grouped(kind, lo // step, lo // step + n)
+    tile, size, step, residue = (c[first[kind]] for c in columns)
+    lo, n = qlo * step + residue, qhi - qlo
+    place = tile * 16 + size
+    mixed = _meets_other_step(place, lo, lo + (n - 1) * step + 1, step)
+    whole = ~mixed
+    out = np.bincount(tile[whole], weights=n[whole] * size[whole], minlength=num_tiles).astype(_I64)
+    if mixed.any():
+        m = np.flatnonzero(mixed)
+        plain, strided = m[step[m] == 1], m[step[m] > 1]
+        owner, within = expand_ranges(np.zeros(strided.size, _I64), n[strided])
+        piece = strided[owner]
+        e_lo = lo[piece] + within * step[piece]
+        group, ulo, uhi = union_grouped(np.concatenate((place[plain], place[piece])),
+                                        np.concatenate((lo[plain], e_lo)),
+                                        np.concatenate((lo[plain] + n[plain], e_lo + 1)))
+        out += np.bincount(group // 16, weights=(uhi - ulo) * (group % 16), minlength=num_tiles).astype(_I64)
+    return out
+
+
+def _row_groups(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of these equal-length columns, the id of its distinct row (in sorted order), and
+    per id one row holding it."""
+    order = np.lexsort(columns[::-1])
+    differs = np.zeros(order.size, dtype=bool)
+    differs[:1] = True
+    for c in columns:
+        sc = c[order]
+        differs[1:] |= sc[1:] != sc[:-1]
+    ids = np.empty(order.size, _I64)
+    ids[order] = np.cumsum(differs) - 1
+    return ids, order[differs]
+
+
+def _meets_other_step(place: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Per progression spanning ``[lo, hi)`` on ``place``: whether it lies in a cluster of
+    overlapping spans on its place holding more than one step."""
+    if not lo.size:
+        return np.zeros(0, dtype=bool)
+    _, rank = np.unique(place, return_inverse=True)
+    base = int(lo.min())
+    span = int(hi.max()) - base + 1  # one place's coordinates never reach the next place's
+    x_lo, x_hi = lo - base + rank * span, hi - base + rank * span
+    order = np.argsort(x_lo, kind="stable")
+    reach = np.maximum.accumulate(x_hi[order])
+    new = np.concatenate(([True], x_lo[order][1:] >= reach[:-1]))
+    starts = np.flatnonzero(new)
+    o_step = step[order]
+    mixed_cluster = np.minimum.reduceat(o_step, starts) != np.maximum.reduceat(o_step, starts)
+    cluster = np.cumsum(new) - 1
+    mixed = np.empty(order.size, dtype=bool)
+    mixed[order] = mixed_cluster[cluster]
+    return mixed
 
 
 def align_pieces(a_flat: np.ndarray, a_count: np.ndarray, b_flat: np.ndarray, b_count: np.ndarray

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import IntervalMap, Runs, exclusive_cumsum
+from ..regions import IntervalMap, Runs, arithmetic_groups, exclusive_cumsum
 from .liveness import Liveness
 from .mapping import TileMapping
 
@@ -161,11 +161,18 @@ class MemoryLayout:
         return self.tile_base[tile] + offset
 
     def locate(self, runs: Runs) -> Located:
-        """Where the elements of ``runs`` live, piece by piece."""
+        """Where the elements of ``runs`` live, piece by piece: a run's consecutive intervals
+        on one tile whose bytes go on with one step make one piece (a transposed view of a
+        block-mapped tensor reads a block's rows as one strided piece, not row by row)."""
         p = self.intervals.split(runs, self.bases)
         size = self.elem_size[p.interval]
         offset = self.offset[p.interval] + (p.gid - self.intervals.starts[p.interval]) * size
-        return Located(p.run, p.flat_start(runs), p.count, self.tile[p.interval], offset, p.step * size, size)
+        tile = self.tile[p.interval]
+        linked = (p.run[1:] == p.run[:-1]) & (tile[1:] == tile[:-1])
+        step = p.step * size
+        first, count, joined = arithmetic_groups(offset, p.count, step, linked)
+        return Located(p.run[first], p.flat_start(runs)[first], count, tile[first], offset[first],
+                       np.where(count > 1, joined, step[first]), size[first])
 
 
 def layout_memory(graph: GraphIR, mapping: TileMapping, liveness: Liveness | None = None) -> MemoryLayout:

@@ -219,7 +219,13 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
     shape = checkShapes(a_shape, b_shape)
     plan = _plan(graph, in_type, out_type, shape, options)
     t = graph.addVariable(in_type, a_shape if lhs else b_shape, name)
-    t3 = _as_3d(t)
+    _map_operand(graph, plan, _as_3d(t), lhs)
+    return t
+
+
+def _map_operand(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool) -> None:
+    """Map a ``[g, m, k]`` LHS (or ``[g, k, n]`` RHS) block by block on the tiles of the plan's
+    first N-split (first M-split) that multiply them."""
     outer = plan.splitM if lhs else plan.splitN
     for gi in range(plan.groups):
         for io in range(outer):
@@ -233,8 +239,22 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
                     block, tile = t3[gi].slice([k0, n0], [k1, n1]), plan.tile(gi, 0, io, ik)
                 graph.setTileMapping(block, tile)
     if plan.m == 0 or plan.n == 0:  # no blocks: keep the operand somewhere
-        graph.setTileMapping(t, 0)
-    return t
+        graph.setTileMapping(t3, 0)
+
+
+def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
+              name: str) -> Tensor:
+    """``t3`` itself when its rows are contiguous; else (a transposed or strided view) a copy
+    laid out as the plan's input, made by a Copy before the product, as PopLibs rearranges an
+    operand whose layout does not suit the plan (each element crosses the exchange once, not
+    once per tile that reads its block)."""
+    runs = t3.runs()
+    if not ((runs.count > 1) & (runs.stride != 1)).any():
+        return t3
+    arranged = graph.addVariable(t3.elementType(), t3.shape(), f"{name}/arranged{'LHS' if lhs else 'RHS'}")
+    _map_operand(graph, plan, arranged, lhs)
+    prog_.add(prog.Copy(t3, arranged))
+    return arranged
 
 
 def _blocks(plan: MatMulPlan) -> Iterator[tuple[int, int, int, int, tuple[int, int, int, int, int, int]]]:
@@ -292,6 +312,7 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         if map_out:
             graph.setTileMapping(out, 0)
         return out
+    A, B = _arranged(graph, plan, A, True, prog_, name), _arranged(graph, plan, B, False, prog_, name)
     reducing = plan.needsReduction or scale is not None
     # one [splitK, rows, cols] variable per output block: a reduce vertex's rows of partials are
     # then one strided view of it (cheap to connect even when K is split over many tiles)

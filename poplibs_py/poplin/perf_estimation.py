@@ -24,6 +24,7 @@ its whole grid of splits at once).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -209,12 +210,18 @@ def matMulBlockEstimator(inputType: Type, partialsType: Type):
         rows = out.size()
         cols = out.getSizeAtIndex(0) if rows else 0
         inner = vertex.getFieldInfo("a").size() // rows if rows else 0
-        cycles = blockCycles(rows, inner, cols, AmpFigures.of(target, inputType, partialsType),
-                             target.getNumWorkerContexts())
+        cycles = _block_cycles(rows, inner, cols, AmpFigures.of(target, inputType, partialsType),
+                               target.getNumWorkerContexts())
         flops = matMulFlops(rows, inner, cols) if inputType.is_float else 0
-        return VertexPerfEstimate(int(cycles), flops, inputType if inputType.is_float else None)
+        return VertexPerfEstimate(cycles, flops, inputType if inputType.is_float else None)
 
     return estimate
+
+
+@cache
+def _block_cycles(rows: int, inner: int, cols: int, amp: AmpFigures | None, workers: int) -> int:
+    """:func:`blockCycles` of one vertex (a product's blocks come in a few shapes)."""
+    return int(blockCycles(rows, inner, cols, amp, workers))
 
 
 def reducePartialsEstimator(partialsType: Type, outputType: Type):

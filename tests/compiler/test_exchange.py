@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import poplar_py as poplar
 from poplar_py import Input, Output, Vector, Vertex
 from poplar_py import program as prog
 from poplar_py.compiler import exchange
-from poplar_py.compiler.exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers
+from poplar_py.compiler.exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
 
 
 def _fill(memory: np.ndarray, plan) -> np.ndarray:
@@ -95,3 +96,21 @@ def test_a_vector_every_tile_reads_is_gathered_once_with_the_same_results_and_cy
     alone, alone_cycles = _dots()
     assert shared.tobytes() == alone.tobytes()
     assert shared_cycles == alone_cycles
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_tile_sends_each_distinct_element_once_whatever_the_pieces_steps(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    tile = rng.integers(0, 3, n)
+    count = rng.integers(1, 9, n)
+    size = rng.choice([2, 4], n)
+    gstep = rng.choice([0, 1, -1, 3, -3, 7, 16, 1000], n)
+    gid = rng.integers(0, 200, n) + np.where(gstep < 0, (count - 1) * np.abs(gstep), 0)
+    t = traffic(tile, (tile + 1) % 4, count, size, 4, gid, gstep)
+    expected = np.zeros(4, np.int64)
+    for k in range(4):
+        sent = {(int(gid[p] + i * gstep[p]), int(size[p])) for p in np.flatnonzero(tile == k)
+                for i in range(count[p])}
+        expected[k] = sum(s for _, s in sent)
+    assert t.bytes_out.tolist() == expected.tolist()
