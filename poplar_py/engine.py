@@ -82,7 +82,7 @@ class Engine:
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
-        self._profile = Profile(exe.ir, self._exe, self._record)
+        self._profile = Profile(exe.ir.compiled(), self._exe, self._record)  # (the edges go)
         self._machine.clock = _clock(self._machine, self._record, self._profile)
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
@@ -103,8 +103,8 @@ class Engine:
             raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
         m, exe = self._machine, self._exe
-        lo, hi = m.world.own_bytes(m.arena.size)
-        m.arena[lo:hi] = 0  # under MPI, the other ranks' tiles are never touched: they take no memory here
+        # Under MPI, the other ranks' tiles are never touched: they take no memory here.
+        exe.layout.clear(*m.world.own_bytes(m.arena.size))
         for r in m.world.replicas:
             for values, plan in exe.initial_values:
                 m.world.scatter(plan, values.ctypes.data, m.base, r)

@@ -16,7 +16,6 @@ template instances as their template and arguments; classes of importable module
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import io
 import os
@@ -37,7 +36,7 @@ from .conforms import mismatch
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
 from .inline_codelets import inline_source, is_inline, module_name
-from .ir import EdgesIR, GraphIR
+from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
@@ -69,12 +68,9 @@ class Executable:
         ``file`` raises InvalidArgumentError; a file that cannot be written, ExecutableError."""
         name = _file_name(file, "write", "Executable.serialize")
         buffer = io.BytesIO()
-        # The engine reads the IR for its profile only: the edges (the compiled tables hold them
-        # now) and the perf estimators (functions, already applied) stay behind.
-        zero = np.zeros(0, np.int64)
-        edges = EdgesIR(*[zero] * 7, np.zeros(len(self.ir.compute_sets) + 1, np.int64))
-        ir = dataclasses.replace(self.ir, edges=edges, perf_estimators={})
-        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((ir, self.compiled, self.options))
+        # The engine reads the IR for its profile only.
+        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump((self.ir.compiled(), self.compiled,
+                                                                 self.options))
         payload = buffer.getvalue()
         data = _MAGIC + _HEADER.pack(FORMAT_VERSION, zlib.crc32(payload), len(payload)) + payload
         try:

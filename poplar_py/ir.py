@@ -10,6 +10,7 @@ an Engine is built).
 
 from __future__ import annotations
 
+import dataclasses
 import types as pytypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -139,6 +140,13 @@ class GraphIR:
     def __str__(self) -> str:
         return self.text()
 
+    def compiled(self) -> GraphIR:
+        """What a compiled graph's profile still reads: the IR without its edges (the compiled
+        tables hold them now) and perf estimators (functions, already applied)."""
+        zero = np.zeros(0, _I64)
+        edges = EdgesIR(*[zero] * 7, np.zeros(len(self.compute_sets) + 1, _I64))
+        return dataclasses.replace(self, edges=edges, perf_estimators={})
+
     def text(self, limit: int = 20) -> str:
         """The IR as text: up to ``limit`` entries of each list."""
         v = self.variables
@@ -198,7 +206,14 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     cs = vertex_cs[cols[0]]
     keys = (cols[3], cols[2], cols[1], cols[0], cs)
     if not _sorted(keys):
-        order = np.lexsort(keys)
+        # A field's rows usually come in order (bulk-built vertices get theirs field by field over
+        # many vertices): one stable sort by (compute set, vertex, field) then orders them all.
+        vertices, fields = int(cols[0].max()) + 1, int(cols[1].max()) + 1
+        order = None
+        if int(cs.max()) * vertices * fields < 2**62:
+            order = np.argsort((cs * vertices + cols[0]) * fields + cols[1], kind="stable")
+        if order is None or not _sorted(tuple(k[order] for k in keys)):
+            order = np.lexsort(keys)
         cols, cs = [c[order] for c in cols], cs[order]
     n = cs.size
     first = np.ones(n, dtype=bool)

@@ -4,6 +4,7 @@ Every rank R writes what it reports to the file ``OUT.R``.
 """
 
 import os
+import random
 import resource
 import sys
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import numpy as np
 import poplar_py as poplar
 from poplar_py import InOut, Input, Output, Vector, Vertex
 from poplar_py import program as prog
+from poplibs_py import gcl, popops, poputil
 
 RANK = int(os.environ.get("PMI_RANK", "0"))
 
@@ -150,14 +152,18 @@ def different_programs() -> None:
 
 
 def memory() -> None:
-    """4 IPUs with about 240 MB of variables each (loading zeroes every page a rank holds)."""
+    """4 IPUs with about 240 MB of variables each, every element written by a fill on its tile
+    (pages of tile memory are taken when first written)."""
     device = model(736, 4)
     graph = poplar.Graph(device)
+    popops.addCodelets(graph)
     per_tile = 240_000_000 // 736 // 4
     x = graph.addVariable(poplar.FLOAT, [4 * 736, per_tile], "x")
     for t in range(4 * 736):
         graph.setTileMapping(x[t], t)
-    engine = poplar.Engine(graph, prog.Sequence())
+    seq = prog.Sequence()
+    popops.fill(graph, x, seq, 1.0)
+    engine = poplar.Engine(graph, seq)
     engine.load(device)
     engine.run()
     say("peak RSS MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
@@ -225,8 +231,6 @@ def _replicated(replicas: int, ipus_per_replica: int, connected: Callable[[int],
                 ) -> tuple[poplar.Engine, dict[int, int]]:
     """Every replica scales its own x, all-reduces it with gcl, passes it round with a
     CrossReplicaCopy, and takes y from its own host end (a callback counting its calls here)."""
-    from poplibs_py import gcl, popops, poputil
-
     device = model(4, replicas * ipus_per_replica)
     graph = poplar.Graph(device, replication_factor=replicas)
     popops.addCodelets(graph)
@@ -401,10 +405,6 @@ def fuzz() -> None:
     compute set, gcl collectives, a cross-replica permutation and per-replica streams, and maybe
     a replica's host callback failing (on the one rank that calls it). Every rank reports every
     replica's values and the cycles, or the error; the same for any rank count."""
-    import random
-
-    from poplibs_py import gcl, popops, poputil
-
     rng = random.Random(int(sys.argv[3]))
     replicas, per = rng.choice([1, 2, 4]), rng.choice([1, 2])
     device = model(4, replicas * per)

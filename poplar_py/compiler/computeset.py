@@ -194,11 +194,9 @@ def _place(seg: Segments, sruns: SegmentRuns, vertex_tile: np.ndarray, layout: M
         r = sruns.first[single]
         same[single] = single[_first_equal([vertex_tile[single], runs.var[r], runs.offset[r], runs.count[r],
                                             runs.stride[r]])]
-    seen: dict[tuple, int] = {}
-    for s in np.flatnonzero(sruns.count > 1).tolist():
-        part = runs.select(np.arange(sruns.first[s], sruns.first[s] + sruns.count[s]))
-        key = (int(vertex_tile[s]), *(a.tobytes() for a in (part.var, part.offset, part.count, part.stride)))
-        same[s] = seen.setdefault(key, s)
+    multi = np.flatnonzero(sruns.count > 1)
+    if multi.size:
+        same[multi] = multi[_first_equal_runs(multi, sruns, vertex_tile)]
     unique = np.flatnonzero(same == np.arange(len(seg)))
     rep_runs = runs if unique.size == len(seg) else runs.select(sruns.rows(unique))
     located = layout.locate(rep_runs)
@@ -207,6 +205,31 @@ def _place(seg: Segments, sruns: SegmentRuns, vertex_tile: np.ndarray, layout: M
     piece_count = np.bincount(piece_rep, minlength=unique.size).astype(_I64)
     return Placement(np.searchsorted(unique, same), unique, located, rep_runs, piece_rep,
                      exclusive_cumsum(piece_count), piece_count)
+
+
+def _first_equal_runs(segments: np.ndarray, sruns: SegmentRuns, vertex_tile: np.ndarray) -> np.ndarray:
+    """For each of these segments, the index (into ``segments``) of the first one on the same tile
+    with the same runs: a hash of each one's runs finds the candidates, then their runs are compared
+    (a candidate whose runs differ keeps itself, a rare duplicate buffer, never a wrong one)."""
+    rows = sruns.rows(segments)
+    runs = sruns.runs
+    first = exclusive_cumsum(sruns.count[segments])
+    position = np.arange(rows.size) - np.repeat(first, sruns.count[segments])
+    u = np.uint64
+    h = position.astype(u) * u(0xD6E8FEB86659FD93)
+    for c in (runs.var[rows], runs.offset[rows], runs.count[rows], runs.stride[rows]):
+        h = (h ^ c.astype(u)) * u(0x9E3779B97F4A7C15)
+        h ^= h >> u(29)
+    same = _first_equal([vertex_tile[segments], sruns.count[segments], np.add.reduceat(h, first).view(_I64)])
+    moved = np.flatnonzero(same != np.arange(segments.size))
+    if moved.size:
+        mine, theirs = sruns.rows(segments[moved]), sruns.rows(segments[same[moved]])
+        differ = np.zeros(mine.size, dtype=bool)
+        for c in (runs.var, runs.offset, runs.count, runs.stride):
+            differ |= c[mine] != c[theirs]
+        alone = moved[np.unique(np.repeat(np.arange(moved.size), sruns.count[segments[moved]])[differ])]
+        same[alone] = alone
+    return same
 
 
 def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: np.ndarray,

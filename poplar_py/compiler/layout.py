@@ -11,6 +11,7 @@ reserved by later passes through :meth:`MemoryLayout.reserve_many`.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,7 +137,22 @@ class MemoryLayout:
         self.arena = self._new_arena()
 
     def _new_arena(self) -> np.ndarray:
-        return np.zeros(self.replicas * self.arena_size + ALIGN, dtype=np.uint8)
+        """Zeroed tile memories whose pages the host maps only when first touched (so a
+        replica's untouched bytes take no host memory)."""
+        return np.frombuffer(mmap.mmap(-1, self.replicas * self.arena_size + ALIGN, flags=mmap.MAP_PRIVATE),
+                             dtype=np.uint8)
+
+    def clear(self, lo: int, hi: int) -> None:
+        """Zero the arena's bytes ``[lo, hi)``, handing their whole pages back to the host."""
+        assert self.arena is not None
+        page = mmap.PAGESIZE
+        a, b = -(-lo // page) * page, hi // page * page
+        if b <= a:
+            self.arena[lo:hi] = 0
+            return
+        self.arena[lo:a] = 0
+        self.arena[b:hi] = 0
+        self.arena.base.obj.madvise(mmap.MADV_DONTNEED, a, b - a)
 
     def __getstate__(self) -> dict:
         """Pickled without the arena (the tile memories): an unpickled layout gets new, zeroed ones."""
@@ -246,16 +262,17 @@ def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[li
     """First fit, largest first: each segment at the lowest aligned offset where it overlaps no
     segment already placed whose life meets its own. Offsets (in input order) and the extent."""
     order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
-    starts, ends, owners = (np.zeros(len(segments), _I64) for _ in range(3))  # of the segments placed
+    meeting = liveness.meeting(np.asarray([var for var, _ in segments], _I64))[:, order]
+    starts, ends = np.zeros(len(segments), _I64), np.zeros(len(segments), _I64)  # of the segments placed
     offsets = [0] * len(segments)
     for n, k in enumerate(order):
-        var, nbytes = segments[k]
-        meet = np.flatnonzero(liveness.meets(var, owners[:n]))
+        nbytes = segments[k][1]
+        meet = np.flatnonzero(meeting[k, :n])
         at = 0
         for a, b in sorted(zip(starts[meet].tolist(), ends[meet].tolist())):
             if at + nbytes <= a:
                 break
             at = max(at, int(align(b)))
         offsets[k] = at
-        starts[n], ends[n], owners[n] = at, at + nbytes, var
+        starts[n], ends[n] = at, at + nbytes
     return offsets, int(ends.max(initial=0))

@@ -35,6 +35,7 @@ from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, So
 
 _I64 = np.int64
 _NONE = np.zeros(0, _I64)
+_PAIRWISE_INTERVALS = 2048  # above this, meeting() compares one variable at a time
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,22 @@ class Liveness:
         j = np.minimum(np.searchsorted(hi, self.lo[k], side="right"), lo.size - 1)  # first ending after
         hit = (lo[j] < self.hi[k]) & (hi[j] > self.lo[k])
         return np.bincount(owner[hit], minlength=others.size) > 0
+
+    def meeting(self, variables: np.ndarray) -> np.ndarray:
+        """Pairwise, whether the intervals of ``variables[i]`` and ``variables[j]`` meet (a
+        boolean matrix; one comparison of every interval with every other, for a tile's few)."""
+        n = variables.size
+        start = self.bounds[variables]
+        owner, k = expand_ranges(start, self.bounds[variables + 1] - start)
+        out = np.zeros((n, n), dtype=bool)
+        if k.size > _PAIRWISE_INTERVALS:
+            for i in range(n):
+                out[i] = self.meets(int(variables[i]), variables)
+            return out
+        lo, hi = self.lo[k], self.hi[k]
+        i, j = np.nonzero((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]))
+        out[owner[i], owner[j]] = True
+        return out
 
     def over_steps(self, var_bytes: np.ndarray) -> dict:
         """The device's always-live bytes and, at each step, its not-always-live bytes (each

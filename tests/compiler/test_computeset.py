@@ -516,6 +516,38 @@ def test_readers_share_only_equal_elements_when_fingerprints_collide():
     assert buffers == 2 * 4 * 4  # {0,3,5,6} alone, {1,2,4,7} shared
 
 
+@pytest.mark.parametrize("collide", [False, True])
+def test_segments_of_several_runs_share_a_placement_only_when_their_runs_are_equal(monkeypatch, collide):
+    """Every multi-run segment made a candidate of the first (a hash collision everywhere):
+    the runs are compared, and each vertex still reads its own elements."""
+    from poplar_py.compiler import computeset
+
+    if collide:  # only the multi-run segments' search (three columns: tile, runs, hash)
+        first_equal = computeset._first_equal
+        monkeypatch.setattr(computeset, "_first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
+                            if len(columns) == 3 else first_equal(columns))
+    device, graph = make(tiles=2)
+    x = graph.addVariable(poplar.FLOAT, [8], "x")
+    graph.setTileMapping(x, 0)
+    graph.createHostWrite("x", x)
+    out = graph.addVariable(poplar.FLOAT, [3, 4], "out")
+    graph.setTileMapping(out, 1)
+    graph.createHostRead("out", out)
+    views = [poplar.concat([x[a:a + 2], x[a + 5:a + 7]]) for a in (0, 1, 0)]
+    cs = graph.addComputeSet("multi")
+    for i, view in enumerate(views):
+        v = graph.addVertex(cs, "Scale", {"x": view, "y": out[i]})
+        graph.setInitialValue(v["k"], 2.0)
+        graph.setTileMapping(v, 1)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    engine.load(device)
+    values = np.arange(8, dtype=np.float32)
+    engine.writeTensor("x", values)
+    engine.run(0)
+    expected = 2 * np.stack([values[[0, 1, 5, 6]], values[[1, 2, 6, 7]], values[[0, 1, 5, 6]]])
+    np.testing.assert_array_equal(engine.readTensor("out"), expected)
+
+
 def test_a_broadcast_read_crosses_the_exchange_once():
     """Tiles reading one remote element: each receives it, its tile sends it once."""
     device, graph = make(tiles=4)

@@ -7,7 +7,7 @@ from liveness_codelets import AddInto, Twice
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.compiler.liveness import analyse_liveness
+from poplar_py.compiler.liveness import Liveness, analyse_liveness
 
 
 def _graph(tiles=1):
@@ -148,3 +148,21 @@ def test_exchange_buffers_of_different_compute_sets_share_one_region():
     engine.run()
     for k in range(2):
         np.testing.assert_array_equal(engine.readTensor(f"out{k}"), 2 * values)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_meeting_matrix_agrees_with_meets(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 4, 12)
+    lo, hi = [], []
+    for c in counts:
+        points = np.sort(rng.choice(40, 2 * c, replace=False))
+        lo += points[0::2].tolist()
+        hi += points[1::2].tolist()
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    live = Liveness(np.zeros(12, bool), bounds, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
+                    np.zeros(0, np.int64), ())
+    variables = rng.permutation(12)[:9]
+    expected = np.stack([live.meets(int(v), variables) for v in variables])
+    assert (live.meeting(variables) == expected).all()
+    assert expected.any() and not expected.all()
