@@ -164,11 +164,11 @@ def mapInPlace(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs
     _map(graph, expr, ts, None, prog, debugName, inPlace=True)
 
 
-def mapAsVertex(graph: Graph, cost: MapCost, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,
+def mapAsVertex(graph: Graph, cost: MapCost | None, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,
                 debugName: str, inPlace: bool = False, out: Tensor | None = None) -> Tensor:
     """For the libraries: ``map`` (``inPlace``: ``mapInPlace``; ``out``: into ``out``, which must
     not overlap the inputs) whose vertices are costed as the PopLibs vertex ``cost`` names (a
-    scaled add, a non-linearity), not as the expression's operations."""
+    scaled add, a non-linearity), not as the expression's operations (None: as those)."""
     return _map(graph, expr, ts, out, prog, debugName, inPlace, cost)
 
 
