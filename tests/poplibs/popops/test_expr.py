@@ -91,7 +91,8 @@ def test_map_fuses_one_generated_codelet(harness):
     kind = expressionCost(e, [FLOAT, FLOAT], frozenset(), False).kind  # the vertex it is costed as
     cls = mapVertexClass(e, [FLOAT, FLOAT], frozenset(), False, FLOAT, kind)
     assert cls.vertexName.startswith("popops::map::") and h.graph.hasCodelet(cls.vertexName)
-    assert mapVertexClass(pe._1 * pe._2 + pe.Exp(pe._1), [FLOAT, FLOAT], frozenset(), False, FLOAT, kind) is cls
+    same = pe._1 * pe._2 + pe.Exp(pe._1)
+    assert mapVertexClass(same, [FLOAT, FLOAT], frozenset(), False, FLOAT, kind) is cls
     # one vertex per worker partition: 35 floats over 16 tiles, at most 6 per tile
     assert 0 < h.graph.getNumVertices() - before <= 6 * 16
     (got,) = h.run(out)
