@@ -295,57 +295,13 @@ BROADCAST: OpTable = {
     },
 }
 
+#: in place, the broadcast vertices take the same figures but for these; comparisons, whose
+#: BOOL result cannot overwrite an operand of another type, exist only for BOOL
+_COMPARISONS = ("EQUAL", "NOT_EQUAL", "GREATER_THAN", "GREATER_THAN_EQUAL", "LESS_THAN", "LESS_THAN_EQUAL")
 BROADCAST_IN_PLACE: OpTable = {
-    "ADD": {"float": (1, True, 0), "half": (1, True, 0), "int": (6, False, 1), "unsigned int": (6, False, 1)},
-    "ATAN2": {"float": (272, False, 2), "half": (578, False, 4)},
-    "BITWISE_AND": {
-        "int": (6, False, 1), "unsigned int": (6, False, 1), "short": (2, False, 4),
-        "unsigned short": (2, False, 4)
-    },
-    "BITWISE_OR": {
-        "int": (6, False, 1), "unsigned int": (6, False, 1), "short": (2, False, 4),
-        "unsigned short": (2, False, 4)
-    },
-    "BITWISE_XOR": {
-        "int": (6, False, 1), "unsigned int": (6, False, 1), "short": (4, False, 2),
-        "unsigned short": (4, False, 2)
-    },
-    "BITWISE_XNOR": {
-        "int": (6, False, 1), "unsigned int": (6, False, 1), "short": (4, False, 2),
-        "unsigned short": (4, False, 2)
-    },
-    "DIVIDE": {
-        "float": (6, False, 2), "half": (8, False, 2), "int": (277, False, 1),
-        "unsigned int": (260, False, 1)
-    },
-    "LOGICAL_AND": {"bool": (4, False, 4)},
-    "LOGICAL_OR": {"bool": (4, False, 4)},
-    "MAXIMUM": {
-        "float": (3, False, 2), "half": (3, False, 4), "int": (6, False, 1), "unsigned int": (7, False, 1)
-    },
-    "MINIMUM": {
-        "float": (3, False, 2), "half": (3, False, 4), "int": (6, False, 1), "unsigned int": (8, False, 1)
-    },
-    "MULTIPLY": {
-        "float": (1, True, 0), "half": (1, True, 0), "int": (6, False, 1), "unsigned int": (6, False, 1)
-    },
-    "POWER": {"float": (312, False, 1), "half": (325, False, 1), "int": (25, False, 1)},
-    "REMAINDER": {
-        "float": (93, False, 2), "half": (225, False, 4), "int": (280, False, 1),
-        "unsigned int": (267, False, 1)
-    },
-    "SHIFT_LEFT": {"int": (6, False, 1), "unsigned int": (6, False, 1)},
-    "SHIFT_RIGHT": {"int": (6, False, 1), "unsigned int": (6, False, 1)},
-    "SHIFT_RIGHT_SIGN_EXTEND": {"int": (6, False, 1)},
-    "SUBTRACT": {
-        "float": (1, True, 0), "half": (1, True, 0), "int": (6, False, 1), "unsigned int": (6, False, 1)
-    },
-    "INV_STD_DEV_TO_VARIANCE": {"float": (7, True, 0), "half": (10, False, 2)},
-    "VARIANCE_TO_INV_STD_DEV": {"float": (12, False, 2), "half": (24, False, 4)},
+    **{op: cycles for op, cycles in BROADCAST.items() if op not in _COMPARISONS},
+    "POWER": {**BROADCAST["POWER"], "int": (25, False, 1)},
+    "INV_STD_DEV_TO_VARIANCE": {**BROADCAST["INV_STD_DEV_TO_VARIANCE"], "float": (7, True, 0)},
+    **{op: {"bool": BROADCAST[op]["bool"]} for op in _COMPARISONS},
     "EQUAL": {"bool": (5, False, 4)},
-    "GREATER_THAN": {"bool": (12, False, 4)},
-    "GREATER_THAN_EQUAL": {"bool": (12, False, 4)},
-    "LESS_THAN": {"bool": (16, False, 4)},
-    "LESS_THAN_EQUAL": {"bool": (16, False, 4)},
-    "NOT_EQUAL": {"bool": (4, False, 4)},
 }
