@@ -585,6 +585,11 @@ class Graph:
                                        f"function, got {type(estimator).__name__} {estimator!r:.40}")
         self._perf_estimators[vertexType] = estimator
 
+    def hasPerfEstimator(self, vertexType: str) -> bool:
+        """Whether an estimator is registered for ``vertexType`` (a poplar-py addition: libraries
+        register theirs only where the user has not)."""
+        return vertexType in self._perf_estimators
+
     # ---- host exchange -----------------------------------------------------------------------
     def _new_handle(self, handle: str, what: str) -> None:
         checked_str(handle, f"{what}: the handle")

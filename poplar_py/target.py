@@ -78,6 +78,10 @@ class IPUModel:
     floats a cycle through a pipeline of ``fp16ConvUnitMaxPipelineDepth`` /
     ``fp32ConvUnitMaxPipelineDepth`` (4) stages (so 16 half or 8 float weights per unit), whose
     weights load at ``convUnitCoeffLoadBytesPerCycle`` (Mk1 8, Mk2 16) bytes a cycle.
+
+    ``dataPathWidth`` (64 bits on both) is what a worker loads or stores per cycle: PopLibs' popops
+    and popnn vertices (and their cycle estimators) process vectors of ``getVectorWidth(type)``
+    elements, 2 floats or 4 halves.
     """
 
     RelativeSyncDelayType = RelativeSyncDelayType
@@ -99,6 +103,7 @@ class IPUModel:
         self.tileClockFrequency = float(preset["tileClockFrequency"])
         self.exchangeBytesPerCycle = 4
         self.memcpyBytesPerCycle = 8
+        self.dataPathWidth = 64  # bits a worker loads or stores per cycle
         self.hostExchangeBytesPerCycle = 6
         self.minIPUSyncDelay = 0
         self.relativeSyncDelay = RelativeSyncDelayType.NO_DELAY
@@ -146,12 +151,13 @@ class Target:
     fp32ConvUnitInputLoadElemsPerCycle: int = 2
     fp16ConvUnitMaxPipelineDepth: int = 4
     fp32ConvUnitMaxPipelineDepth: int = 4
+    dataPathWidth: int = 64
 
     @staticmethod
     def _from_model(m: IPUModel) -> Target:
         ints = dict(numIPUs=m.numIPUs, tilesPerIPU=m.tilesPerIPU, bytesPerTile=m.memoryBytesPerTile,
                     numWorkerContexts=m.numWorkerContexts,
-                    exchangeBytesPerCycle=m.exchangeBytesPerCycle,
+                    exchangeBytesPerCycle=m.exchangeBytesPerCycle, dataPathWidth=m.dataPathWidth,
                     **{name: getattr(m, name) for name in _AMP_FIELDS})
         for name, value in ints.items():
             if not _is_number(value) or int(value) != value or value < 1:
@@ -177,6 +183,7 @@ class Target:
             globalSyncCycles=_global_sync(m),
             ipuLinkBandwidth=float(m.ipuLinkBandwidth), ipuLinkTopology=m.ipuLinkTopology,
             relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO,
+            dataPathWidth=int(m.dataPathWidth),
             **{name: int(getattr(m, name)) for name in _AMP_FIELDS})
 
     @staticmethod
@@ -219,17 +226,18 @@ class Target:
         return asType(t).size
 
     def getDataPathWidth(self) -> int:
-        return 64
+        """Bits a worker loads or stores per cycle (``IPUModel.dataPathWidth``, 64)."""
+        return self.dataPathWidth
 
     def getVectorWidth(self, t: Type | object) -> int:
-        """Elements per 64-bit data path: FLOAT 2, HALF 4."""
+        """Elements per data path: FLOAT 2, HALF 4 on a 64-bit path."""
         return max(1, self.getDataPathWidth() // (8 * asType(t).size))
 
     def getFloatVectorWidth(self) -> int:
-        return 2
+        return self.getVectorWidth("float")
 
     def getHalfVectorWidth(self) -> int:
-        return 4
+        return self.getVectorWidth("half")
 
     def getAtomicStoreGranularity(self) -> int:
         return 4

@@ -21,8 +21,9 @@ from poplar_py import program as prog_
 from .. import popops
 from ..popops import expr as pe
 from ..popops.expr import _1, _2, _3
-from ..popops.expr_map import ProgOrCs
+from ..popops.expr_map import ProgOrCs, mapAsVertex
 from ..poputil import PoplibsError, sequenceArgument, tensorArgument
+from .perf_estimation import nonLinearityCost, nonLinearityGradCost
 
 __all__ = ["SOFTMAX_SCALING", "NonLinearityType", "gelu", "geluErf", "geluErfInPlace", "geluInPlace",
            "hardSigmoid", "hardSigmoidInPlace", "logSoftmax", "logSoftmaxInPlace", "nonLinearity",
@@ -138,7 +139,8 @@ def nonLinearity(graph: Graph, type_: NonLinearityType, t: Tensor, prog: ProgOrC
     t = _check(graph, t, name, type_)
     if type_ in _SOFTMAXES:
         return _softmax(graph, type_, t, None, _sequence(prog, name), name)
-    return popops.map(graph, _FORWARD[type_], [t], prog, name)
+    return mapAsVertex(graph, nonLinearityCost(type_.name, t.elementType(), False), _FORWARD[type_], [t],
+                       prog, name)
 
 
 def nonLinearityInPlace(graph: Graph, type_: NonLinearityType, t: Tensor, prog: ProgOrCs,
@@ -151,7 +153,8 @@ def nonLinearityInPlace(graph: Graph, type_: NonLinearityType, t: Tensor, prog: 
     if type_ in _SOFTMAXES:
         _softmax(graph, type_, t, t, _sequence(prog, name), name)
     else:
-        popops.mapInPlace(graph, _FORWARD[type_], [t], prog, name)
+        mapAsVertex(graph, nonLinearityCost(type_.name, t.elementType(), True), _FORWARD[type_], [t], prog,
+                    name, inPlace=True)
 
 
 def nonLinearityInputGradient(graph: Graph, type_: NonLinearityType, act: Tensor, outGradient: Tensor,
@@ -170,7 +173,8 @@ def nonLinearityInputGradient(graph: Graph, type_: NonLinearityType, act: Tensor
         raise PoplibsError(f"{name}: act '{act.name}' {act.shape()} {act.elementType()} and outGradient "
                            f"'{outGradient.name}' {outGradient.shape()} {outGradient.elementType()} differ")
     if type_ not in _SOFTMAXES:
-        return popops.map(graph, _GRADIENT[type_], [act, outGradient], prog, name)
+        return mapAsVertex(graph, nonLinearityGradCost(type_.name, act.elementType()), _GRADIENT[type_],
+                           [act, outGradient], prog, name)
     seq = _sequence(prog, name)
     y, g = _rows(act), _rows(outGradient)
     gy = popops.map(graph, _1 * _2, [y, g], seq, f"{name}/gy")

@@ -298,11 +298,13 @@ _classes: dict[str, type[Vertex]] = {}
 
 
 def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace: bool, outType: Type,
-                   ) -> type[Vertex]:
+                   kind: str = "") -> type[Vertex]:
     """The generated vertex class computing ``e`` element by element (built once per source text).
 
     ``types[i-1]`` is the type of placeholder ``_i``; indices in ``scalars`` are single elements
     broadcast to every output element (scalar fields); with ``inPlace`` ``_1`` is ``out`` itself.
+    ``kind`` (the PopLibs vertex its cycles are estimated as) is part of the source, so vertices
+    costed differently are different vertex types.
     """
     gen = _Generator(types)
     body = gen.code(e, None)
@@ -321,7 +323,8 @@ def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace:
     if inPlace:
         per_element.insert(0, "                x1 = out[i]")
     source = "\n".join([
-        f'"""popops::map::@HASH@: {e!r} with inputs ({", ".join(map(str, types))}) -> {outType}."""',
+        f'"""popops::map::@HASH@: {e!r} with inputs ({", ".join(map(str, types))}) -> {outType}'
+        f'{f" (as {kind})" if kind else ""}."""',
         "import math  # noqa: F401", "", "import poplar_py as poplar",
         "from poplar_py import InOut, Input, MultiVertex, Output, VectorList  # noqa: F401", "",
         *(f"\n{h}" for _, h in sorted(gen.helpers.items())), "",

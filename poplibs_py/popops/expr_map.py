@@ -30,6 +30,7 @@ from ..poputil import (
 )
 from . import expr as pe
 from .expr_codegen import mapVertexClass
+from .perf_estimation import MapCost, expressionCost, registerDefaultEstimator
 from .tile_rows import workerRows
 
 __all__ = ["createOutputForElementWiseOp", "map", "mapInPlace", "mapWithOutput"]
@@ -100,7 +101,7 @@ def computeSetFor(graph: Graph, prog: ProgOrCs, debugName: str) -> ComputeSet:
 
 
 def _map(graph: Graph, e: pe.Expr, ts: Sequence[Tensor], out: Tensor | None, prog: ProgOrCs,
-         debugName: str, inPlace: bool) -> Tensor:
+         debugName: str, inPlace: bool, cost: MapCost | None = None) -> Tensor:
     e = pe.as_expr(e)
     if not isinstance(ts, (list, tuple)):
         raise PoplibsArgumentError(f"map: the inputs must be a list of tensors, got {type(ts).__name__}")
@@ -125,8 +126,10 @@ def _map(graph: Graph, e: pe.Expr, ts: Sequence[Tensor], out: Tensor | None, pro
         raise PoplibsError(f"Trying to update tensor that cannot be written in parallel: '{out.name}'")
     used = {n.index for n in _placeholders(e)}
     scalars = frozenset(i for i in used if ts[i - 1].numElements() == 1 and not (inPlace and i == 1))
-    cls = mapVertexClass(e, types, scalars, inPlace, out_type)
+    cost = cost or expressionCost(e, types, scalars, inPlace)
+    cls = mapVertexClass(e, types, scalars, inPlace, out_type, cost.kind)
     graph.addCodelets(cls)
+    registerDefaultEstimator(graph, cls.vertexName, cost.estimator())
     cs = computeSetFor(graph, prog, debugName or "map")
     vectors = {f"in{i}": expanded[i - 1] for i in used if i not in scalars and not (inPlace and i == 1)}
     scalar_fields = {f"in{i}": ts[i - 1].reshape([]) for i in scalars}
@@ -159,6 +162,14 @@ def mapInPlace(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs
     ``ts[0]`` must be parallel-writeable (no aliases, no constants) and of the expression's type.
     """
     _map(graph, expr, ts, None, prog, debugName, inPlace=True)
+
+
+def mapAsVertex(graph: Graph, cost: MapCost | None, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,
+                debugName: str, inPlace: bool = False, out: Tensor | None = None) -> Tensor:
+    """For the libraries: ``map`` (``inPlace``: ``mapInPlace``; ``out``: into ``out``, which must
+    not overlap the inputs) whose vertices are costed as the PopLibs vertex ``cost`` names (a
+    scaled add, a non-linearity), not as the expression's operations (None: as those)."""
+    return _map(graph, expr, ts, out, prog, debugName, inPlace, cost)
 
 
 def mapWithOutput(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], out: Tensor, prog: ProgOrCs,

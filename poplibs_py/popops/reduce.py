@@ -38,6 +38,8 @@ from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
 from ..poputil import PoplibsError, calcLinearTileMapping, computeWithOutput, templateVertex, tensorArgument
+from .perf_estimation import registerDefaultEstimator
+from .reduce_cycles import reduceEstimator
 from .reduce_plan import (
     Regions,
     assign_partials,
@@ -299,6 +301,10 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         names[False] = templateVertex("popops::ReduceAddInPlace", in_type, acc)
         if out_type == acc and not scaled:
             names[True] = names[False]
+    final_out = acc if names[True] == names[False] else out_type
+    for is_final, (out, update) in {True: (final_out, scaled and params.update), False: (acc, False)}.items():
+        estimator = reduceEstimator(in_type, out, params.op.value, update)
+        registerDefaultEstimator(graph, names[is_final], estimator)
     identity = _identity(params.op, acc)
     vertex = np.concatenate(([0], np.cumsum((regions.tile[1:] != regions.tile[:-1])
                                             | (worker[1:] != worker[:-1])))) if worker.size else worker

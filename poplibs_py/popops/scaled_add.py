@@ -1,7 +1,8 @@
 """popops scaled add (PopLibs' ScaledAdd.hpp): ``A += scaleB * B`` and ``A = scaleA * A + scaleB * B``.
 
 Each call is one fused ``mapInPlace`` on ``A``: the tiles that hold ``A`` compute their
-elements (B is staged to them where it lives elsewhere). A scale is a Python number (a 0-D
+elements (B is staged to them where it lives elsewhere), costed as PopLibs' ``ScaledAddSupervisor``,
+``ScaledSubtractSupervisor`` or ``aXPlusbYSupervisor`` vertex. A scale is a Python number (a 0-D
 constant of A's type) or a one-element tensor of type FLOAT or of A's type; B may have another
 type than A and is converted to A's type, as in PopLibs.
 """
@@ -15,7 +16,8 @@ from poplar_py.debug import debug_name, isDebugName
 
 from ..poputil import PoplibsError
 from . import expr as pe
-from .expr_map import ProgOrCs, mapInPlace
+from .expr_map import ProgOrCs, mapAsVertex
+from .perf_estimation import scaledAddCost
 
 __all__ = ["ScaledAddSpecialisation", "scaledAddTo", "scaledSubtractFrom"]
 
@@ -67,7 +69,10 @@ def _scaled(graph: Graph, A: Tensor, args: tuple, subtract: bool, name: str, deb
         if specialisation is ScaledAddSpecialisation.X_MINUS_AX_PLUS_BY:
             factor = 1 - factor
         a_part = factor * pe._1
-    mapInPlace(graph, a_part - term if subtract else a_part + term, ts, prog, debugName or name)
+    operation = ("AXMINUSBY" if subtract else "AXPLUSBY") if scaleA is not None else \
+        ("SUBTRACT" if subtract else "ADD")
+    mapAsVertex(graph, scaledAddCost(A.elementType(), B.elementType(), operation),
+                a_part - term if subtract else a_part + term, ts, prog, debugName or name, inPlace=True)
 
 
 def scaledAddTo(graph: Graph, A: Tensor, *args: Tensor | Scale | ProgOrCs, debugName: str = "",

@@ -7,6 +7,7 @@ import poplar_py as poplar
 from poplibs_py import popops, poputil
 from poplibs_py.popops import expr as pe
 from poplibs_py.popops.expr_codegen import mapVertexClass
+from poplibs_py.popops.perf_estimation import expressionCost
 
 FLOAT, INT, BOOL = poplar.FLOAT, poplar.INT, poplar.BOOL
 
@@ -87,9 +88,11 @@ def test_map_fuses_one_generated_codelet(harness):
     e = pe._1 * pe._2 + pe.Exp(pe._1)
     before = h.graph.getNumVertices()
     out = popops.map(h.graph, e, [ta, tb], h.seq)
-    cls = mapVertexClass(e, [FLOAT, FLOAT], frozenset(), False, FLOAT)
+    kind = expressionCost(e, [FLOAT, FLOAT], frozenset(), False).kind  # the vertex it is costed as
+    cls = mapVertexClass(e, [FLOAT, FLOAT], frozenset(), False, FLOAT, kind)
     assert cls.vertexName.startswith("popops::map::") and h.graph.hasCodelet(cls.vertexName)
-    assert mapVertexClass(pe._1 * pe._2 + pe.Exp(pe._1), [FLOAT, FLOAT], frozenset(), False, FLOAT) is cls
+    same = pe._1 * pe._2 + pe.Exp(pe._1)
+    assert mapVertexClass(same, [FLOAT, FLOAT], frozenset(), False, FLOAT, kind) is cls
     # one vertex per worker partition: 35 floats over 16 tiles, at most 6 per tile
     assert 0 < h.graph.getNumVertices() - before <= 6 * 16
     (got,) = h.run(out)

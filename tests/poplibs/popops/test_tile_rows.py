@@ -91,10 +91,12 @@ def _add_cycles(n: int) -> int:
 
 
 def test_compute_cycles_are_six_times_the_slowest_worker():
-    # the tile's one MultiVertex takes 6 x its slowest worker, as 6 vertices on the 6 workers
-    # would: each element costs its worker the same whatever the number of elements
-    per_worker = [_add_cycles(6 * k) // 6 for k in (2, 4, 8)]
-    assert [_add_cycles(6 * k) % 6 for k in (2, 4, 8)] == [0, 0, 0]
-    assert per_worker[2] - per_worker[1] == 2 * (per_worker[1] - per_worker[0]) > 0
+    # the tile's one MultiVertex is costed as PopLibs' BinaryOp1DInPlace (float ADD: 58 per
+    # worker, 1 + 2 cycles per 2-float vector) over its slowest worker's row, six workers, 11
+    # for the supervisor
+    def expected(row: int) -> int:
+        return 6 * (58 + 3 * -(-row // 2)) + 11
+
+    assert [_add_cycles(6 * k) for k in (2, 4, 8)] == [expected(k) for k in (2, 4, 8)]
     # 13 elements: worker 0 takes 4 (the grain is 2 floats), the slowest; 12 elements: 2 each
-    assert _add_cycles(13) // 6 - _add_cycles(12) // 6 == per_worker[1] - per_worker[0]
+    assert (_add_cycles(13), _add_cycles(12)) == (expected(4), expected(2))
