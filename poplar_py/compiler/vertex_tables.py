@@ -24,7 +24,7 @@ from ..codelet.pipeline import (
     error_message,
 )
 from ..errors import MissingCycleEstimateError, VertexError
-from ..ir import GraphIR
+from ..ir import GraphIR, PerfEstimator
 from ..options import EngineOptions
 from ..regions import exclusive_cumsum
 from ..target import Target
@@ -92,6 +92,10 @@ class VertexIntrospector:
 
     def getComputeSet(self) -> str:
         return self._plan.name
+
+    def describe(self) -> str:
+        """The vertex, for messages."""
+        return self._graph.vertices.describe(int(self._plan.vertices[self._pos]))
 
 
 @dataclass
@@ -187,19 +191,49 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
         estimator = estimators.get(cls.vertexName)
         if estimator is None:
             continue
-        for pos in positions[out[positions] < 0].tolist():
-            est = estimator(VertexIntrospector(graph, plan, pos), target)
-            cycles = est[0] if isinstance(est, tuple) else getattr(est, "cycles", est)
-            if cycles is None:
-                raise MissingCycleEstimateError(f"the perf estimator of '{cls.vertexName}' returned nothing "
-                                                f"for {graph.vertices.describe(int(plan.vertices[pos]))}")
-            out[pos] = int(cycles)  # type: ignore[call-overload]
-            done = est[1] if isinstance(est, tuple) and len(est) > 1 else getattr(est, "flops", 0)
-            if done:
-                kind = getattr(est, "flopsType", None)
-                key = "" if kind is None else str(kind)
-                flops[key] = flops.get(key, 0) + int(done)
+        todo = positions[out[positions] < 0]
+        # An estimator sees fields' sizes and state values only: vertices alike in those (a
+        # library operation's vertices come in a few shapes) are estimated once.
+        seen: dict[bytes, tuple[int, int, str]] = {}
+        for pos, shape in zip(todo.tolist(), _shapes(graph, plan, cls, todo)):
+            known = seen.get(shape)
+            if known is None:
+                vertex = VertexIntrospector(graph, plan, pos)
+                known = seen[shape] = _estimate(estimator, vertex, target, cls.vertexName)
+            out[pos] = known[0]
+            if known[1]:
+                flops[known[2]] = flops.get(known[2], 0) + known[1]
     return out, flops
+
+
+def _estimate(estimator: PerfEstimator, vertex: VertexIntrospector, target: Target,
+              name: str) -> tuple[int, int, str]:
+    """(cycles, FLOPs, the FLOPs' type or "") an estimator gives for one vertex."""
+    est = estimator(vertex, target)
+    cycles = est[0] if isinstance(est, tuple) else getattr(est, "cycles", est)
+    if cycles is None:
+        raise MissingCycleEstimateError(f"the perf estimator of '{name}' returned nothing for "
+                                        f"{vertex.describe()}")
+    done = est[1] if isinstance(est, tuple) and len(est) > 1 else getattr(est, "flops", 0)
+    kind = getattr(est, "flopsType", None)
+    return int(cycles), int(done or 0), "" if kind is None else str(kind)
+
+
+def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray) -> list[bytes]:
+    """Per vertex at these positions: its fields' segment lengths and its state values, as bytes."""
+    seg = plan.segments
+    first = np.searchsorted(seg.vertex, positions).tolist()
+    last = np.searchsorted(seg.vertex, positions + 1).tolist()
+    state = [f for f, spec in enumerate(cls.fields.values()) if spec.direction is Direction.STATE]
+    values = graph.vertices.state
+    out = []
+    for pos, a, b in zip(positions.tolist(), first, last):
+        key = seg.field[a:b].tobytes() + seg.length[a:b].tobytes()
+        for f in state:
+            v = values.get((int(plan.vertices[pos]), f))
+            key += b"-" if v is None else v.dtype.str.encode() + v.tobytes() + str(v.shape).encode()
+        out.append(key)
+    return out
 
 
 def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout, tiles_per_ipu: int
