@@ -367,22 +367,29 @@ class Graph:
             runs = target.runs()
             self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return
-        n = target.numElements()
-        begins, ends, tiles = [], [], []
         per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
-        for tile, intervals in enumerate(per_tile):
-            if intervals:
-                tile = self._check_tile(tile, f"tensor '{target.name}'")
-            for b, e in intervals:
-                if not 0 <= b <= e <= n:
-                    raise InvalidTileMappingError(
-                        f"tensor '{target.name}': interval [{b}, {e}) is outside its {n} elements")
-                begins.append(b)
-                ends.append(e)
-                tiles.append(tile)
-        if begins:
-            runs, owner = target.runs().take_ranges(np.asarray(begins), np.asarray(ends))
-            self._mapping.set_runs(runs, np.asarray(tiles, dtype=np.int64)[owner])
+        pairs = np.array([iv for intervals in per_tile for iv in intervals], dtype=np.int64).reshape(-1, 2)
+        tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
+        self.set_tile_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
+
+    def set_tile_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
+        """``setTileMapping(t, mapping)`` from arrays, for libraries mapping many intervals (the
+        inverse of ``tile_intervals``): the flattened ``[begin[k], end[k])`` of ``t`` goes to tile
+        ``tiles[k]``, later intervals winning."""
+        self._check_own(t, "setTileMapping")
+        begin, end, tiles = (np.asarray(a, dtype=np.int64) for a in (begin, end, tiles))
+        bad = np.flatnonzero((tiles < 0) | (tiles >= self._num_tiles))
+        if bad.size:
+            self._check_tile(int(tiles[bad[0]]), f"tensor '{t.name}'")
+        n = t.numElements()
+        bad = np.flatnonzero((begin < 0) | (begin > end) | (end > n))
+        if bad.size:
+            b, e = int(begin[bad[0]]), int(end[bad[0]])
+            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{b}, {e}) is outside its {n} "
+                                          "elements")
+        if begin.size:
+            runs, owner = t.runs().take_ranges(begin, end)
+            self._mapping.set_runs(runs, self._absolute(tiles)[owner])
 
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
@@ -522,8 +529,9 @@ class Graph:
                 runs = [t.edge_run(self._vars, slot.type, slot.rank, slot.writes)
                         if slot is not None and slot.plain and type(t) is Tensor else None for t in ts]
                 if which.shape != tiles.shape or ((which < 0) | (which >= len(ts))).any():
-                    raise GraphConnectionError(f"add_vertices of {vertexType}: field '{name}' must name one of "
-                                               f"its {len(ts)} tensors for each of the {tiles.size} vertices")
+                    raise GraphConnectionError(f"add_vertices of {vertexType}: field '{name}' must name one "
+                                               f"of its {len(ts)} tensors for each of the {tiles.size} "
+                                               "vertices")
                 if None not in runs:
                     add_shared_edges(table, first, tiles.size, slot.index,
                                      np.asarray(runs, np.int64).reshape(-1, 4)[which])

@@ -124,9 +124,11 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
     size = graph.getTarget().getTypeSize(type_)
     mapping = calcLinearTileMapping(graph, [cols], max(1, 128 // size),
                                     graph.getTarget().getVectorWidth(type_))
-    for tile, intervals in enumerate(mapping):
-        for iv in intervals:
-            graph.setTileMapping(buf.slice([0, iv.begin()], [rows, iv.end()]), tile)
+    pieces = [(iv.begin(), iv.end(), tile) for tile, intervals in enumerate(mapping) for iv in intervals]
+    begin, end, tile = np.array(pieces, dtype=np.int64).reshape(-1, 3).T
+    starts = np.arange(rows, dtype=np.int64) * cols  # every row of each interval's columns
+    graph.set_tile_intervals(buf, (begin[:, None] + starts).ravel(), (end[:, None] + starts).ravel(),
+                             np.repeat(tile, rows))
     return buf
 
 
