@@ -368,7 +368,11 @@ class Graph:
             self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return
         per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
-        pairs = np.array([iv for intervals in per_tile for iv in intervals], dtype=np.int64).reshape(-1, 2)
+        try:
+            pairs = np.array([iv for ivs in per_tile for iv in ivs], dtype=np.int64).reshape(-1, 2)
+        except OverflowError:
+            raise InvalidTileMappingError(f"tensor '{target.name}': an interval is outside its "
+                                          f"{target.numElements()} elements") from None
         tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
         self.set_tile_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
 

@@ -309,7 +309,7 @@ def test_interval_mapping_tile_out_of_range():
     graph.setTileMapping(t, [[(0, 4)], [], [], [], [], []])
 
 
-@pytest.mark.parametrize("interval", [(0, 5), (3, 2), (-1, 2)])
+@pytest.mark.parametrize("interval", [(0, 5), (3, 2), (-1, 2), (0, 1 << 70)])
 def test_interval_mapping_outside_tensor(interval):
     _, graph = make_graph(4)
     t = graph.addVariable(poplar.FLOAT, [4], "short")

@@ -79,9 +79,8 @@ class Ring:
         for tile in used.tolist():
             replicas.append(graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}"))
             graph.setTileMapping(replicas[-1], tile)
-        starts = np.arange(self.size, dtype=np.int64) * buf.dim(1)  # row j of the vertex's columns
-        rows = Rows(np.full(tiles.size, self.size), (begin[:, None] + starts).ravel(),
-                    (end[:, None] + starts).ravel(), np.arange(tiles.size * self.size))
+        rows = Rows(np.full(tiles.size, self.size), *_every_row(begin, end, self.size, buf.dim(1)),
+                    np.arange(tiles.size * self.size))
         nbytes = (end - begin) * graph.getTarget().getTypeSize(buf.elementType())
         graph.add_vertices(cs, vertex, tiles, {"base": (buf, rows), "out": (out, rows)},
                            state={"positions": positions, "numRows": self.size, "inverse": inverse},
@@ -126,10 +125,15 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
                                     graph.getTarget().getVectorWidth(type_))
     pieces = [(iv.begin(), iv.end(), tile) for tile, intervals in enumerate(mapping) for iv in intervals]
     begin, end, tile = np.array(pieces, dtype=np.int64).reshape(-1, 3).T
-    starts = np.arange(rows, dtype=np.int64) * cols  # every row of each interval's columns
-    graph.set_tile_intervals(buf, (begin[:, None] + starts).ravel(), (end[:, None] + starts).ravel(),
-                             np.repeat(tile, rows))
+    graph.set_tile_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tile, rows))
     return buf
+
+
+def _every_row(begin: np.ndarray, end: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The flat ranges of a [rows, cols] tensor covering columns ``[begin[k], end[k])``: for each
+    k, one range per row, rows in order."""
+    starts = np.arange(rows, dtype=np.int64) * cols
+    return (begin[:, None] + starts).ravel(), (end[:, None] + starts).ravel()
 
 
 def chunks(t: Tensor, count: int) -> tuple[int, list[Tensor]]:
