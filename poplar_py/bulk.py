@@ -19,7 +19,7 @@ from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .regions import arithmetic_groups, exclusive_cumsum
 from .tensor import Tensor
 from .vertex import FieldKind
-from .vertex_table import EDGE_COLUMNS, NO_ROW, FieldSlot, VertexTable
+from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable
 
 _I64 = np.int64
 
@@ -116,8 +116,9 @@ def set_shared_state(table: VertexTable, first: int, n: int, slot: FieldSlot, va
 
 
 def add_shared_edges(table: VertexTable, first: int, n: int, field: int,
-                     run: tuple[int, int, int, int]) -> None:
-    """Field ``field`` (not a list) of vertices ``first, ..., first + n - 1`` connected to one run."""
+                     run: tuple[int, int, int, int] | np.ndarray) -> None:
+    """Field ``field`` (not a list) of vertices ``first, ..., first + n - 1`` connected to one run
+    ``(var, offset, count, stride)``, or each to its own (``run[v]`` of an ``(n, 4)`` array)."""
     block = np.empty((n, len(EDGE_COLUMNS)), _I64)
     block[:, 0] = np.arange(first, first + n)
     block[:, 1:4] = (field, NO_ROW, len(table.edges))
@@ -136,3 +137,11 @@ def set_vector_state(table: VertexTable, first: int, slot: FieldSlot, values: np
         key = (first + v, slot.index)
         table.state[key] = values[bounds[v]:bounds[v + 1]]
         table.sizes[key] = bounds[v + 1] - bounds[v]
+
+
+def set_perf_estimates(table: VertexTable, first: int, cycles: np.ndarray) -> None:
+    """The perf estimates of vertices ``first, first + 1, ...``: vertex ``v`` takes ``cycles[v]``
+    (as ``setPerfEstimate`` on each)."""
+    rows = np.frombuffer(table.rows, _I64).reshape(-1, len(VERTEX_COLUMNS))
+    rows[first:first + cycles.size, PERF] = cycles
+    del rows  # the buffer must not stay exported: appending resizes it

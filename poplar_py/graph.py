@@ -30,7 +30,14 @@ from .arguments import (
     checked_values,
 )
 from .block import contiguous_strides
-from .bulk import Rows, add_list_vertices, add_shared_edges, set_shared_state, set_vector_state
+from .bulk import (
+    Rows,
+    add_list_vertices,
+    add_shared_edges,
+    set_perf_estimates,
+    set_shared_state,
+    set_vector_state,
+)
 from .codelet_loading import caller_location
 from .codelet_registry import CodeletRegistry
 from .connections import FieldConnector, unknown_field
@@ -360,22 +367,33 @@ class Graph:
             runs = target.runs()
             self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return
-        n = target.numElements()
-        begins, ends, tiles = [], [], []
         per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
-        for tile, intervals in enumerate(per_tile):
-            if intervals:
-                tile = self._check_tile(tile, f"tensor '{target.name}'")
-            for b, e in intervals:
-                if not 0 <= b <= e <= n:
-                    raise InvalidTileMappingError(
-                        f"tensor '{target.name}': interval [{b}, {e}) is outside its {n} elements")
-                begins.append(b)
-                ends.append(e)
-                tiles.append(tile)
-        if begins:
-            runs, owner = target.runs().take_ranges(np.asarray(begins), np.asarray(ends))
-            self._mapping.set_runs(runs, np.asarray(tiles, dtype=np.int64)[owner])
+        try:
+            pairs = np.array([iv for ivs in per_tile for iv in ivs], dtype=np.int64).reshape(-1, 2)
+        except OverflowError:
+            raise InvalidTileMappingError(f"tensor '{target.name}': an interval is outside its "
+                                          f"{target.numElements()} elements") from None
+        tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
+        self.set_tile_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
+
+    def set_tile_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
+        """``setTileMapping(t, mapping)`` from arrays, for libraries mapping many intervals (the
+        inverse of ``tile_intervals``): the flattened ``[begin[k], end[k])`` of ``t`` goes to tile
+        ``tiles[k]``, later intervals winning."""
+        self._check_own(t, "setTileMapping")
+        begin, end, tiles = (np.asarray(a, dtype=np.int64) for a in (begin, end, tiles))
+        bad = np.flatnonzero((tiles < 0) | (tiles >= self._num_tiles))
+        if bad.size:
+            self._check_tile(int(tiles[bad[0]]), f"tensor '{t.name}'")
+        n = t.numElements()
+        bad = np.flatnonzero((begin < 0) | (begin > end) | (end > n))
+        if bad.size:
+            b, e = int(begin[bad[0]]), int(end[bad[0]])
+            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{b}, {e}) is outside its {n} "
+                                          "elements")
+        if begin.size:
+            runs, owner = t.runs().take_ranges(begin, end)
+            self._mapping.set_runs(runs, self._absolute(tiles)[owner])
 
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
@@ -476,13 +494,17 @@ class Graph:
     def add_vertices(self, cs: ComputeSet, vertexType: str, tiles: np.ndarray,
                      lists: dict[str, tuple[Tensor, Rows]], shared: dict[str, Tensor] | None = None,
                      state: dict[str, Any] | None = None,
-                     vector_state: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> range:
+                     vector_state: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                     each: dict[str, tuple[Sequence[Tensor], np.ndarray]] | None = None,
+                     perf: np.ndarray | None = None) -> range:
         """The libraries' bulk ``addVertex``: ``len(tiles)`` vertices of ``vertexType`` in ``cs``,
         vertex ``v`` on tile ``tiles[v]``, whose list and vector fields ``lists`` connect to rows of
         tensors (``(tensor, bulk.Rows)``; a vector takes one row), fields ``shared`` to one tensor
         each and state fields ``state`` to one value each, the same for every vertex;
         ``vector_state`` gives state vectors as ``(values, per_vertex)``, vertex ``v`` taking the
-        next ``per_vertex[v]`` values. Returns the new vertices' ids; on an error the graph is left
+        next ``per_vertex[v]`` values; fields ``each`` (not lists) as ``(tensors, which)``, vertex
+        ``v`` connected to ``tensors[which[v]]``; ``perf`` the vertices' perf estimates, as
+        ``setPerfEstimate`` on each. Returns the new vertices' ids; on an error the graph is left
         as it was."""
         cid = self._class_id(vertexType, cs)
         for name, (t, _) in lists.items():
@@ -492,6 +514,9 @@ class Graph:
         if bad.size:
             raise InvalidTileMappingError(f"add_vertices of {vertexType}: tile {int(bad[0])} is out of range "
                                           f"for {self._num_tiles} tiles")
+        perf = None if perf is None else self._bulk_perf(perf, tiles.size, vertexType)
+        plain = {name: ([t], np.zeros(tiles.size, np.int64)) for name, t in (shared or {}).items()}
+        plain.update((name, (ts, np.asarray(which, np.int64))) for name, (ts, which) in (each or {}).items())
         table = self._vertices
         edge_bytes, first = len(table.edges), table.num_vertices
         vids = range(first, first + tiles.size)
@@ -503,19 +528,35 @@ class Graph:
                 set_vector_state(table, first, self._fields.state_slot(first, name), values, per_vertex)
             for name, value in (state or {}).items():
                 set_shared_state(table, first, tiles.size, *self._fields.state_values(first, name, value))
-            for name, t in (shared or {}).items():
+            for name, (ts, which) in plain.items():
                 slot = slots.get(name)
-                run = t.edge_run(self._vars, slot.type, slot.rank, slot.writes) \
-                    if slot is not None and slot.plain and type(t) is Tensor else None
-                if run is not None:
-                    add_shared_edges(table, first, tiles.size, slot.index, run)
+                runs = [t.edge_run(self._vars, slot.type, slot.rank, slot.writes)
+                        if slot is not None and slot.plain and type(t) is Tensor else None for t in ts]
+                if which.shape != tiles.shape or ((which < 0) | (which >= len(ts))).any():
+                    raise GraphConnectionError(f"add_vertices of {vertexType}: field '{name}' must name one "
+                                               f"of its {len(ts)} tensors for each of the {tiles.size} "
+                                               "vertices")
+                if None not in runs:
+                    add_shared_edges(table, first, tiles.size, slot.index,
+                                     np.asarray(runs, np.int64).reshape(-1, 4)[which])
                     continue
-                for vid in vids:  # the checks and the general case
-                    self._fields.connect(vid, slots, name, None, t)
+                for vid, k in zip(vids, which.tolist()):  # the checks and the general case
+                    self._fields.connect(vid, slots, name, None, ts[k])
+            if perf is not None:
+                set_perf_estimates(table, first, perf)
         except PoplarError:
             table.remove_last(first, edge_bytes)
             raise
         return vids
+
+    @staticmethod
+    def _bulk_perf(perf: Any, n: int, vertexType: str) -> np.ndarray:
+        """``add_vertices``' perf estimates checked: ``n`` integers, none negative."""
+        cycles = np.asarray(perf)
+        if cycles.shape != (n,) or not (cycles.dtype.kind in "iu" and (cycles >= 0).all()):
+            raise InvalidArgumentError(f"add_vertices of {vertexType}: perf must be {n} integers of at least "
+                                       f"0, one per vertex, got {cycles.dtype} of shape {cycles.shape}")
+        return cycles.astype(np.int64)
 
     def getNumVertices(self) -> int:
         return self._vertices.num_vertices

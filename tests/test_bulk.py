@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pytest
 
@@ -9,7 +12,13 @@ import poplar_py as poplar
 from poplar_py import Input, MultiVertex, Output, Vector, VectorList, Vertex
 from poplar_py import program as prog
 from poplar_py.bulk import Rows
-from poplar_py.errors import GraphConnectionError, InvalidTileMappingError, PoplarTypeError, UnknownFieldError
+from poplar_py.errors import (
+    GraphConnectionError,
+    InvalidArgumentError,
+    InvalidTileMappingError,
+    PoplarTypeError,
+    UnknownFieldError,
+)
 
 
 class RowSums(Vertex):
@@ -41,12 +50,24 @@ class Doubles(MultiVertex):
                 dst[i] = 2.0 * src[i]
 
 
+class AddScalar(Vertex):
+    """``out = x + k``."""
+
+    x: Input[Vector[float]]
+    k: Input[float]
+    out: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.x)):
+            self.out[i] = self.x[i] + self.k
+
+
 def _setup(tiles: int = 4):
     m = poplar.IPUModel()
     m.tilesPerIPU = tiles
     device = m.createDevice()
     graph = poplar.Graph(device)
-    graph.addCodelets([RowSums, Doubles])
+    graph.addCodelets([RowSums, Doubles, AddScalar])
     return device, graph
 
 
@@ -134,4 +155,77 @@ def test_bad_input_raises_and_leaves_the_graph_as_it_was(case):
     assert graph.getNumVertices() == edges_before == 0
     graph.add_vertices(cs, "RowSums", np.array([0, 1]), {"rows": (x, rows), "out": (x, rows)},
                        state={"scale": 1.0})
+    assert graph.getNumVertices() == 2
+
+
+def _add_scalar_graph(bulk: bool, perf=(7, 0, 12), which=(1, 0, 1)):
+    """Three AddScalar vertices, each on its own slice of x and reading one of two constants (on
+    tiles 1 and 2): made with add_vertices (``bulk``) or addVertex and setPerfEstimate."""
+    device, graph = _setup()
+    x = graph.addVariable(poplar.FLOAT, [9], "x")
+    out = graph.addVariable(poplar.FLOAT, [9], "out")
+    for t in (x, out):
+        graph.setTileMapping(t, 0)
+    ks = [graph.addConstant(poplar.FLOAT, [], k, f"k{k}") for k in (10.0, 20.0)]
+    graph.setTileMapping(ks[0], 1)
+    graph.setTileMapping(ks[1], 2)
+    tiles = np.array([0, 3, 3])
+    cs = graph.addComputeSet("add")
+    if bulk:
+        rows = Rows(np.ones(3, np.int64), np.array([0, 3, 6]), np.array([3, 6, 9]), np.arange(3))
+        graph.add_vertices(cs, "AddScalar", tiles, {"x": (x, rows), "out": (out, rows)},
+                           each={"k": (ks, np.array(which))}, perf=np.array(perf))
+    else:
+        for v in range(3):
+            ref = graph.addVertex(cs, "AddScalar", {"x": x[3 * v:3 * v + 3], "k": ks[which[v]],
+                                                   "out": out[3 * v:3 * v + 3]})
+            graph.setTileMapping(ref, int(tiles[v]))
+            graph.setPerfEstimate(ref, perf[v])
+    return device, graph, cs, x, out
+
+
+def _serialized(graph) -> dict:
+    f = io.StringIO()
+    graph.serialize(f)
+    return json.loads(f.getvalue())
+
+
+def test_each_vertex_its_own_tensor_and_perf_estimate_as_addvertex_does():
+    device, graph, cs, x, out = _add_scalar_graph(bulk=True)
+    _, single, _, _, _ = _add_scalar_graph(bulk=False)
+    got = _serialized(graph)
+    assert got == _serialized(single)
+    assert [v["perfEstimate"] for v in got["vertices"]] == [7, 0, 12]
+    host = np.arange(9, dtype=np.float32)
+    result = _run(device, graph, cs, {"out": out}, {"x": (x, host)})["out"]
+    np.testing.assert_array_equal(result, host + np.repeat([20.0, 10.0, 20.0], 3))
+
+
+_PERF_ERROR = (InvalidArgumentError, "perf must be 2 integers")
+_WHICH_ERROR = (GraphConnectionError, "field 'k' must name one of its 2 tensors")
+
+
+@pytest.mark.parametrize("bad,error", [
+    ({"perf": np.array([1, 2, 3])}, _PERF_ERROR),
+    ({"perf": np.array([1, -2])}, _PERF_ERROR),
+    ({"perf": np.array([1.5, 2.0])}, _PERF_ERROR),
+    ({"each": np.array([0])}, _WHICH_ERROR),
+    ({"each": np.array([0, 2])}, _WHICH_ERROR),
+    ({"each": np.array([0, 1])}, (PoplarTypeError, "cannot be connected to tensor 'i' of type int")),
+])
+def test_bad_each_or_perf_raises_and_leaves_the_graph_as_it_was(bad, error):
+    _, graph = _setup()
+    x = graph.addVariable(poplar.FLOAT, [4], "x")
+    ks = [graph.addConstant(poplar.FLOAT, [], 1.0, "k"), graph.addConstant(poplar.INT, [], 1, "i")]
+    rows = Rows(np.array([1, 1]), np.array([0, 2]), np.array([2, 4]), np.array([0, 1]))
+    lists = {"x": (x, rows), "out": (x, rows)}
+    cs = graph.addComputeSet("cs")
+    good = {"each": np.array([0, 0]), "perf": np.array([1, 2])}
+    args = good | bad
+    with pytest.raises(error[0], match=error[1]):
+        graph.add_vertices(cs, "AddScalar", np.array([0, 1]), lists, each={"k": (ks, args["each"])},
+                           perf=args["perf"])
+    assert graph.getNumVertices() == 0
+    graph.add_vertices(cs, "AddScalar", np.array([0, 1]), lists, each={"k": (ks, good["each"])},
+                       perf=good["perf"])
     assert graph.getNumVertices() == 2

@@ -68,3 +68,11 @@ def checked_root(root: Any, graph: Graph, what: str) -> int:
         raise GraphReplicationError(f"{what}: rootReplica {root} is out of range: the graph has {replicas} "
                                     f"replica(s), 0..{replicas - 1}")
     return int(root)
+
+
+def checked_writeable(t: Tensor, op: CollectiveOperator, what: str) -> None:
+    """``t`` can take the result of an in-place collective that writes it (every operator but
+    LOCAL, on a tensor with elements): no constants, no aliased elements."""
+    if op is not CollectiveOperator.LOCAL and t.numElements() and not t.isParallelWriteable():
+        raise PoplibsError(f"{what}: tensor '{t.name}' contains constants or aliased elements, so the "
+                           f"result of {op.name} cannot be written into it")

@@ -19,7 +19,7 @@ from poplar_py import program as prog_
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from .arguments import checked_call, checked_op, checked_root
+from .arguments import checked_call, checked_op, checked_root, checked_writeable
 from .operators import CollectiveOperator, combine_expr
 from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
 
@@ -63,12 +63,22 @@ def _mean(graph: Graph, ring: Ring, row: Tensor, prog: prog_.Sequence, name: str
     popops.mapInPlace(graph, pe.Divide(pe.PlaceHolder(1), pe.Const(ring.size)), [row], prog, f"{name}/mean")
 
 
+def _alone(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
+           name: str) -> None:
+    """``out`` = ``t`` combined over one replica, all a collective over one replica needs: ``t``
+    itself (a Copy, nothing when ``out`` is ``t``), or for SQUARE_ADD its square, computed by popops
+    vertices on ``out``'s tiles."""
+    if op is CollectiveOperator.SQUARE_ADD and t.numElements():
+        popops.mapWithOutput(graph, pe.Square(pe.PlaceHolder(1)), [t], out, prog, f"{name}/square")
+    elif out is not t:
+        prog.add(prog_.Copy(t, out))
+
+
 def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
                 name: str) -> None:
     """``out`` = ``t`` combined over every replica (``out`` may be ``t``)."""
-    if op is CollectiveOperator.LOCAL or t.numElements() == 0:
-        if out is not t:
-            prog.add(prog_.Copy(t, out))
+    if op is CollectiveOperator.LOCAL or t.numElements() == 0 or graph.getReplicationFactor() == 1:
+        _alone(graph, t, out, op, prog, name)
         return
     ring = Ring.of(graph)
     buf, rotated = _load(graph, ring, t, op, prog, name)
@@ -96,6 +106,7 @@ def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator
     """``t`` = ``t`` combined by ``op`` over every replica (as allReduceCrossReplica)."""
     name, t = checked_call("allReduceInPlaceCrossReplica", graph, t, prog, debugContext, options)
     op = checked_op(op, t, "allReduceInPlaceCrossReplica")
+    checked_writeable(t, op, "allReduceInPlaceCrossReplica")
     _all_reduce(graph, t, t, op, prog, name)
 
 
@@ -109,6 +120,10 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError("reduceScatterCrossReplica: LOCAL is not a reduction; a replica's own shard is "
                            "a slice of t")
+    if graph.getReplicationFactor() == 1:  # the one shard is all of t, mapped like t
+        out = graph.clone(t.flatten(), f"{name}/out")
+        _alone(graph, t.flatten(), out, op, prog, name)
+        return out
     ring = Ring.of(graph)
     _, rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
@@ -127,6 +142,9 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     out = graph.cloneN(t, ring.size, f"{name}/out")
     if t.numElements() == 0:
         return out
+    if graph.getReplicationFactor() == 1:
+        _alone(graph, t, out[0], None, prog, name)
+        return out
     rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
     prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
     all_gather(ring, rotated, 0, prog)
@@ -144,6 +162,9 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     rootReplica = checked_root(rootReplica, graph, "broadcastCrossReplica")
     out = graph.clone(t, f"{name}/out")
     if t.numElements() == 0:
+        return out
+    if graph.getReplicationFactor() == 1:
+        _alone(graph, t, out, None, prog, name)
         return out
     ring = Ring.of(graph)
     buf, rotated = _load(graph, ring, t, None, prog, name)

@@ -19,12 +19,15 @@ over the links and, when reducing, one compute set of popops vertices.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog_
+from poplar_py.bulk import Rows
+from poplar_py.regions import expand_ranges
 
 from ..codelets import add_library
 from ..poputil import calcLinearTileMapping, templateVertex
@@ -61,33 +64,27 @@ class Ring:
                out: Tensor | None = None) -> Tensor:
         """``out`` (by default a new tensor mapped like ``buf``), whose row j becomes ``buf``'s row
         ``p + j`` (mod R), p this replica's ring position (``-p``: ``inverse`` undoes a rotation).
-        One compute set of ``gcl::Rotate`` vertices, each on the tile of its columns, reading the
-        replication index from a constant on that tile."""
+        One compute set of ``gcl::Rotate`` vertices, each tile's columns split between its workers,
+        each vertex reading the replication index from a constant on its tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
-        positions = [0] * self.size
-        for i, r in enumerate(self.order):
-            positions[r] = i
+        positions = np.empty(self.size, np.int64)
+        positions[list(self.order)] = np.arange(self.size)
         out = graph.clone(buf, name) if out is None else out
         cs = graph.addComputeSet(name)
-        size = graph.getTarget().getTypeSize(buf.elementType())
-        workers = graph.getTarget().getNumWorkerContexts()
-        for tile, intervals in enumerate(graph.getTileMapping(buf[0])):
-            if not intervals:
-                continue
-            replica = graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}")
-            graph.setTileMapping(replica, tile)
-            for iv in intervals:
-                for a, b in _split(iv.begin(), iv.end(), workers):
-                    v = graph.addVertex(cs, vertex, {"replica": replica,
-                                                     "base": buf.slice([0, a], [self.size, b]),
-                                                     "out": out.slice([0, a], [self.size, b])})
-                    graph.setInitialValue(v["positions"], positions)
-                    graph.setInitialValue(v["numRows"], self.size)
-                    graph.setInitialValue(v["inverse"], inverse)
-                    graph.setTileMapping(v, tile)
-                    graph.setPerfEstimate(v, rotate_cycles(self.size, (b - a) * size))
+        tiles, begin, end = _worker_columns(graph, buf[0])
+        used, which = np.unique(tiles, return_inverse=True)
+        replicas = []
+        for tile in used.tolist():
+            replicas.append(graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}"))
+            graph.setTileMapping(replicas[-1], tile)
+        rows = Rows(np.full(tiles.size, self.size), *_every_row(begin, end, self.size, buf.dim(1)),
+                    np.arange(tiles.size * self.size))
+        nbytes = (end - begin) * graph.getTarget().getTypeSize(buf.elementType())
+        graph.add_vertices(cs, vertex, tiles, {"base": (buf, rows), "out": (out, rows)},
+                           state={"positions": positions, "numRows": self.size, "inverse": inverse},
+                           each={"replica": (replicas, which)}, perf=rotate_cycles(self.size, nbytes))
         prog.add(prog_.Execute(cs))
         return out
 
@@ -101,17 +98,22 @@ class Ring:
         return [self.order[(j - 1) % self.size] for j in range(self.size)]
 
 
-def rotate_cycles(rows: int, nbytes: int) -> int:
-    """Worker cycles of a ``gcl::Rotate`` vertex: entry and a few per row, then 64-bit loads and
-    stores, 8 bytes a cycle (the rate of on-tile copies in the cycle model)."""
+def rotate_cycles(rows: int, nbytes: np.ndarray) -> np.ndarray:
+    """Worker cycles of ``gcl::Rotate`` vertices moving ``nbytes`` per row: entry and a few per row,
+    then 64-bit loads and stores, 8 bytes a cycle (the rate of on-tile copies in the cycle model)."""
     return 20 + 5 * rows + -(-rows * nbytes // 8)
 
 
-def _split(begin: int, end: int, parts: int) -> list[tuple[int, int]]:
-    """``[begin, end)`` in at most ``parts`` near-equal pieces."""
-    count = min(parts, end - begin)
-    cuts = [begin + (end - begin) * k // count for k in range(count + 1)]
-    return list(itertools.pairwise(cuts))
+def _worker_columns(graph: Graph, row: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tile intervals of ``row``, by tile, each cut into at most ``getNumWorkerContexts()``
+    near-equal pieces: per piece its tile and ``[begin, end)``."""
+    begin, end, tile = graph.tile_intervals(row)
+    order = np.argsort(tile, kind="stable")
+    begin, length, tile = begin[order], end[order] - begin[order], tile[order]
+    count = np.minimum(graph.getTarget().getNumWorkerContexts(), length)
+    owner, k = expand_ranges(np.zeros_like(count), count)
+    begin, length, count = begin[owner], length[owner], count[owner]
+    return tile[owner], begin + length * k // count, begin + length * (k + 1) // count
 
 
 def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) -> Tensor:
@@ -121,10 +123,17 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
     size = graph.getTarget().getTypeSize(type_)
     mapping = calcLinearTileMapping(graph, [cols], max(1, 128 // size),
                                     graph.getTarget().getVectorWidth(type_))
-    for tile, intervals in enumerate(mapping):
-        for iv in intervals:
-            graph.setTileMapping(buf.slice([0, iv.begin()], [rows, iv.end()]), tile)
+    pieces = [(iv.begin(), iv.end(), tile) for tile, intervals in enumerate(mapping) for iv in intervals]
+    begin, end, tile = np.array(pieces, dtype=np.int64).reshape(-1, 3).T
+    graph.set_tile_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tile, rows))
     return buf
+
+
+def _every_row(begin: np.ndarray, end: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """The flat ranges of a [rows, cols] tensor covering columns ``[begin[k], end[k])``: for each
+    k, one range per row, rows in order."""
+    starts = np.arange(rows, dtype=np.int64) * cols
+    return (begin[:, None] + starts).ravel(), (end[:, None] + starts).ravel()
 
 
 def chunks(t: Tensor, count: int) -> tuple[int, list[Tensor]]:

@@ -50,7 +50,8 @@ def allReduceWithinReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog
     ipus = _partials(graph, t, "allReduceWithinReplica")
     out = graph.clone(t, f"{name}/out")
     prog.add(prog_.Copy(t, out))
-    if op is CollectiveOperator.LOCAL or out.numElements() == 0:
+    alone = ipus == 1 and op is not CollectiveOperator.SQUARE_ADD  # one partial: its own value
+    if op is CollectiveOperator.LOCAL or out.numElements() == 0 or alone:
         return out
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, out, prog, debugName=f"{name}/square")

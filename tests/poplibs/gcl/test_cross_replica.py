@@ -151,3 +151,67 @@ def test_bad_operators_and_roots_are_named():
         gcl.reduceScatterCrossReplica(h.graph, t, Op.LOCAL, h.seq)
     with pytest.raises(GraphReplicationError, match="rootReplica 2 is out of range"):
         gcl.broadcastCrossReplica(h.graph, t, h.seq, rootReplica=2)
+
+
+def _steps(h: Replicated) -> list[str]:
+    return [s["name"] for s in h.engine.getProfile()["execution"]["steps"]]
+
+
+@pytest.mark.parametrize("op", list(REFERENCE) + [Op.LOCAL])
+def test_one_replica_builds_only_a_copy_or_a_square(op):
+    h = Replicated(1)
+    data = np.random.default_rng(3).uniform(0.5, 1.5, [1, 3, 7]).astype(np.float32)
+    t = h.tensor(data)
+    out = gcl.allReduceCrossReplica(h.graph, t, op, h.seq, "out")
+    expected = data[0] * data[0] if op is Op.SQUARE_ADD else data[0]
+    (result,) = h.run(out)
+    np.testing.assert_array_equal(result[0], expected)
+    assert out.shape() == [3, 7] and h.graph.getTileMapping(out) == h.graph.getTileMapping(t)
+    assert _steps(h) == (["out/square"] if op is Op.SQUARE_ADD else ["Copy(in0 -> out/out)"])
+    tiles = sum(1 for intervals in h.graph.getTileMapping(t) if intervals)
+    assert h.graph.getNumVertices() == (tiles if op is Op.SQUARE_ADD else 0)  # a MultiVertex per tile of t
+
+
+@pytest.mark.parametrize("op", [Op.MEAN, Op.SQUARE_ADD])
+def test_one_replica_in_place_changes_only_what_the_operator_does(op):
+    h = Replicated(1)
+    data = np.arange(1, 22, dtype=np.float32).reshape(1, 21)
+    t = h.tensor(data)
+    gcl.allReduceInPlaceCrossReplica(h.graph, t, op, h.seq, "mean")
+    (result,) = h.run(t)
+    np.testing.assert_array_equal(result[0], data[0] ** (2 if op is Op.SQUARE_ADD else 1))
+    assert _steps(h) == (["mean/square"] if op is Op.SQUARE_ADD else [])
+
+
+def test_one_replica_scatters_gathers_and_broadcasts_by_copies():
+    h = Replicated(1)
+    data = np.random.default_rng(4).standard_normal([1, 2, 5]).astype(np.float32)
+    t = h.tensor(data)
+    shard = gcl.reduceScatterCrossReplica(h.graph, t, Op.ADD, h.seq, "shard")
+    gathered = gcl.allGatherCrossReplica(h.graph, t, h.seq, "gathered")
+    copied = gcl.broadcastCrossReplica(h.graph, t, h.seq, 0, "copied")
+    assert (shard.shape(), gathered.shape(), copied.shape()) == ([10], [1, 2, 5], [2, 5])
+    r_shard, r_gathered, r_copied = h.run(shard, gathered, copied)
+    np.testing.assert_array_equal(r_shard[0], data[0].ravel())
+    np.testing.assert_array_equal(r_gathered[0], data)
+    np.testing.assert_array_equal(r_copied[0], data[0])
+    assert h.graph.getNumVertices() == 0 and len(_steps(h)) == 3
+    with pytest.raises(GraphReplicationError, match="rootReplica 1 is out of range"):
+        gcl.broadcastCrossReplica(h.graph, t, h.seq, rootReplica=1)
+    with pytest.raises(PoplibsError, match="LOCAL is not a reduction"):
+        gcl.reduceScatterCrossReplica(h.graph, t, Op.LOCAL, h.seq)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_in_place_on_constants_or_aliases_is_named(replicas):
+    h = Replicated(replicas)
+    c = h.graph.addConstant(poplar.FLOAT, [4], np.ones(4, np.float32), "c")
+    h.graph.setTileMapping(c, 0)
+    v = h.graph.addVariable(poplar.FLOAT, [1], "v")
+    h.graph.setTileMapping(v, 0)
+    for t, name in [(c, "c"), (v.broadcast(4, 0), r"v\.broadcast\(4,0\)")]:
+        with pytest.raises(PoplibsError, match=f"allReduceInPlaceCrossReplica: tensor '{name}' contains "
+                                               "constants or aliased elements"):
+            gcl.allReduceInPlaceCrossReplica(h.graph, t, Op.MEAN, h.seq)
+    gcl.allReduceInPlaceCrossReplica(h.graph, c, Op.LOCAL, h.seq)  # LOCAL writes nothing
+    assert h.graph.getNumVertices() == 0

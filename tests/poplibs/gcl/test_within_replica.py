@@ -56,6 +56,8 @@ def test_all_reduce_within_replica(ipus, op, reference):
     assert graph.getTileMapping(out) == graph.getTileMapping(t)
     if ipus > 1:  # the ring steps crossed the IPU-Links
         assert engine.getProfile()["execution"]["tileAverages"]["globalExchange"] > 0
+    else:  # one partial: a copy, squared for SQUARE_ADD (one MultiVertex on t's tile)
+        assert graph.getNumVertices() == (op is Op.SQUARE_ADD)
 
 
 def test_all_gather_within_replica_of_a_replicated_graph():
