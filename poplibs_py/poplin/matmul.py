@@ -14,12 +14,16 @@ A product runs as one or two compute sets, following the plan of :mod:`.plan`:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type
+import numpy as np
+
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type, concat
 from poplar_py import program as prog
+from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name, isDebugName
+from poplar_py.regions import exclusive_cumsum
 from poplar_py.types import asType
 
 from ..poputil import (
@@ -30,6 +34,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
+from .blocks import Blocks, blockRanges, matrixBlockRanges, operandBlocks, rowRanges, tileLists
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
@@ -226,20 +231,13 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
 def _map_operand(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool) -> None:
     """Map a ``[g, m, k]`` LHS (or ``[g, k, n]`` RHS) block by block on the tiles of the plan's
     first N-split (first M-split) that multiply them."""
-    outer = plan.splitM if lhs else plan.splitN
-    for gi in range(plan.groups):
-        for io in range(outer):
-            for ik in range(plan.splitK):
-                k0, k1 = plan.ranges(plan.k, plan.splitK, ik)
-                if lhs:
-                    m0, m1 = plan.ranges(plan.m, plan.splitM, io)
-                    block, tile = t3[gi].slice([m0, k0], [m1, k1]), plan.tile(gi, io, 0, ik)
-                else:
-                    n0, n1 = plan.ranges(plan.n, plan.splitN, io)
-                    block, tile = t3[gi].slice([k0, n0], [k1, n1]), plan.tile(gi, 0, io, ik)
-                graph.setTileMapping(block, tile)
     if plan.m == 0 or plan.n == 0:  # no blocks: keep the operand somewhere
         graph.setTileMapping(t3, 0)
+        return
+    group, r0, r1, c0, c1, tiles = operandBlocks(plan, lhs)
+    shape = (plan.m, plan.k) if lhs else (plan.k, plan.n)
+    owner, _, begin, end = matrixBlockRanges(group, r0, r1, c0, c1, shape)
+    graph.setTileMapping(t3, tileLists(begin, end, tiles[owner], plan.numTiles))
 
 
 def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
@@ -255,20 +253,6 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog
     _map_operand(graph, plan, arranged, lhs)
     prog_.add(prog.Copy(t3, arranged))
     return arranged
-
-
-def _blocks(plan: MatMulPlan) -> Iterator[tuple[int, int, int, int, tuple[int, int, int, int, int, int]]]:
-    """``(group, im, jn, ik, (m0, m1, n0, n1, k0, k1))`` for every non-empty block of the plan."""
-    for gi in range(plan.groups):
-        for im in range(plan.splitM):
-            m0, m1 = plan.ranges(plan.m, plan.splitM, im)
-            for jn in range(plan.splitN):
-                n0, n1 = plan.ranges(plan.n, plan.splitN, jn)
-                if m1 <= m0 or n1 <= n0:
-                    continue
-                for ik in range(plan.splitK):
-                    k0, k1 = plan.ranges(plan.k, plan.splitK, ik)
-                    yield gi, im, jn, ik, (m0, m1, n0, n1, k0, k1)
 
 
 def _unmapped(graph: Graph, t: Tensor) -> bool:
@@ -314,36 +298,66 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         return out
     A, B = _arranged(graph, plan, A, True, prog_, name), _arranged(graph, plan, B, False, prog_, name)
     reducing = plan.needsReduction or scale is not None
-    # one [splitK, rows, cols] variable per output block: a reduce vertex's rows of partials are
-    # then one strided view of it (cheap to connect even when K is split over many tiles)
-    partials: dict[tuple[int, int, int], Tensor] = {}
-    cs = graph.addComputeSet(f"{name}/matmul")
+    blocks = Blocks.of(plan)
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
                             *REGISTER_TILE)
-    group = -1
-    for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
-        if gi != group:  # each group's views once: the blocks are views of them
-            group, a_g, b_g, dest = gi, A[gi], B[gi], out[gi]
-        tile = plan.tile(gi, im, jn, ik)
-        if reducing:
-            if ik == 0:
-                partials[gi, im, jn] = graph.addVariable(plan.partialsType, [plan.splitK, m1 - m0, n1 - n0],
-                                                         f"{name}/partials")
-            block = partials[gi, im, jn][ik]
-        else:
-            block = dest.slice([m0, n0], [m1, n1])
-        if reducing or map_out:
-            graph.setTileMapping(block, tile)
-        v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
-                                         "b": b_g.slice([k0, n0], [k1, n1]).flatten(), "out": block})
-        graph.setTileMapping(v, tile)
+    rows = blocks.m1 - blocks.m0
+    if reducing:
+        partials = _Partials.add(graph, plan, blocks, name)
+        dest = partials.tensor
+        owner, row, begin, end = partials.blockRows(blocks)
+    else:
+        dest = out.flatten()
+        owner, row, begin, end = matrixBlockRanges(blocks.group, blocks.m0, blocks.m1, blocks.n0, blocks.n1,
+                                                   (m, n))
+    if reducing or map_out:
+        graph.setTileMapping(dest, tileLists(begin, end, blocks.tile[owner], plan.numTiles))
+    cs = graph.addComputeSet(f"{name}/matmul")
+    graph.add_vertices(cs, vertex, blocks.tile, {
+        "a": (A.flatten(), _vector_rows(matrixBlockRanges(blocks.group, blocks.m0, blocks.m1, blocks.k0,
+                                                           blocks.k1, (m, plan.k)), len(blocks))),
+        "b": (B.flatten(), _vector_rows(matrixBlockRanges(blocks.group, blocks.k0, blocks.k1, blocks.n0,
+                                                           blocks.n1, (plan.k, n)), len(blocks))),
+        "out": (dest, Rows(rows, begin, end, exclusive_cumsum(rows)[owner] + row))})
     prog_.add(prog.Execute(cs))
     if reducing:
-        prog_.add(prog.Execute(_reduce(graph, plan, partials, out, map_out, scale, f"{name}/reduce")))
+        prog_.add(prog.Execute(_reduce(graph, plan, blocks, partials, out, map_out, scale, f"{name}/reduce")))
     return out
 
 
-def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int], Tensor], out: Tensor,
+def _vector_rows(ranges: tuple[np.ndarray, ...], n: int) -> Rows:
+    """The rows of a vector field of ``n`` vertices: vertex ``v`` takes the ranges owned by ``v``
+    (:func:`.blocks.blockRanges`' result)."""
+    owner, _, begin, end = ranges
+    return Rows(np.ones(n, np.int64), begin, end, owner)
+
+
+@dataclass(frozen=True)
+class _Partials:
+    """One ``[splitK, rows, cols]`` variable of partial sums per output block (a reduce vertex's
+    rows of partials are then one strided view of it), flattened and concatenated in ``tensor``."""
+
+    tensor: Tensor
+    block: np.ndarray  # per block of the plan, its output block
+    base: np.ndarray  # per output block, where its variable starts in ``tensor``
+    size: np.ndarray  # per output block, its elements per K-split
+
+    @staticmethod
+    def add(graph: Graph, plan: MatMulPlan, blocks: Blocks, name: str) -> _Partials:
+        heads = blocks.ik == 0
+        rows, cols = (blocks.m1 - blocks.m0)[heads], (blocks.n1 - blocks.n0)[heads]
+        variables = [graph.addVariable(plan.partialsType, [plan.splitK, r, c], f"{name}/partials").flatten()
+                     for r, c in zip(rows.tolist(), cols.tolist())]
+        size = rows * cols
+        return _Partials(concat(variables), np.cumsum(heads) - 1, exclusive_cumsum(size * plan.splitK), size)
+
+    def blockRows(self, blocks: Blocks) -> tuple[np.ndarray, ...]:
+        """The rows of each block's partials, as :func:`.blocks.rowRanges` of ``tensor``."""
+        size, cols = self.size[self.block], blocks.n1 - blocks.n0
+        return rowRanges(self.base[self.block] + blocks.ik * size, cols, blocks.m1 - blocks.m0, cols)
+
+
+def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: _Partials, out: Tensor,
             map_out: bool, scale: float | None, name: str):
     """The compute set adding each block's K-split partials: the tiles that computed a block's
     partials each sum a contiguous share of its (flattened) elements."""
@@ -355,19 +369,20 @@ def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int],
         vertex = templateVertex("poplin::ReducePartialsSameType", out.elementType())
     else:
         vertex = templateVertex("poplin::ReducePartials", plan.partialsType, out.elementType())
-    for gi, im, jn, ik, (m0, m1, n0, n1, _, _) in _blocks(plan):
-        if ik == 0:  # flatten each partial block once; the K-split tiles take slices of it
-            flat = partials[gi, im, jn].reshape([sk, (m1 - m0) * (n1 - n0)])
-            dest_block = out[gi].slice([m0, n0], [m1, n1]).flatten()
-        first, last = ik * flat.dim(1) // sk, (ik + 1) * flat.dim(1) // sk
-        if first == last:
-            continue
-        tile = plan.tile(gi, im, jn, ik)
-        dest = dest_block.slice(first, last)
-        if map_out:
-            graph.setTileMapping(dest, tile)
-        v = graph.addVertex(cs, vertex, {"partials": flat.slice(first, last, 1), "out": dest})
-        if scale is not None:
-            graph.setInitialValue(v["scale"], scale)
-        graph.setTileMapping(v, tile)
+    size = partials.size[partials.block]
+    first, last = blocks.ik * size // sk, (blocks.ik + 1) * size // sk
+    keep = first < last
+    blocks, first, last, size = blocks.select(keep), first[keep], last[keep], size[keep]
+    n = len(blocks)
+    owner, row, begin, end = rowRanges(partials.base[partials.block[keep]] + first, size, np.full(n, sk),
+                                       last - first)
+    in_rows = Rows(np.full(n, sk, np.int64), begin, end, owner * sk + row)
+    out_flat = out.flatten()
+    owner, _, begin, end = blockRanges(blocks.group * plan.m * plan.n + blocks.m0 * plan.n + blocks.n0, plan.n,
+                                       blocks.n1 - blocks.n0, first, last)
+    if map_out:
+        graph.setTileMapping(out_flat, tileLists(begin, end, blocks.tile[owner], plan.numTiles))
+    out_rows = Rows(np.ones(n, np.int64), begin, end, owner)
+    graph.add_vertices(cs, vertex, blocks.tile, {"partials": (partials.tensor, in_rows), "out": (out_flat, out_rows)},
+                       state={"scale": scale} if scale is not None else None)
     return cs
