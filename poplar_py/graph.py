@@ -360,22 +360,28 @@ class Graph:
             runs = target.runs()
             self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
             return
-        n = target.numElements()
-        begins, ends, tiles = [], [], []
         per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
-        for tile, intervals in enumerate(per_tile):
-            if intervals:
-                tile = self._check_tile(tile, f"tensor '{target.name}'")
-            for b, e in intervals:
-                if not 0 <= b <= e <= n:
-                    raise InvalidTileMappingError(
-                        f"tensor '{target.name}': interval [{b}, {e}) is outside its {n} elements")
-                begins.append(b)
-                ends.append(e)
-                tiles.append(tile)
-        if begins:
-            runs, owner = target.runs().take_ranges(np.asarray(begins), np.asarray(ends))
-            self._mapping.set_runs(runs, np.asarray(tiles, dtype=np.int64)[owner])
+        pairs = np.asarray([iv for ivs in per_tile for iv in ivs], dtype=np.int64).reshape(-1, 2)
+        tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
+        self.map_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
+
+    def map_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
+        """The libraries' bulk ``setTileMapping``: elements ``[begin[j], end[j])`` of flattened ``t``
+        to tile ``tiles[j]`` (numpy arrays; where intervals overlap, the later one wins)."""
+        self._check_own(t, "setTileMapping")
+        begin, end, tiles = (np.asarray(a, dtype=np.int64) for a in (begin, end, tiles))
+        n = t.numElements()
+        bad_tile = (tiles < 0) | (tiles >= self._num_tiles)
+        bad = np.flatnonzero(bad_tile | (begin < 0) | (begin > end) | (end > n))
+        if bad.size:  # the first bad interval, or its tile
+            j = int(bad[0])
+            if bad_tile[j]:
+                self._check_tile(int(tiles[j]), f"tensor '{t.name}'")
+            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{int(begin[j])}, {int(end[j])}) is "
+                                          f"outside its {n} elements")
+        if begin.size:
+            runs, owner = t.runs().take_ranges(begin, end)
+            self._mapping.set_runs(runs, self._absolute(tiles)[owner])
 
     def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
         """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""

@@ -14,16 +14,13 @@ A product runs as one or two compute sets, following the plan of :mod:`.plan`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type, concat
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
-from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name, isDebugName
-from poplar_py.regions import exclusive_cumsum
 from poplar_py.types import asType
 
 from ..poputil import (
@@ -34,7 +31,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
-from .blocks import Blocks, blockRanges, matrixBlockRanges, operandBlocks, rowRanges, tileLists
+from .blocks import Blocks, Partials, operand_pieces
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
@@ -234,10 +231,8 @@ def _map_operand(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool) -> None:
     if plan.m == 0 or plan.n == 0:  # no blocks: keep the operand somewhere
         graph.setTileMapping(t3, 0)
         return
-    group, r0, r1, c0, c1, tiles = operandBlocks(plan, lhs)
-    shape = (plan.m, plan.k) if lhs else (plan.k, plan.n)
-    owner, _, begin, end = matrixBlockRanges(group, r0, r1, c0, c1, shape)
-    graph.setTileMapping(t3, tileLists(begin, end, tiles[owner], plan.numTiles))
+    pieces, tiles = operand_pieces(plan, lhs)
+    graph.map_intervals(t3, pieces.begin, pieces.end, tiles[pieces.owner])
 
 
 def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
@@ -299,66 +294,28 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     A, B = _arranged(graph, plan, A, True, prog_, name), _arranged(graph, plan, B, False, prog_, name)
     reducing = plan.needsReduction or scale is not None
     blocks = Blocks.of(plan)
+    if reducing:
+        partials = Partials.add(graph, plan, blocks, name)
+        dest, pieces = partials.tensor, partials.products(blocks)
+    else:
+        dest, pieces = out.flatten(), blocks.out(plan)
+    if reducing or map_out:
+        graph.map_intervals(dest, pieces.begin, pieces.end, blocks.tile[pieces.owner])
+    cs = graph.addComputeSet(f"{name}/matmul")
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
                             *REGISTER_TILE)
-    rows = blocks.m1 - blocks.m0
-    if reducing:
-        partials = _Partials.add(graph, plan, blocks, name)
-        dest = partials.tensor
-        owner, row, begin, end = partials.blockRows(blocks)
-    else:
-        dest = out.flatten()
-        owner, row, begin, end = matrixBlockRanges(blocks.group, blocks.m0, blocks.m1, blocks.n0, blocks.n1,
-                                                   (m, n))
-    if reducing or map_out:
-        graph.setTileMapping(dest, tileLists(begin, end, blocks.tile[owner], plan.numTiles))
-    cs = graph.addComputeSet(f"{name}/matmul")
-    graph.add_vertices(cs, vertex, blocks.tile, {
-        "a": (A.flatten(), _vector_rows(matrixBlockRanges(blocks.group, blocks.m0, blocks.m1, blocks.k0,
-                                                           blocks.k1, (m, plan.k)), len(blocks))),
-        "b": (B.flatten(), _vector_rows(matrixBlockRanges(blocks.group, blocks.k0, blocks.k1, blocks.n0,
-                                                           blocks.n1, (plan.k, n)), len(blocks))),
-        "out": (dest, Rows(rows, begin, end, exclusive_cumsum(rows)[owner] + row))})
+    n_blocks = len(blocks)
+    graph.add_vertices(cs, vertex, blocks.tile, {"a": (A.flatten(), blocks.lhs(plan).vector_rows(n_blocks)),
+                                                 "b": (B.flatten(), blocks.rhs(plan).vector_rows(n_blocks)),
+                                                 "out": (dest, pieces.list_rows(blocks.m1 - blocks.m0))})
     prog_.add(prog.Execute(cs))
     if reducing:
         prog_.add(prog.Execute(_reduce(graph, plan, blocks, partials, out, map_out, scale, f"{name}/reduce")))
     return out
 
 
-def _vector_rows(ranges: tuple[np.ndarray, ...], n: int) -> Rows:
-    """The rows of a vector field of ``n`` vertices: vertex ``v`` takes the ranges owned by ``v``
-    (:func:`.blocks.blockRanges`' result)."""
-    owner, _, begin, end = ranges
-    return Rows(np.ones(n, np.int64), begin, end, owner)
-
-
-@dataclass(frozen=True)
-class _Partials:
-    """One ``[splitK, rows, cols]`` variable of partial sums per output block (a reduce vertex's
-    rows of partials are then one strided view of it), flattened and concatenated in ``tensor``."""
-
-    tensor: Tensor
-    block: np.ndarray  # per block of the plan, its output block
-    base: np.ndarray  # per output block, where its variable starts in ``tensor``
-    size: np.ndarray  # per output block, its elements per K-split
-
-    @staticmethod
-    def add(graph: Graph, plan: MatMulPlan, blocks: Blocks, name: str) -> _Partials:
-        heads = blocks.ik == 0
-        rows, cols = (blocks.m1 - blocks.m0)[heads], (blocks.n1 - blocks.n0)[heads]
-        variables = [graph.addVariable(plan.partialsType, [plan.splitK, r, c], f"{name}/partials").flatten()
-                     for r, c in zip(rows.tolist(), cols.tolist())]
-        size = rows * cols
-        return _Partials(concat(variables), np.cumsum(heads) - 1, exclusive_cumsum(size * plan.splitK), size)
-
-    def blockRows(self, blocks: Blocks) -> tuple[np.ndarray, ...]:
-        """The rows of each block's partials, as :func:`.blocks.rowRanges` of ``tensor``."""
-        size, cols = self.size[self.block], blocks.n1 - blocks.n0
-        return rowRanges(self.base[self.block] + blocks.ik * size, cols, blocks.m1 - blocks.m0, cols)
-
-
-def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: _Partials, out: Tensor,
-            map_out: bool, scale: float | None, name: str):
+def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: Partials, out: Tensor,
+            map_out: bool, scale: float | None, name: str) -> ComputeSet:
     """The compute set adding each block's K-split partials: the tiles that computed a block's
     partials each sum a contiguous share of its (flattened) elements."""
     cs = graph.addComputeSet(name)
@@ -369,20 +326,16 @@ def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: _Partials,
         vertex = templateVertex("poplin::ReducePartialsSameType", out.elementType())
     else:
         vertex = templateVertex("poplin::ReducePartials", plan.partialsType, out.elementType())
-    size = partials.size[partials.block]
+    size = partials.size[blocks.output]
     first, last = blocks.ik * size // sk, (blocks.ik + 1) * size // sk
     keep = first < last
-    blocks, first, last, size = blocks.select(keep), first[keep], last[keep], size[keep]
-    n = len(blocks)
-    owner, row, begin, end = rowRanges(partials.base[partials.block[keep]] + first, size, np.full(n, sk),
-                                       last - first)
-    in_rows = Rows(np.full(n, sk, np.int64), begin, end, owner * sk + row)
-    out_flat = out.flatten()
-    owner, _, begin, end = blockRanges(blocks.group * plan.m * plan.n + blocks.m0 * plan.n + blocks.n0, plan.n,
-                                       blocks.n1 - blocks.n0, first, last)
+    blocks, first, last = blocks.select(keep), first[keep], last[keep]
+    out_flat, dest = out.flatten(), blocks.out(plan, first, last)
     if map_out:
-        graph.setTileMapping(out_flat, tileLists(begin, end, blocks.tile[owner], plan.numTiles))
-    out_rows = Rows(np.ones(n, np.int64), begin, end, owner)
-    graph.add_vertices(cs, vertex, blocks.tile, {"partials": (partials.tensor, in_rows), "out": (out_flat, out_rows)},
+        graph.map_intervals(out_flat, dest.begin, dest.end, blocks.tile[dest.owner])
+    graph.add_vertices(cs, vertex, blocks.tile,
+                       {"partials": (partials.tensor, partials.shares(blocks, first, last, sk).list_rows(
+                           np.full(len(blocks), sk, np.int64))),
+                        "out": (out_flat, dest.vector_rows(len(blocks)))},
                        state={"scale": scale} if scale is not None else None)
     return cs

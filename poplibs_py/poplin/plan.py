@@ -40,6 +40,8 @@ HOST_TILE_SLACK = 0.05
 #: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
 REGISTER_TILE = (6, 16)
 
+Index = int | np.ndarray
+
 
 @dataclass(frozen=True)
 class TargetFigures:
@@ -112,8 +114,9 @@ class MatMulPlan:
         block = ceil_div(size, split)
         return min(index * block, size), min((index + 1) * block, size)
 
-    def tile(self, group: int, im: int, jn: int, ik: int) -> int:
-        """The tile computing block (im, jn, ik) of ``group``: blocks spread over the group's tiles."""
+    def tile(self, group: Index, im: Index, jn: Index, ik: Index) -> Index:
+        """The tile computing block (im, jn, ik) of ``group``: blocks spread over the group's tiles
+        (integers, or arrays of them for many blocks)."""
         index = (im * self.splitN + jn) * self.splitK + ik
         base = group * self.tilesPerGroup
         return (base + index * self.tilesPerGroup // self.blocksPerGroup) % self.numTiles
