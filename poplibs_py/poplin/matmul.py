@@ -251,8 +251,8 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog
 
 
 def _unmapped(graph: Graph, t: Tensor) -> bool:
-    mapped = sum(iv.size() for ivs in graph.getTileMapping(t, requireComplete=False) for iv in ivs)
-    return mapped < t.numElements()
+    begin, end, _ = graph.tile_intervals(t, requireComplete=False)
+    return int((end - begin).sum()) < t.numElements()
 
 
 def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type | None, name: str,
