@@ -10,6 +10,9 @@ A product runs as one or two compute sets, following the plan of :mod:`.plan`:
    type, or for ``matMulAcc``): the tiles that shared a K-split each add up a share of
    their block's partial sums (``poplin::ReducePartialsSameType``, ``ReducePartials`` when the
    partials type differs from the output type, ``ScaledReducePartials`` for ``matMulAcc``).
+
+Each compute set's vertices (one per block, or per share) and the mappings of the blocks are
+built in bulk from the plan's blocks as numpy arrays (:mod:`.blocks`).
 """
 
 from __future__ import annotations
@@ -333,9 +336,8 @@ def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: Partials, 
     out_flat, dest = out.flatten(), blocks.out(plan, first, last)
     if map_out:
         graph.map_intervals(out_flat, dest.begin, dest.end, blocks.tile[dest.owner])
+    shares = partials.shares(blocks, first, last, sk).list_rows(np.full(len(blocks), sk, np.int64))
     graph.add_vertices(cs, vertex, blocks.tile,
-                       {"partials": (partials.tensor, partials.shares(blocks, first, last, sk).list_rows(
-                           np.full(len(blocks), sk, np.int64))),
-                        "out": (out_flat, dest.vector_rows(len(blocks)))},
+                       {"partials": (partials.tensor, shares), "out": (out_flat, dest.vector_rows(len(blocks)))},
                        state={"scale": scale} if scale is not None else None)
     return cs

@@ -40,6 +40,7 @@ HOST_TILE_SLACK = 0.05
 #: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
 REGISTER_TILE = (6, 16)
 
+#: a block coordinate or a tile: an int, or an array of them for many blocks
 Index = int | np.ndarray
 
 
