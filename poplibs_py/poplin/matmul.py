@@ -337,7 +337,6 @@ def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: Partials, 
     if map_out:
         graph.map_intervals(out_flat, dest.begin, dest.end, blocks.tile[dest.owner])
     shares = partials.shares(blocks, first, last, sk).list_rows(np.full(len(blocks), sk, np.int64))
-    graph.add_vertices(cs, vertex, blocks.tile,
-                       {"partials": (partials.tensor, shares), "out": (out_flat, dest.vector_rows(len(blocks)))},
-                       state={"scale": scale} if scale is not None else None)
+    lists = {"partials": (partials.tensor, shares), "out": (out_flat, dest.vector_rows(len(blocks)))}
+    graph.add_vertices(cs, vertex, blocks.tile, lists, state={"scale": scale} if scale is not None else None)
     return cs
