@@ -253,7 +253,8 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog
     return arranged
 
 
-def _unmapped(graph: Graph, t: Tensor) -> bool:
+def is_unmapped(graph: Graph, t: Tensor) -> bool:
+    """Whether some element of ``t`` has no tile yet."""
     begin, end, _ = graph.tile_intervals(t, requireComplete=False)
     return int((end - begin).sum()) < t.numElements()
 
@@ -287,7 +288,7 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     in_type = A.elementType()
     plan = _plan(graph, in_type, out_type, shape, options)
     name = name or "matMul"
-    map_out = out is None or _unmapped(graph, out)
+    map_out = out is None or is_unmapped(graph, out)
     if out is None:
         out = graph.addVariable(out_type, [g, m, n], name)
     if m == 0 or n == 0:
