@@ -46,20 +46,28 @@ class Rows:
 def list_edges(t: Tensor, rows: Rows, first_vertex: int, field: int, connection: int,
                list_row: bool = True) -> np.ndarray:
     """The edge rows connecting list field ``field`` of vertices ``first_vertex, ...`` to the rows
-    of ``t`` (flattened): one per run, runs that go on in one arithmetic sequence joined. A field
-    that is not a list (``list_row`` False) has one row per vertex."""
+    of ``t`` (flattened): one per run, runs that go on in one arithmetic sequence joined; an empty
+    row one empty run, as ``connect`` makes for an empty tensor. A field that is not a list
+    (``list_row`` False) has one row per vertex."""
     runs, owner = t.runs().take_ranges(rows.begin, rows.end)
     row = rows.row[owner]
     same = (runs.var[1:] == runs.var[:-1]) & (row[1:] == row[:-1])
     first, count, stride = arithmetic_groups(runs.offset, runs.count, runs.stride, same)
-    row = row[first]
+    var, offset, row = runs.var[first], runs.offset[first], row[first]
+    present = np.zeros(rows.num_rows, bool)
+    present[row] = True
+    if not present.all():
+        empty = np.flatnonzero(~present)
+        none, one = np.zeros(empty.size, _I64), np.ones(empty.size, _I64)
+        row, var, offset, count, stride = (np.concatenate(pair) for pair in (
+            (row, empty), (var, none), (offset, none), (count, none), (stride, one)))
     vertex_of_row = np.repeat(np.arange(rows.per_vertex.size, dtype=_I64), rows.per_vertex)[row]
     block = np.empty((row.size, len(EDGE_COLUMNS)), _I64)
     block[:, 0] = first_vertex + vertex_of_row
     block[:, 1] = field
     block[:, 2] = row - exclusive_cumsum(rows.per_vertex)[vertex_of_row] if list_row else NO_ROW
     block[:, 3] = connection
-    block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var[first], runs.offset[first], count, stride
+    block[:, 4], block[:, 5], block[:, 6], block[:, 7] = var, offset, count, stride
     return block
 
 

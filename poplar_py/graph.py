@@ -374,23 +374,22 @@ class Graph:
             raise InvalidTileMappingError(f"tensor '{target.name}': an interval is outside its "
                                           f"{target.numElements()} elements") from None
         tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
-        self.set_tile_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
+        self.map_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
 
-    def set_tile_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
-        """``setTileMapping(t, mapping)`` from arrays, for libraries mapping many intervals (the
-        inverse of ``tile_intervals``): the flattened ``[begin[k], end[k])`` of ``t`` goes to tile
-        ``tiles[k]``, later intervals winning."""
+    def map_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
+        """The libraries' bulk ``setTileMapping``: elements ``[begin[j], end[j])`` of flattened ``t``
+        to tile ``tiles[j]`` (numpy arrays; where intervals overlap, the later one wins)."""
         self._check_own(t, "setTileMapping")
         begin, end, tiles = (np.asarray(a, dtype=np.int64) for a in (begin, end, tiles))
-        bad = np.flatnonzero((tiles < 0) | (tiles >= self._num_tiles))
-        if bad.size:
-            self._check_tile(int(tiles[bad[0]]), f"tensor '{t.name}'")
         n = t.numElements()
-        bad = np.flatnonzero((begin < 0) | (begin > end) | (end > n))
-        if bad.size:
-            b, e = int(begin[bad[0]]), int(end[bad[0]])
-            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{b}, {e}) is outside its {n} "
-                                          "elements")
+        bad_tile = (tiles < 0) | (tiles >= self._num_tiles)
+        bad = np.flatnonzero(bad_tile | (begin < 0) | (begin > end) | (end > n))
+        if bad.size:  # the first bad interval, or its tile
+            j = int(bad[0])
+            if bad_tile[j]:
+                self._check_tile(int(tiles[j]), f"tensor '{t.name}'")
+            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{int(begin[j])}, {int(end[j])}) is "
+                                          f"outside its {n} elements")
         if begin.size:
             runs, owner = t.runs().take_ranges(begin, end)
             self._mapping.set_runs(runs, self._absolute(tiles)[owner])

@@ -229,3 +229,55 @@ def test_bad_each_or_perf_raises_and_leaves_the_graph_as_it_was(bad, error):
     graph.add_vertices(cs, "AddScalar", np.array([0, 1]), lists, each={"k": (ks, good["each"])},
                        perf=good["perf"])
     assert graph.getNumVertices() == 2
+
+
+def test_empty_rows_connect_empty_runs():
+    """A vertex whose row (of a list, or its vector) covers no elements is connected to nothing,
+    as ``connect`` connects an empty tensor: it compiles and sums nothing."""
+    device, graph = _setup()
+    x = graph.addVariable(poplar.FLOAT, [6], "x")
+    out = graph.addVariable(poplar.FLOAT, [4], "out")
+    graph.setTileMapping(x, 0)
+    graph.setTileMapping(out, 1)
+    # vertex 0: rows [0:3], (empty), [3:6]; vertex 1: one empty row; vertex 2: no rows at all
+    rows = Rows(np.array([3, 1, 0]), np.array([0, 3]), np.array([3, 6]), np.array([0, 2]))
+    outs = Rows(np.array([1, 1, 1]), np.array([0, 3]), np.array([3, 4]), np.array([0, 1]))
+    cs = graph.addComputeSet("sums")
+    graph.add_vertices(cs, "RowSums", np.array([0, 1, 2]), {"rows": (x, rows), "out": (out, outs)},
+                       state={"scale": 1.0})
+    host = np.arange(6, dtype=np.float32) + 1
+    writes = {"x": (x, host), "o": (out, np.full(4, 9, np.float32))}
+    got = _run(device, graph, cs, {"out": out}, writes)["out"]
+    np.testing.assert_array_equal(got, [6, 0, 15, 0])
+
+
+def test_map_intervals_maps_like_per_tile_lists():
+    _, graph = _setup(8)
+    m = graph.addVariable(poplar.FLOAT, [4, 6], "m")
+    view = m.transpose()
+    graph.map_intervals(view, np.array([0, 4, 10, 2]), np.array([8, 10, 24, 6]), np.array([1, 2, 3, 5]))
+    other = graph.addVariable(poplar.FLOAT, [4, 6], "other")
+    graph.setTileMapping(other.transpose(), [[], [(0, 2)], [(6, 10)], [(10, 24)], [], [(2, 6)]])
+    assert graph.getTileMapping(m) == graph.getTileMapping(other)  # later intervals win on overlap
+    virtual = graph.createVirtualGraph(4, 8)
+    v = virtual.addVariable(poplar.FLOAT, [10], "v")
+    virtual.map_intervals(v, np.array([0, 5]), np.array([5, 10]), np.array([3, 0]))
+    assert [[(iv.begin(), iv.end()) for iv in ivs] for ivs in graph.getTileMapping(v)][4:] == \
+        [[(5, 10)], [], [], [(0, 5)]]
+
+
+@pytest.mark.parametrize("begin,end,tile,message", [
+    (3, 11, 0, r"tensor 'v': interval \[3, 11\) is outside its 10 elements"),
+    (-1, 2, 0, r"interval \[-1, 2\)"),
+    (5, 4, 0, r"interval \[5, 4\)"),
+    (0, 2, 8, r"tensor 'v': tile 8 is out of range"),
+])
+def test_map_intervals_bad_input(begin, end, tile, message):
+    _, graph = _setup(8)
+    v = graph.addVariable(poplar.FLOAT, [10], "v")
+    with pytest.raises(InvalidTileMappingError, match=message):
+        graph.map_intervals(v, np.array([0, begin]), np.array([1, end]), np.array([0, tile]))
+    per_tile = [[(0, 1)]] + [[] for _ in range(tile)]
+    per_tile[tile].append((begin, end))
+    with pytest.raises(InvalidTileMappingError, match=message):  # the list form goes the same way
+        graph.setTileMapping(v, per_tile)

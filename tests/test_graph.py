@@ -317,16 +317,16 @@ def test_interval_mapping_outside_tensor(interval):
         graph.setTileMapping(t, [[interval]])
 
 
-def test_set_tile_intervals_maps_from_arrays_as_set_tile_mapping_does():
+def test_map_intervals_maps_from_arrays_as_set_tile_mapping_does():
     _, graph = make_graph(4)
     m = graph.addVariable(poplar.FLOAT, [3, 4], "m")
-    graph.set_tile_intervals(m.transpose(), np.array([0, 3, 9, 6, 7]), np.array([3, 6, 12, 9, 8]),
+    graph.map_intervals(m.transpose(), np.array([0, 3, 9, 6, 7]), np.array([3, 6, 12, 9, 8]),
                              np.array([0, 1, 1, 2, 3]))  # the last interval wins over [6, 9)
     assert graph.getTileMapping(m.transpose()) == [[(0, 3)], [(3, 6), (9, 12)], [(6, 7), (8, 9)], [(7, 8)]]
     with pytest.raises(poplar.InvalidTileMappingError, match="tensor 'm': tile 4 is out of range"):
-        graph.set_tile_intervals(m, np.array([0, 2]), np.array([2, 4]), np.array([1, 4]))
+        graph.map_intervals(m, np.array([0, 2]), np.array([2, 4]), np.array([1, 4]))
     with pytest.raises(poplar.InvalidTileMappingError, match=r"tensor 'm': interval \[10, 13\) is outside"):
-        graph.set_tile_intervals(m, np.array([0, 10]), np.array([2, 13]), np.array([1, 1]))
+        graph.map_intervals(m, np.array([0, 10]), np.array([2, 13]), np.array([1, 1]))
     assert graph.getTileMapping(m.transpose())[0] == [(0, 3)]  # a failed call maps nothing
 
 

@@ -125,7 +125,7 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
                                     graph.getTarget().getVectorWidth(type_))
     pieces = [(iv.begin(), iv.end(), tile) for tile, intervals in enumerate(mapping) for iv in intervals]
     begin, end, tile = np.array(pieces, dtype=np.int64).reshape(-1, 3).T
-    graph.set_tile_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tile, rows))
+    graph.map_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tile, rows))
     return buf
 
 

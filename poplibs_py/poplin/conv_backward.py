@@ -40,7 +40,7 @@ from .convolution import (
     matMulOptions,
     outputInterior,
 )
-from .matmul import matMulGrouped, matMulGroupedAcc
+from .matmul import is_unmapped, matMulGrouped, matMulGroupedAcc
 
 __all__ = ["addBias", "calculateWeightDeltas", "convolutionBiasUpdate", "convolutionWeightUpdate",
            "createBiases", "weightsTransposeChansFlipXY"]
@@ -127,8 +127,7 @@ def weightsTransposeChansFlipXY(graph: Graph, weightsIn: Tensor, weightsOut: Ten
     if weightsOut.shape() != view.shape() or weightsOut.elementType() != weightsIn.elementType():
         raise PoplibsError(f"{what}: weightsOut '{weightsOut.name}' is {weightsOut.elementType()} "
                            f"{weightsOut.shape()}, expected {weightsIn.elementType()} {view.shape()}")
-    mapped = sum(iv.size() for ivs in graph.getTileMapping(weightsOut, requireComplete=False) for iv in ivs)
-    if mapped < weightsOut.numElements():
+    if is_unmapped(graph, weightsOut):
         mapTensorLinearly(graph, weightsOut)
     _program(what, prog_).add(prog.Copy(view, weightsOut, False, debug_name(debugContext, what) or what))
 

@@ -10,14 +10,18 @@ A product runs as one or two compute sets, following the plan of :mod:`.plan`:
    type, or for ``matMulAcc``): the tiles that shared a K-split each add up a share of
    their block's partial sums (``poplin::ReducePartialsSameType``, ``ReducePartials`` when the
    partials type differs from the output type, ``ScaledReducePartials`` for ``matMulAcc``).
+
+Each compute set's vertices (one per block, or per share) and the mappings of the blocks are
+built in bulk from the plan's blocks as numpy arrays (:mod:`.blocks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type
+import numpy as np
+
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
 from poplar_py.types import asType
@@ -30,6 +34,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
+from .blocks import Blocks, Partials, operand_pieces
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
@@ -226,20 +231,11 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
 def _map_operand(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool) -> None:
     """Map a ``[g, m, k]`` LHS (or ``[g, k, n]`` RHS) block by block on the tiles of the plan's
     first N-split (first M-split) that multiply them."""
-    outer = plan.splitM if lhs else plan.splitN
-    for gi in range(plan.groups):
-        for io in range(outer):
-            for ik in range(plan.splitK):
-                k0, k1 = plan.ranges(plan.k, plan.splitK, ik)
-                if lhs:
-                    m0, m1 = plan.ranges(plan.m, plan.splitM, io)
-                    block, tile = t3[gi].slice([m0, k0], [m1, k1]), plan.tile(gi, io, 0, ik)
-                else:
-                    n0, n1 = plan.ranges(plan.n, plan.splitN, io)
-                    block, tile = t3[gi].slice([k0, n0], [k1, n1]), plan.tile(gi, 0, io, ik)
-                graph.setTileMapping(block, tile)
     if plan.m == 0 or plan.n == 0:  # no blocks: keep the operand somewhere
         graph.setTileMapping(t3, 0)
+        return
+    pieces, tiles = operand_pieces(plan, lhs)
+    graph.map_intervals(t3, pieces.begin, pieces.end, tiles[pieces.owner])
 
 
 def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
@@ -257,23 +253,10 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog
     return arranged
 
 
-def _blocks(plan: MatMulPlan) -> Iterator[tuple[int, int, int, int, tuple[int, int, int, int, int, int]]]:
-    """``(group, im, jn, ik, (m0, m1, n0, n1, k0, k1))`` for every non-empty block of the plan."""
-    for gi in range(plan.groups):
-        for im in range(plan.splitM):
-            m0, m1 = plan.ranges(plan.m, plan.splitM, im)
-            for jn in range(plan.splitN):
-                n0, n1 = plan.ranges(plan.n, plan.splitN, jn)
-                if m1 <= m0 or n1 <= n0:
-                    continue
-                for ik in range(plan.splitK):
-                    k0, k1 = plan.ranges(plan.k, plan.splitK, ik)
-                    yield gi, im, jn, ik, (m0, m1, n0, n1, k0, k1)
-
-
-def _unmapped(graph: Graph, t: Tensor) -> bool:
-    mapped = sum(iv.size() for ivs in graph.getTileMapping(t, requireComplete=False) for iv in ivs)
-    return mapped < t.numElements()
+def is_unmapped(graph: Graph, t: Tensor) -> bool:
+    """Whether some element of ``t`` has no tile yet."""
+    begin, end, _ = graph.tile_intervals(t, requireComplete=False)
+    return int((end - begin).sum()) < t.numElements()
 
 
 def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type | None, name: str,
@@ -305,7 +288,7 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     in_type = A.elementType()
     plan = _plan(graph, in_type, out_type, shape, options)
     name = name or "matMul"
-    map_out = out is None or _unmapped(graph, out)
+    map_out = out is None or is_unmapped(graph, out)
     if out is None:
         out = graph.addVariable(out_type, [g, m, n], name)
     if m == 0 or n == 0:
@@ -314,37 +297,29 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         return out
     A, B = _arranged(graph, plan, A, True, prog_, name), _arranged(graph, plan, B, False, prog_, name)
     reducing = plan.needsReduction or scale is not None
-    # one [splitK, rows, cols] variable per output block: a reduce vertex's rows of partials are
-    # then one strided view of it (cheap to connect even when K is split over many tiles)
-    partials: dict[tuple[int, int, int], Tensor] = {}
+    blocks = Blocks.of(plan)
+    if reducing:
+        partials = Partials.add(graph, plan, blocks, name)
+        dest, pieces = partials.tensor, partials.products(blocks)
+    else:
+        dest, pieces = out.flatten(), blocks.out(plan)
+    if reducing or map_out:
+        graph.map_intervals(dest, pieces.begin, pieces.end, blocks.tile[pieces.owner])
     cs = graph.addComputeSet(f"{name}/matmul")
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
                             *REGISTER_TILE)
-    group = -1
-    for gi, im, jn, ik, (m0, m1, n0, n1, k0, k1) in _blocks(plan):
-        if gi != group:  # each group's views once: the blocks are views of them
-            group, a_g, b_g, dest = gi, A[gi], B[gi], out[gi]
-        tile = plan.tile(gi, im, jn, ik)
-        if reducing:
-            if ik == 0:
-                partials[gi, im, jn] = graph.addVariable(plan.partialsType, [plan.splitK, m1 - m0, n1 - n0],
-                                                         f"{name}/partials")
-            block = partials[gi, im, jn][ik]
-        else:
-            block = dest.slice([m0, n0], [m1, n1])
-        if reducing or map_out:
-            graph.setTileMapping(block, tile)
-        v = graph.addVertex(cs, vertex, {"a": a_g.slice([m0, k0], [m1, k1]).flatten(),
-                                         "b": b_g.slice([k0, n0], [k1, n1]).flatten(), "out": block})
-        graph.setTileMapping(v, tile)
+    n_blocks = len(blocks)
+    graph.add_vertices(cs, vertex, blocks.tile, {"a": (A.flatten(), blocks.lhs(plan).vector_rows(n_blocks)),
+                                                 "b": (B.flatten(), blocks.rhs(plan).vector_rows(n_blocks)),
+                                                 "out": (dest, pieces.list_rows(blocks.m1 - blocks.m0))})
     prog_.add(prog.Execute(cs))
     if reducing:
-        prog_.add(prog.Execute(_reduce(graph, plan, partials, out, map_out, scale, f"{name}/reduce")))
+        prog_.add(prog.Execute(_reduce(graph, plan, blocks, partials, out, map_out, scale, f"{name}/reduce")))
     return out
 
 
-def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int], Tensor], out: Tensor,
-            map_out: bool, scale: float | None, name: str):
+def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: Partials, out: Tensor,
+            map_out: bool, scale: float | None, name: str) -> ComputeSet:
     """The compute set adding each block's K-split partials: the tiles that computed a block's
     partials each sum a contiguous share of its (flattened) elements."""
     cs = graph.addComputeSet(name)
@@ -355,19 +330,14 @@ def _reduce(graph: Graph, plan: MatMulPlan, partials: dict[tuple[int, int, int],
         vertex = templateVertex("poplin::ReducePartialsSameType", out.elementType())
     else:
         vertex = templateVertex("poplin::ReducePartials", plan.partialsType, out.elementType())
-    for gi, im, jn, ik, (m0, m1, n0, n1, _, _) in _blocks(plan):
-        if ik == 0:  # flatten each partial block once; the K-split tiles take slices of it
-            flat = partials[gi, im, jn].reshape([sk, (m1 - m0) * (n1 - n0)])
-            dest_block = out[gi].slice([m0, n0], [m1, n1]).flatten()
-        first, last = ik * flat.dim(1) // sk, (ik + 1) * flat.dim(1) // sk
-        if first == last:
-            continue
-        tile = plan.tile(gi, im, jn, ik)
-        dest = dest_block.slice(first, last)
-        if map_out:
-            graph.setTileMapping(dest, tile)
-        v = graph.addVertex(cs, vertex, {"partials": flat.slice(first, last, 1), "out": dest})
-        if scale is not None:
-            graph.setInitialValue(v["scale"], scale)
-        graph.setTileMapping(v, tile)
+    size = partials.size[blocks.output]
+    first, last = blocks.ik * size // sk, (blocks.ik + 1) * size // sk
+    keep = first < last
+    blocks, first, last = blocks.select(keep), first[keep], last[keep]
+    out_flat, dest = out.flatten(), blocks.out(plan, first, last)
+    if map_out:
+        graph.map_intervals(out_flat, dest.begin, dest.end, blocks.tile[dest.owner])
+    shares = partials.shares(blocks, first, last, sk).list_rows(np.full(len(blocks), sk, np.int64))
+    lists = {"partials": (partials.tensor, shares), "out": (out_flat, dest.vector_rows(len(blocks)))}
+    graph.add_vertices(cs, vertex, blocks.tile, lists, state={"scale": scale} if scale is not None else None)
     return cs

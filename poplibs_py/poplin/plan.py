@@ -40,6 +40,9 @@ HOST_TILE_SLACK = 0.05
 #: rows and columns of MatMulBlock's register tiles (its template arguments R and C)
 REGISTER_TILE = (6, 16)
 
+#: a block coordinate or a tile: an int, or an array of them for many blocks
+Index = int | np.ndarray
+
 
 @dataclass(frozen=True)
 class TargetFigures:
@@ -112,8 +115,9 @@ class MatMulPlan:
         block = ceil_div(size, split)
         return min(index * block, size), min((index + 1) * block, size)
 
-    def tile(self, group: int, im: int, jn: int, ik: int) -> int:
-        """The tile computing block (im, jn, ik) of ``group``: blocks spread over the group's tiles."""
+    def tile(self, group: Index, im: Index, jn: Index, ik: Index) -> Index:
+        """The tile computing block (im, jn, ik) of ``group``: blocks spread over the group's tiles
+        (integers, or arrays of them for many blocks)."""
         index = (im * self.splitN + jn) * self.splitK + ik
         base = group * self.tilesPerGroup
         return (base + index * self.tilesPerGroup // self.blocksPerGroup) % self.numTiles
@@ -152,9 +156,12 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     sm, bm = _candidates(m, per_group)
     sn, bn = _candidates(n, per_group)
     sk, bk = _candidates(k, per_group)
-    SM, SN, SK = np.meshgrid(sm, sn, sk, indexing="ij")
-    BM, BN, BK = np.meshgrid(bm, bn, bk, indexing="ij")
+    # only splits that fit in the group's tiles can win: the cost model runs on those alone
+    SM, SN, SK = (a.ravel() for a in np.meshgrid(sm, sn, sk, indexing="ij"))
+    BM, BN, BK = (a.ravel() for a in np.meshgrid(bm, bn, bk, indexing="ij"))
     used = SM * SN * SK
+    valid = used <= per_group
+    SM, SN, SK, BM, BN, BK, used = (a[valid] for a in (SM, SN, SK, BM, BN, BK, used))
     amp = AmpFigures.of(figures.target, inputType, partials)
     compute = blockCycles(BM, BK, BN, amp, W) * rounds
     in_bytes = (BM * BK + BK * BN) * inputType.size
@@ -170,26 +177,21 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     memory = (in_bytes + out_bytes) * rounds
     total = compute + exchange + reduce
     fits = memory <= availableMemoryProportion * figures.bytesPerTile
-    valid = used <= per_group
-    score = np.where(valid & fits, total, np.iinfo(np.int64).max)
-    if not (valid & fits).any():
-        score = np.where(valid, memory, np.iinfo(np.int64).max)
+    score = np.where(fits, total, np.iinfo(np.int64).max) if fits.any() else memory
     # Near-ties (within HOST_TILE_SLACK of the cheapest) go to blocks the host kernel runs in
     # whole register tiles (rows a multiple of 6, columns of 16: no edge code, aligned rows of
     # B), then to fewer K-splits (less reduction); then the deterministic order: cost, fewer tiles,
     # fewer K-splits.
-    plain = np.unravel_index(np.lexsort((SK.ravel(), used.ravel(), score.ravel()))[0], score.shape)
+    plain = np.lexsort((SK, used, score))[0]
     best_score = score[plain]
     # the operand elements the exchange moves in all (A is needed splitN times, B splitM times):
     # a near-tie may not copy much more than the cheapest plan (the host pays for every copy)
     volume = SN * m * k + SM * k * n
-    near = ((score <= best_score + best_score * HOST_TILE_SLACK) & valid & fits  # not for the memory fallback
+    near = ((score <= best_score + best_score * HOST_TILE_SLACK) & fits  # not for the memory fallback
             & (volume <= volume[plain] + volume[plain] // 10))
     rows, cols = REGISTER_TILE
     misfit = np.where(near, (BN % cols != 0).astype(np.int64) + (BM % rows != 0), 3)
-    order = np.lexsort((SK.ravel(), used.ravel(), score.ravel(), np.where(near, SK, 0).ravel(),
-                        misfit.ravel()))
-    best = np.unravel_index(order[0], score.shape)
+    best = np.lexsort((SK, used, score, np.where(near, SK, 0), misfit))[0]
     return MatMulPlan(groups, m, k, n, inputType, partials, outputType, int(SM[best]), int(SN[best]),
                       int(SK[best]), per_group, T, int(compute[best]), int(exchange[best]),
                       int(reduce[best]), int(memory[best]))

@@ -1,0 +1,176 @@
+"""A matmul plan's blocks as numpy arrays, and the flat ranges of the tensors they cover.
+
+The block products, the reduction and the mappings of a product are built from these arrays
+in bulk (one ``Graph.add_vertices`` per compute set, one ``Graph.map_intervals`` per tensor),
+with no Python work per block or per row of a block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import numpy as np
+
+from poplar_py import Graph, Tensor, concat
+from poplar_py.bulk import Rows
+from poplar_py.regions import exclusive_cumsum, expand_ranges
+
+from .plan import MatMulPlan
+
+_I64 = np.int64
+
+
+class Pieces(NamedTuple):
+    """Flat ranges ``[begin, end)`` of a tensor, each a piece of row ``row`` of block ``owner``
+    (blocks in order, each block's rows in order)."""
+
+    owner: np.ndarray
+    row: np.ndarray
+    begin: np.ndarray
+    end: np.ndarray
+
+    def vector_rows(self, n: int) -> Rows:
+        """The rows of a vector field of ``n`` vertices, vertex ``v`` taking block ``v``."""
+        return Rows(np.ones(n, _I64), self.begin, self.end, self.owner)
+
+    def list_rows(self, per_vertex: np.ndarray) -> Rows:
+        """The rows of a list field, vertex ``v`` taking the ``per_vertex[v]`` rows of block ``v``."""
+        return Rows(per_vertex, self.begin, self.end, exclusive_cumsum(per_vertex)[self.owner] + self.row)
+
+
+def block_pieces(start: np.ndarray, pitch: np.ndarray | int, width: np.ndarray, first: np.ndarray | int,
+                 last: np.ndarray) -> Pieces:
+    """The pieces holding elements ``[first, last)`` (in row-major order) of 2-D blocks whose row
+    ``r`` is ``[start + r * pitch, start + r * pitch + width)``."""
+    width = np.asarray(width, _I64)
+    first = np.broadcast_to(np.asarray(first, _I64), width.shape)
+    last = np.asarray(last, _I64)
+    step = np.maximum(width, 1)
+    r0 = first // step
+    r1 = np.where(width > 0, -(-last // step), r0)  # a block of empty rows has no pieces
+    owner, row = expand_ranges(r0, np.maximum(r1 - r0, 0))
+    w = width[owner]
+    base = np.asarray(start, _I64)[owner] + row * np.broadcast_to(np.asarray(pitch, _I64), width.shape)[owner]
+    return Pieces(owner, row, base + np.maximum(first[owner] - row * w, 0),
+                  base + np.minimum(last[owner] - row * w, w))
+
+
+def row_pieces(start: np.ndarray, pitch: np.ndarray | int, rows: np.ndarray, width: np.ndarray) -> Pieces:
+    """:func:`block_pieces` of whole blocks of ``rows`` rows: one piece per row."""
+    width = np.asarray(width, _I64)
+    return block_pieces(start, pitch, width, 0, np.asarray(rows, _I64) * width)
+
+
+def matrix_pieces(group: np.ndarray, r0: np.ndarray, r1: np.ndarray, c0: np.ndarray, c1: np.ndarray,
+                  shape: tuple[int, int]) -> Pieces:
+    """:func:`row_pieces` of the blocks ``[group, r0:r1, c0:c1]`` of a flattened ``[g, *shape]`` tensor."""
+    rows, cols = shape
+    return row_pieces(group * rows * cols + r0 * cols + c0, cols, r1 - r0, c1 - c0)
+
+
+def _parts(size: int, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """``plan.ranges(size, split, i)`` for every ``i``: (begins, ends)."""
+    block = -(-size // split)
+    index = np.arange(split, dtype=_I64)
+    return np.minimum(index * block, size), np.minimum((index + 1) * block, size)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The non-empty blocks ``A[group, m0:m1, k0:k1] @ B[group, k0:k1, n0:n1]`` of a plan, in the
+    order (group, im, jn, ik), each with the tile that computes it and the index of its output
+    block (the non-empty blocks of the output, in order)."""
+
+    group: np.ndarray
+    im: np.ndarray
+    jn: np.ndarray
+    ik: np.ndarray
+    m0: np.ndarray
+    m1: np.ndarray
+    n0: np.ndarray
+    n1: np.ndarray
+    k0: np.ndarray
+    k1: np.ndarray
+    tile: np.ndarray
+    output: np.ndarray
+
+    @staticmethod
+    def of(plan: MatMulPlan) -> Blocks:
+        shape = (plan.groups, plan.splitM, plan.splitN, plan.splitK)
+        gi, im, jn, ik = (a.ravel() for a in np.indices(shape, dtype=_I64))
+        (mb, me), (nb, ne), (kb, ke) = (_parts(plan.m, plan.splitM), _parts(plan.n, plan.splitN),
+                                        _parts(plan.k, plan.splitK))
+        keep = (me[im] > mb[im]) & (ne[jn] > nb[jn])
+        gi, im, jn, ik = gi[keep], im[keep], jn[keep], ik[keep]
+        return Blocks(gi, im, jn, ik, mb[im], me[im], nb[jn], ne[jn], kb[ik], ke[ik],
+                      plan.tile(gi, im, jn, ik), np.cumsum(ik == 0) - 1)
+
+    def __len__(self) -> int:
+        return int(self.tile.size)
+
+    def select(self, keep: np.ndarray) -> Blocks:
+        return Blocks(*(getattr(self, f.name)[keep] for f in fields(self)))
+
+    def lhs(self, plan: MatMulPlan) -> Pieces:
+        """Each block's rows of the flattened ``[g, m, k]`` LHS."""
+        return matrix_pieces(self.group, self.m0, self.m1, self.k0, self.k1, (plan.m, plan.k))
+
+    def rhs(self, plan: MatMulPlan) -> Pieces:
+        """Each block's rows of the flattened ``[g, k, n]`` RHS."""
+        return matrix_pieces(self.group, self.k0, self.k1, self.n0, self.n1, (plan.k, plan.n))
+
+    def out(self, plan: MatMulPlan, first: np.ndarray | None = None,
+            last: np.ndarray | None = None) -> Pieces:
+        """Each block's rows of the flattened ``[g, m, n]`` output; with ``first`` and ``last``,
+        only elements ``[first, last)`` of each (flattened) block."""
+        width = self.n1 - self.n0
+        start = self.group * plan.m * plan.n + self.m0 * plan.n + self.n0
+        if first is None:
+            return row_pieces(start, plan.n, self.m1 - self.m0, width)
+        return block_pieces(start, plan.n, width, first, last)
+
+
+def operand_pieces(plan: MatMulPlan, lhs: bool) -> tuple[Pieces, np.ndarray]:
+    """The blocks' rows of a flattened ``[g, m, k]`` LHS (``[g, k, n]`` RHS) and the tile of each
+    block: the tile of the plan's first N-split (first M-split) that multiplies it."""
+    outer_size, outer_split = (plan.m, plan.splitM) if lhs else (plan.n, plan.splitN)
+    gi, io, ik = (a.ravel() for a in np.indices((plan.groups, outer_split, plan.splitK), dtype=_I64))
+    (ob, oe), (kb, ke) = _parts(outer_size, outer_split), _parts(plan.k, plan.splitK)
+    zero = np.zeros_like(io)
+    if lhs:
+        pieces, tiles = matrix_pieces(gi, ob[io], oe[io], kb[ik], ke[ik], (plan.m, plan.k)), (io, zero)
+    else:
+        pieces, tiles = matrix_pieces(gi, kb[ik], ke[ik], ob[io], oe[io], (plan.k, plan.n)), (zero, io)
+    return pieces, plan.tile(gi, *tiles, ik)
+
+
+@dataclass(frozen=True)
+class Partials:
+    """One ``[splitK, rows, cols]`` variable of partial sums per output block (a reduce vertex's
+    rows of partials are then one strided view of it), flattened and concatenated in ``tensor``."""
+
+    tensor: Tensor
+    base: np.ndarray  # per output block, where its variable starts in ``tensor``
+    size: np.ndarray  # per output block, its elements per K-split
+
+    @staticmethod
+    def add(graph: Graph, plan: MatMulPlan, blocks: Blocks, name: str) -> Partials:
+        """The variables (not mapped) of the output blocks of ``blocks``, in order."""
+        heads = blocks.ik == 0
+        rows, cols = (blocks.m1 - blocks.m0)[heads], (blocks.n1 - blocks.n0)[heads]
+        variables = [graph.addVariable(plan.partialsType, [plan.splitK, r, c], f"{name}/partials").flatten()
+                     for r, c in zip(rows.tolist(), cols.tolist())]
+        size = rows * cols
+        return Partials(concat(variables), exclusive_cumsum(size * plan.splitK), size)
+
+    def products(self, blocks: Blocks) -> Pieces:
+        """The rows of ``tensor`` that take each block's (partial) product."""
+        size, cols = self.size[blocks.output], blocks.n1 - blocks.n0
+        return row_pieces(self.base[blocks.output] + blocks.ik * size, cols, blocks.m1 - blocks.m0, cols)
+
+    def shares(self, blocks: Blocks, first: np.ndarray, last: np.ndarray, split_k: int) -> Pieces:
+        """Per block, elements ``[first, last)`` of each of its output block's ``split_k`` partial
+        products: one row each."""
+        start = self.base[blocks.output] + first
+        return row_pieces(start, self.size[blocks.output], np.full(len(blocks), split_k), last - first)
