@@ -204,17 +204,25 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     """Edge rows (given as their columns) sorted by (compute set, vertex, field, row); a list row
     connected more than once keeps its last connection."""
     cs = vertex_cs[cols[0]]
-    keys = (cols[3], cols[2], cols[1], cols[0], cs)
-    if not _sorted(keys):
+
+    def keys() -> tuple[np.ndarray, ...]:
+        return cols[3], cols[2], cols[1], cols[0], cs
+
+    def reorder(order: np.ndarray) -> None:
+        nonlocal cs
+        for k in range(len(cols)):  # column by column: one column's copy at a time
+            cols[k] = cols[k][order]
+        cs = cs[order]
+
+    cols = list(cols)
+    if not _sorted(keys()):
         # A field's rows usually come in order (bulk-built vertices get theirs field by field over
         # many vertices): one stable sort by (compute set, vertex, field) then orders them all.
         vertices, fields = int(cols[0].max()) + 1, int(cols[1].max()) + 1
-        order = None
         if int(cs.max()) * vertices * fields < 2**62:
-            order = np.argsort((cs * vertices + cols[0]) * fields + cols[1], kind="stable")
-        if order is None or not _sorted(tuple(k[order] for k in keys)):
-            order = np.lexsort(keys)
-        cols, cs = [c[order] for c in cols], cs[order]
+            reorder(np.argsort((cs * vertices + cols[0]) * fields + cols[1], kind="stable"))
+        if not _sorted(keys()):
+            reorder(np.lexsort(keys()))
     n = cs.size
     first = np.ones(n, dtype=bool)
     if n > 1:
@@ -223,7 +231,7 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     if not first.all():
         last = np.maximum.reduceat(cols[3], np.flatnonzero(first))
         keep = cols[3] == last[np.cumsum(first) - 1]
-        cols, cs = [c[keep] for c in cols], cs[keep]
+        reorder(np.flatnonzero(keep))
     bounds = np.searchsorted(cs, np.arange(num_cs + 1)).astype(_I64)
     return EdgesIR(*(cols[k] for k in (0, 1, 2, 4, 5, 6, 7)), bounds)
 
