@@ -167,57 +167,16 @@ BINARY: OpTable = {
     },
 }
 
+#: in place, the binary vertices take the same figures but for these; comparisons, whose BOOL
+#: result cannot overwrite an operand of another type, exist only for BOOL
+_COMPARISONS = ("EQUAL", "NOT_EQUAL", "GREATER_THAN", "GREATER_THAN_EQUAL", "LESS_THAN", "LESS_THAN_EQUAL")
 BINARY_IN_PLACE: OpTable = {
-    "ADD": {"float": (1, True, 0), "half": (1, True, 0), "int": (7, False, 1), "unsigned int": (7, False, 1)},
-    "ATAN2": {"float": (272, False, 2), "half": (578, False, 4)},
-    "BITWISE_AND": {
-        "int": (7, False, 1), "unsigned int": (7, False, 1), "short": (3, False, 4),
-        "unsigned short": (3, False, 4)
-    },
-    "BITWISE_OR": {
-        "int": (7, False, 1), "unsigned int": (7, False, 1), "short": (3, False, 4),
-        "unsigned short": (3, False, 4)
-    },
-    "BITWISE_XOR": {
-        "int": (7, False, 1), "unsigned int": (7, False, 1), "short": (5, False, 2),
-        "unsigned short": (5, False, 2)
-    },
-    "BITWISE_XNOR": {
-        "int": (7, False, 1), "unsigned int": (7, False, 1), "short": (6, False, 2),
-        "unsigned short": (6, False, 2)
-    },
-    "DIVIDE": {
-        "float": (10, False, 2), "half": (21, False, 4), "int": (277, False, 1),
-        "unsigned int": (264, False, 1)
-    },
-    "LOGICAL_AND": {"bool": (5, False, 4)},
-    "LOGICAL_OR": {"bool": (5, False, 4)},
-    "MAXIMUM": {
-        "float": (4, False, 2), "half": (4, False, 4), "int": (7, False, 1), "unsigned int": (8, False, 1)
-    },
-    "MINIMUM": {
-        "float": (4, False, 2), "half": (4, False, 4), "int": (7, False, 1), "unsigned int": (8, False, 1)
-    },
-    "MULTIPLY": {
-        "float": (1, True, 0), "half": (1, True, 0), "int": (7, False, 1), "unsigned int": (7, False, 1)
-    },
-    "POWER": {"float": (312, False, 1), "half": (325, False, 1), "int": (34, False, 1)},
-    "REMAINDER": {
-        "float": (133, False, 2), "half": (300, False, 4), "int": (292, False, 1),
-        "unsigned int": (282, False, 1)
-    },
-    "SHIFT_LEFT": {"int": (7, False, 1), "unsigned int": (7, False, 1)},
-    "SHIFT_RIGHT": {"int": (7, False, 1), "unsigned int": (7, False, 1)},
-    "SHIFT_RIGHT_SIGN_EXTEND": {"int": (7, False, 1)},
-    "SUBTRACT": {
-        "float": (1, True, 0), "half": (1, True, 0), "int": (7, False, 1), "unsigned int": (7, False, 1)
-    },
-    "EQUAL": {"bool": (6, False, 4)},
-    "GREATER_THAN": {"bool": (31, False, 4)},
-    "GREATER_THAN_EQUAL": {"bool": (28, False, 4)},
-    "LESS_THAN": {"bool": (28, False, 4)},
-    "LESS_THAN_EQUAL": {"bool": (28, False, 4)},
-    "NOT_EQUAL": {"bool": (5, False, 4)},
+    **{op: cycles for op, cycles in BINARY.items() if op not in _COMPARISONS},
+    "DIVIDE": {**BINARY["DIVIDE"], "unsigned int": (264, False, 1)},
+    "MAXIMUM": {**BINARY["MAXIMUM"], "float": (4, False, 2)},
+    "MINIMUM": {**BINARY["MINIMUM"], "float": (4, False, 2)},
+    "POWER": {**BINARY["POWER"], "int": (34, False, 1)},
+    **{op: {"bool": BINARY[op]["bool"]} for op in _COMPARISONS},
 }
 
 BROADCAST: OpTable = {
@@ -295,9 +254,7 @@ BROADCAST: OpTable = {
     },
 }
 
-#: in place, the broadcast vertices take the same figures but for these; comparisons, whose
-#: BOOL result cannot overwrite an operand of another type, exist only for BOOL
-_COMPARISONS = ("EQUAL", "NOT_EQUAL", "GREATER_THAN", "GREATER_THAN_EQUAL", "LESS_THAN", "LESS_THAN_EQUAL")
+#: in place, the broadcast vertices take the same figures but for these (comparisons: BOOL only)
 BROADCAST_IN_PLACE: OpTable = {
     **{op: cycles for op, cycles in BROADCAST.items() if op not in _COMPARISONS},
     "POWER": {**BROADCAST["POWER"], "int": (25, False, 1)},

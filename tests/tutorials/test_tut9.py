@@ -100,13 +100,14 @@ def reference(p: dict, x: np.ndarray, y: np.ndarray, s) -> tuple[float, dict]:
     return loss, grads
 
 
-@pytest.mark.parametrize("layers", [1, 2])
-def test_loss_and_every_gradient_match_numpy_on_two_replicas(layers):
+@pytest.mark.parametrize("layers,ipus", [(1, 1), (2, 1), (3, 2)])
+def test_loss_and_every_gradient_match_numpy_on_two_replicas(layers, ipus):
+    """Two replicas, of one IPU or of two (the layers split between the IPUs)."""
     s = bert.Sizes(hidden=16, heads=2, ffn=32, seq=8, layers=layers, batch=2, outputs=4)
     model = poplar.IPUModel()
-    model.numIPUs, model.tilesPerIPU = 2, 16
+    model.numIPUs, model.tilesPerIPU = 2 * ipus, 16
     lr = 0.1
-    net, engine, _ = bert.build(s, 2, lr, device=model.createDevice())
+    net, engine, _ = bert.build(s, 2, lr, device=model.createDevice(), ipus=ipus)
     params = bert.initial_parameters(s, 1)
     params = {k: v + 0.1 * np.random.default_rng(2).standard_normal(v.shape).astype(np.float32)
               for k, v in params.items()}  # away from zero biases and unit gains

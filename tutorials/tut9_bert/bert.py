@@ -43,6 +43,8 @@ from poplibs_py import gcl, poplin, popnn, popops, poputil
 from poplibs_py.popops import expr as pe
 
 NL = popnn.NonLinearityType
+#: encoder layers (float, with their gradients and activations) that fit one IPU's tile memory
+LAYERS_PER_IPU = 3
 
 
 @dataclass(frozen=True)
@@ -100,21 +102,26 @@ def initial_parameters(s: Sizes, seed: int = 0) -> dict[str, np.ndarray]:
 class Bert:
     """The graph's tensors and the training step's program, for one replica."""
 
-    def __init__(self, graph: poplar.Graph, s: Sizes, lr: float, half: bool = False) -> None:
-        self.graph, self.s = graph, s
+    def __init__(self, graph: poplar.Graph, s: Sizes, lr: float, half: bool = False, ipus: int = 1) -> None:
+        self.top, self.s = graph, s
+        tiles = graph.getTarget().getNumTiles() // ipus
+        # the replica's IPUs, each a virtual graph of its tiles: layer l runs on IPU l * ipus // L
+        self.shards = [graph] if ipus == 1 else [graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
+                                                 for i in range(ipus)]
+        self.graph = self.shards[0]  # the IPU the model is being built on
         self.dtype = poplar.HALF if half else poplar.FLOAT
         self.seq = prog.Sequence(name="step")
         shapes = parameter_shapes(s)
         total = sum(math.prod(shape) for shape in shapes.values())
         self.params = graph.addVariable(self.dtype, [total], "params")
         self.grads = graph.addVariable(self.dtype, [total], "grads")
-        for t in (self.params, self.grads):
-            poputil.mapTensorLinearly(graph, t)
         self.param, self.grad, self.offsets = {}, {}, {}
         at = 0
         for name, shape in shapes.items():
             n = math.prod(shape)
             self.offsets[name] = (at, at + n)
+            for t in (self.params, self.grads):  # on the IPU of the parameter's layer
+                poputil.mapTensorLinearly(self.shard(name), t.slice(at, at + n))
             self.param[name] = self.params.slice(at, at + n).reshape(shape)
             self.grad[name] = self.grads.slice(at, at + n).reshape(shape)
             at += n
@@ -124,10 +131,26 @@ class Bert:
         self.x = poplin.createMatMulInputLHS(graph, self.dtype, [s.tokens, s.hidden], [s.hidden, s.hidden],
                                              "x")
         self.y = graph.addVariable(self.dtype, [s.tokens, s.outputs], "y")
-        poputil.mapTensorLinearly(graph, self.y)
+        poputil.mapTensorLinearly(self.shards[-1], self.y)
         self.seq.add(prog.Copy(self.x_in, self.x))
         self.seq.add(prog.Copy(self.y_in, self.y))
         self._build(lr)
+
+    def shard(self, name: str) -> poplar.Graph:
+        """The IPU (virtual graph) of parameter ``name``'s layer; the head's is the last."""
+        layer = int(name[1:name.index(".")]) if name.startswith("l") else self.s.layers - 1
+        return self.shards[layer * len(self.shards) // self.s.layers]
+
+    def onto(self, shard: poplar.Graph, t: poplar.Tensor, name: str) -> poplar.Tensor:
+        """Build on ``shard`` from now on; ``t``, made on the IPU before, copied to it over the
+        IPU-Links when that is another IPU (as sharded models pass activations on)."""
+        if shard is self.graph:
+            return t
+        self.graph = shard
+        moved = shard.addVariable(t.elementType(), t.shape(), name)
+        poputil.mapTensorLinearly(shard, moved)
+        self.seq.add(prog.Copy(t, moved))
+        return moved
 
     # ---- building blocks -------------------------------------------------------------------
     def mm(self, a: poplar.Tensor, b: poplar.Tensor, name: str) -> poplar.Tensor:
@@ -227,6 +250,8 @@ class Bert:
         g, s, seq = self.graph, self.s, self.seq
         h, saved = self.x, []
         for layer in range(s.layers):
+            h = self.onto(self.shard(f"l{layer}."), h, f"l{layer}.in")
+            g = self.graph
             h, t = self._layer(h, f"l{layer}.")
             saved.append(t)
         pred = self.dense(h, "head.w", "head.b")
@@ -240,7 +265,9 @@ class Bert:
         popops.mulInPlace(g, diff, 2 / n, seq, "loss/grad")
         d = self.dense_backward(h, diff, "head.w", "head.b")
         for layer in reversed(range(s.layers)):
+            d = self.onto(self.shard(f"l{layer}."), d, f"l{layer}.out/grad")
             d = self._layer_backward(d, f"l{layer}.", saved[layer])
+        self.graph = g = self.top
         gcl.allReduceInPlaceCrossReplica(g, self.grads, gcl.CollectiveOperator.MEAN, seq, "grads/mean")
         popops.scaledAddTo(g, self.params, self.grads, -lr, seq, "sgd")
 
@@ -257,16 +284,16 @@ class Bert:
 
 
 def build(sizes: Sizes, replicas: int, lr: float, half: bool = False,
-          device: poplar.Device | None = None) -> tuple[Bert, poplar.Engine, poplar.Device]:
-    """The model on ``replicas`` replicas of one IPU each, compiled and loaded."""
+          device: poplar.Device | None = None, ipus: int = 1) -> tuple[Bert, poplar.Engine, poplar.Device]:
+    """The model on ``replicas`` replicas of ``ipus`` IPUs each, compiled and loaded."""
     if device is None:
         model = poplar.IPUModel()
-        model.numIPUs = replicas
+        model.numIPUs = replicas * ipus
         device = model.createDevice()
     graph = poplar.Graph(device.getTarget(), replication_factor=replicas)
     for lib in (popops, poplin, popnn):
         lib.addCodelets(graph)
-    bert = Bert(graph, sizes, lr, half)
+    bert = Bert(graph, sizes, lr, half, ipus)
     graph.createHostWrite("params", bert.params)
     graph.createHostRead("params/read", bert.params)
     graph.createHostRead("grads", bert.grads)
@@ -280,6 +307,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--replicas", type=int, default=16)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--layers", type=int, default=1)
+    p.add_argument("--ipus-per-replica", type=int, default=None,
+                   help=f"IPUs a replica's layers are split over (default: one per {LAYERS_PER_IPU} layers)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.05)
@@ -301,10 +330,11 @@ def split(execution: dict) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     s = Sizes(seq=args.seq, layers=args.layers, batch=args.batch)
+    ipus = args.ipus_per_replica or -(-s.layers // LAYERS_PER_IPU)
     print(f"BERT-base: {s.layers} encoder layer(s), hidden {s.hidden}, {s.heads} heads, FFN {s.ffn}, "
-          f"sequence {s.seq}, {'half' if args.half else 'float'}; {args.replicas} replica(s) of one IPU, "
-          f"{s.batch} sequence(s) each")
-    bert, engine, device = build(s, args.replicas, args.lr, args.half)
+          f"sequence {s.seq}, {'half' if args.half else 'float'}; {args.replicas} replica(s) of "
+          f"{'one IPU' if ipus == 1 else f'{ipus} IPUs'}, {s.batch} sequence(s) each")
+    bert, engine, device = build(s, args.replicas, args.lr, args.half, ipus=ipus)
     target = device.getTarget()
     rng = np.random.default_rng(args.seed)
     dtype = bert.dtype.dtype
