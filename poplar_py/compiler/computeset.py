@@ -335,12 +335,16 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
         extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
                  if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
                  or (spec.kind is FieldKind.VECTOR and not spec.is_edge)]
-        positions = np.flatnonzero(cls_of == c) if extra else ()
-        for p in np.asarray(positions).tolist():
-            v = int(vids[p])
-            for f, spec in extra:
-                need[p] += 16 * sizes.get((v, f), 0) if spec.is_edge else \
-                    state_vector_bytes(state[(v, f)].size, spec.type.size)
+        if not extra:
+            continue
+        positions = np.flatnonzero(cls_of == c)
+        mine = vids[positions].tolist()
+        for f, spec in extra:
+            if spec.is_edge:  # a list's entry table: 16 bytes a row
+                need[positions] += 16 * np.fromiter((sizes.get((v, f), 0) for v in mine), _I64, len(mine))
+            else:
+                counts = np.fromiter((state[(v, f)].size for v in mine), _I64, len(mine))
+                need[positions] += state_vector_bytes(counts, spec.type.size)
     offsets = np.full(vids.size, -1, dtype=_I64)
     users = np.flatnonzero(need)
     if users.size:

@@ -222,17 +222,16 @@ def _estimate(estimator: PerfEstimator, vertex: VertexIntrospector, target: Targ
 def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray) -> list[bytes]:
     """Per vertex at these positions: its fields' segment lengths and its state values, as bytes."""
     seg = plan.segments
-    first = np.searchsorted(seg.vertex, positions).tolist()
-    last = np.searchsorted(seg.vertex, positions + 1).tolist()
-    state = [f for f, spec in enumerate(cls.fields.values()) if spec.direction is Direction.STATE]
+    first = (8 * np.searchsorted(seg.vertex, positions)).tolist()
+    last = (8 * np.searchsorted(seg.vertex, positions + 1)).tolist()
+    fields, lengths = (np.ascontiguousarray(a, _I64).tobytes() for a in (seg.field, seg.length))
+    out = [fields[a:b] + lengths[a:b] for a, b in zip(first, last)]
     values = graph.vertices.state
-    out = []
-    for pos, a, b in zip(positions.tolist(), first, last):
-        key = seg.field[a:b].tobytes() + seg.length[a:b].tobytes()
-        for f in state:
-            v = values.get((int(plan.vertices[pos]), f))
-            key += b"-" if v is None else v.dtype.str.encode() + v.tobytes() + str(v.shape).encode()
-        out.append(key)
+    for f, spec in enumerate(cls.fields.values()):
+        if spec.direction is Direction.STATE:
+            for k, vid in enumerate(plan.vertices[positions].tolist()):
+                v = values.get((vid, f))
+                out[k] += b"-" if v is None else v.dtype.str.encode() + v.tobytes() + str(v.shape).encode()
     return out
 
 
