@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import poplar_py as poplar
+from poplar_py import program as prog
 from poplibs_py import poplin
 from poplibs_py.poputil import PoplibsError
 
@@ -79,6 +80,28 @@ def test_views_as_operands(harness):
     B = h.tensor(big).slice([3, 1], [14, 20]).subSample(2, 1)
     (c,) = h.run(poplin.matMul(h.graph, A, B, h.seq))
     np.testing.assert_allclose(c, at.T @ big[3:14, 1:20:2], rtol=1e-5, atol=1e-5)
+
+
+def _copies(seq) -> list:
+    return [p for p in prog.walk([seq]) if isinstance(p, prog.Copy)]
+
+
+def test_an_operand_whose_rows_are_not_contiguous_is_rearranged_by_one_copy(harness):
+    """As PopLibs rearranges an operand that does not suit the plan: the transposed A goes
+    through a Copy into the plan's layout (mapped as createMatMulInputLHS maps it); the
+    contiguous B is read where it lies."""
+    h = make(harness)
+    at, b = operands((11, 6), (11, 5))
+    before = {id(c) for c in _copies(h.seq)}
+    C = poplin.matMul(h.graph, h.tensor(at).transpose(), h.tensor(b), h.seq, "C")
+    added = [c for c in _copies(h.seq) if id(c) not in before]
+    assert [c.dst.name for c in added] == ["C/arrangedLHS"]
+    created = poplin.createMatMulInputLHS(h.graph, poplar.FLOAT, [6, 11], [11, 5], "like")
+    assert h.graph.getTileMapping(added[0].dst) == h.graph.getTileMapping(created)
+    (c,) = h.run(C)
+    np.testing.assert_allclose(c, at.T @ b, rtol=1e-5, atol=1e-5)
+    poplin.matMul(h.graph, h.tensor(b.T.copy()), h.tensor(at), h.seq, "D")
+    assert len(_copies(h.seq)) == len(before) + 1
 
 
 @pytest.mark.parametrize("mode", ["native"])  # the test runs both modes itself
