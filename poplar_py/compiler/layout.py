@@ -22,6 +22,7 @@ from .liveness import Liveness
 from .mapping import TileMapping
 
 ALIGN = 8
+_PAIRWISE_SEGMENTS = 2048  # a tile packed with more segments compares their lives a row at a time
 _I64 = np.int64
 
 
@@ -262,12 +263,15 @@ def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[li
     """First fit, largest first: each segment at the lowest aligned offset where it overlaps no
     segment already placed whose life meets its own. Offsets (in input order) and the extent."""
     order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
-    meeting = liveness.meeting(np.asarray([var for var, _ in segments], _I64))[:, order]
+    placed = np.asarray([segments[k][0] for k in order], _I64)  # the variables, in placing order
+    # A tile's few segments: one matrix of whose lives meet; many: a row at a time (memory).
+    matrix = liveness.meeting(placed) if placed.size <= _PAIRWISE_SEGMENTS else None
     starts, ends = np.zeros(len(segments), _I64), np.zeros(len(segments), _I64)  # of the segments placed
     offsets = [0] * len(segments)
     for n, k in enumerate(order):
         nbytes = segments[k][1]
-        meet = np.flatnonzero(meeting[k, :n])
+        lives = matrix[n, :n] if matrix is not None else liveness.meets(int(placed[n]), placed[:n])
+        meet = np.flatnonzero(lives)
         at = 0
         for a, b in sorted(zip(starts[meet].tolist(), ends[meet].tolist())):
             if at + nbytes <= a:
