@@ -21,8 +21,9 @@ import poplar_py as poplar
 from poplar_py import program as prog
 from poplibs_py import poplin, popops
 
-SHAPES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (8192, 256, 1024), (64, 4096, 4096),
-          (4096, 64, 4096)]
+#: square sizes, then skewed ones: BERT-base's FFN and its weight gradient, a tiny output, and others
+SHAPES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (3072, 128, 768),
+          (16, 4096, 16), (8192, 256, 1024), (64, 4096, 4096), (4096, 64, 4096)]
 #: the issue's convolution: 3x3, 64 channels in and out, a 56x56 field, batch 8, padding 1
 CONV = dict(batch=8, field=56, channels=64, kernel=3)
 
