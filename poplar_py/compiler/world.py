@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Protocol
@@ -36,6 +37,10 @@ from .partition import (
     tile_copies,
 )
 from .replicas import Replication
+
+#: how long a rank waits between writing why it ends the job and MPI_Abort: the launcher forwards
+#: the ranks' output on its own time, and an abort at once can drop the message
+ABORT_GRACE_SECONDS = 0.3
 
 #: environment variables by which MPI launchers (MPICH's Hydra, Open MPI, Slurm's srun) give
 #: the number of ranks, and this process's rank
@@ -268,6 +273,7 @@ class MpiWorld(World):
         code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
         print(f"poplar-py: MPI rank {self.rank} ended the job: {type(exc).__name__}({exc})", file=sys.stderr,
               flush=True)
+        time.sleep(ABORT_GRACE_SECONDS)
         self.comm.Abort(code)
 
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
@@ -341,6 +347,7 @@ def _abort_on_uncaught(comm: Any) -> None:
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         previous(kind, value, tb)
         sys.stderr.flush()
+        time.sleep(ABORT_GRACE_SECONDS)
         comm.Abort(1)
 
     hook.aborts_mpi = True  # type: ignore[attr-defined]
