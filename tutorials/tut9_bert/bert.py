@@ -22,9 +22,11 @@ between compute, exchange on the IPUs, the IPU-Link exchange of the all-reduce, 
 and syncs (each phase of a program step lasts as long as its slowest tile).
 
     poplar-py run tutorials/tut9_bert/bert.py [--replicas R] [--seq S] [--layers L] [--steps N]
-                                              [--batch B] [--half] [--lr ETA]
+                                              [--batch B] [--half] [--lr ETA] [--ipus-per-replica I]
 
-Defaults: a Bow Pod16 (16 replicas of one IPU each), S=128, L=1, N=3, B=1. ``--half`` keeps
+Defaults: a Bow Pod16 (16 replicas of one IPU each), S=128, L=1, N=3, B=1. A replica of several
+IPUs (I, by default one IPU per three layers) runs each layer on its IPU's virtual graph and
+passes activations and gradients on over the IPU-Links (model sharding, without pipelining). ``--half`` keeps
 weights and activations in half, with float partials in the matMuls and float statistics in the
 layer norms, as PopLibs does.
 """
