@@ -10,6 +10,7 @@ move data between host arrays and tile memory. State persists between runs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -39,6 +40,7 @@ from .executable import Executable, compileGraph
 from .graph import Graph
 from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
+from .host_memory import release_freed_heap
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
@@ -76,13 +78,16 @@ class Engine:
         arena = self._exe.layout.arena
         assert arena is not None and self._exe.layout.tile_base is not None
         world = make_world(self._exe.replication, self._exe.layout.tile_base)
-        world.join(lambda: _digest(exe.ir, self._exe), self._exe.lowered.runners, _moves(self._exe))
+        world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.runners,
+                   _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, RunRecord(leaves), self._exe.lowered.functions, world)
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
-        self._profile = Profile(exe.ir.compiled(), self._exe, self._record)  # (the edges go)
+        self._profile = Profile(exe.ir.compiled(), self._exe, self._record)
+        del exe  # built here from a graph, it goes with the frozen IR's edges
+        release_freed_heap()
         self._machine.clock = _clock(self._machine, self._record, self._profile)
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or

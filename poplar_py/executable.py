@@ -35,6 +35,7 @@ from .compiler.pipeline import CompiledGraph, compile_graph
 from .conforms import mismatch
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
+from .host_memory import release_freed_heap
 from .inline_codelets import inline_source, is_inline, module_name
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
@@ -129,7 +130,9 @@ def compileGraph(graph: Graph, programs: prog.Program | Sequence[prog.Program],
     if dump:
         with open(dump, "w") as f:
             f.write(ir.text())
-    return Executable(ir, compile_graph(ir, entries, parsed), parsed)
+    executable = Executable(ir, compile_graph(ir, entries, parsed), parsed)
+    release_freed_heap()  # the passes' working data: the Engine's memory is what it keeps
+    return executable
 
 
 def _payload(data: memoryview, name: str) -> memoryview:
