@@ -371,11 +371,11 @@ def _moves(compiled: CompiledGraph) -> Iterator[Move]:
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
     """What every MPI rank must have built alike: the frozen IR's columns, initial values, vertex
     state and codelet code, the step trees and the layout."""
-    v, e = ir.vertices, ir.edges
+    v = ir.vertices
     values = [(var, values) for var, values in ir.initial]
     state = [(key, v.state[key]) for key in sorted(v.state)]
     return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
-                      v.tile, v.compute_set, e.vertex, e.field, e.var, e.offset, e.count, ir.compute_sets,
+                      v.tile, v.compute_set, compiled.edges_digest, ir.compute_sets,
                       [codelet_fingerprint(c) for c in v.classes], *(x for pair in values for x in pair),
                       *(x for pair in state for x in pair),
                       [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],

@@ -125,14 +125,19 @@ def compileGraph(graph: Graph, programs: prog.Program | Sequence[prog.Program],
         raise InvalidArgumentError(f"compileGraph needs a Graph, got {type(graph).__name__} {graph!r:.40}")
     parsed = parseEngineOptions(options)
     entries = list(programs) if isinstance(programs, (list, tuple)) else [programs]
-    ir = graph.freeze()
+    ir, compiled = compile_graph(_dumped(graph.freeze()), entries, parsed)  # (the edges go on the way)
+    executable = Executable(ir, compiled, parsed)
+    release_freed_heap()  # the passes' working data: the Engine's memory is what it keeps
+    return executable
+
+
+def _dumped(ir: GraphIR) -> GraphIR:
+    """``ir``, written as text to ``$POPLAR_PY_DUMP_IR`` when that is set."""
     dump = os.environ.get("POPLAR_PY_DUMP_IR")
     if dump:
         with open(dump, "w") as f:
             f.write(ir.text())
-    executable = Executable(ir, compile_graph(ir, entries, parsed), parsed)
-    release_freed_heap()  # the passes' working data: the Engine's memory is what it keeps
-    return executable
+    return ir
 
 
 def _payload(data: memoryview, name: str) -> memoryview:

@@ -140,12 +140,16 @@ class GraphIR:
     def __str__(self) -> str:
         return self.text()
 
-    def compiled(self) -> GraphIR:
-        """What a compiled graph's profile still reads: the IR without its edges (the compiled
-        tables hold them now) and perf estimators (functions, already applied)."""
+    def without_edges(self) -> GraphIR:
+        """The IR once its compute sets are planned: the plans hold what the edges said."""
         zero = np.zeros(0, _I64)
         edges = EdgesIR(*[zero] * 7, np.zeros(len(self.compute_sets) + 1, _I64))
-        return dataclasses.replace(self, edges=edges, perf_estimators={})
+        return dataclasses.replace(self, edges=edges)
+
+    def compiled(self) -> GraphIR:
+        """What a compiled graph's profile still reads: the IR without its edges and perf
+        estimators (functions, already applied)."""
+        return dataclasses.replace(self.without_edges(), perf_estimators={})
 
     def text(self, limit: int = 20) -> str:
         """The IR as text: up to ``limit`` entries of each list."""

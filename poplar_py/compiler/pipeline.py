@@ -1,7 +1,7 @@
 """The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
     complete tile mapping -> analyse liveness -> lay out variables -> plan compute sets
-    -> account control code -> check memory -> fix addresses -> lower programs
+    -> release edges -> account control code -> check memory -> fix addresses -> lower programs
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
 passes before it produced. A replicated graph is compiled once, for one replica
@@ -36,6 +36,7 @@ from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
 from .progress import Progress
 from .replicas import Replication
+from .world import ir_digest, launched_ranks
 
 _I64 = np.int64
 
@@ -71,6 +72,7 @@ class CompiledGraph:
     replication: Replication
     liveness: Liveness | None = None
     pass_times: dict[str, float] = field(default_factory=dict)
+    edges_digest: str = ""  # under MPI: the frozen IR's edges, hashed before they went
 
 
 @dataclass
@@ -84,6 +86,7 @@ class _State:
     layout: MemoryLayout | None = None
     compute_sets: ComputeSetPlans | None = None
     lowered: LoweredPrograms | None = None
+    edges_digest: str = ""
 
 
 def _complete_mapping(s: _State) -> None:
@@ -102,6 +105,15 @@ def _lay_out_variables(s: _State) -> None:
 def _plan_compute_sets(s: _State) -> None:
     assert s.layout is not None
     s.compute_sets = plan_compute_sets(s.graph, s.programs, s.layout, s.options)
+
+
+def _release_edges(s: _State) -> None:
+    """The plans hold what the edges said: the rest of the build goes without them (under MPI,
+    their digest stays, for the ranks to check they built alike)."""
+    if launched_ranks() > 1:
+        e = s.graph.edges
+        s.edges_digest = ir_digest([e.vertex, e.field, e.var, e.offset, e.count])
+    s.graph = s.graph.without_edges()
 
 
 # Control code: a sync, a branch or a step descriptor per program on every tile (an
@@ -150,6 +162,7 @@ PASSES = [
     ("analyse liveness", _analyse_liveness),
     ("lay out variables", _lay_out_variables),
     ("plan compute sets", _plan_compute_sets),
+    ("release edges", _release_edges),
     ("account control code", _account_control_code),
     ("check memory", _check_memory),
     ("fix addresses", _fix_addresses),
@@ -157,14 +170,17 @@ PASSES = [
 ]
 
 
-def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions) -> CompiledGraph:
-    """Run every pass in order and package the result."""
+def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions
+                  ) -> tuple[GraphIR, CompiledGraph]:
+    """Run every pass in order and package the result, with the IR as the passes leave it (its
+    edges go once the compute sets are planned: pass the only reference to ``graph``)."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
             raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
     replication = Replication(graph.replication_factor, graph.target.getNumTiles(),
                               graph.device_target or graph.target, graph.replica_index_constants)
     state = _State(graph, programs, options, replication)
+    del graph  # the state's is the one the passes change
     times = {}
     debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"
     with Progress(len(PASSES)) as progress:
@@ -175,13 +191,14 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
             times[name] = time.perf_counter() - start
             if debug:
                 print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
-    layout, replication = state.layout, state.replication
+    graph, layout, replication = state.graph, state.layout, state.replication
     assert layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,
                                     h.shape) for name, h in graph.host_handles.items()}
-    return CompiledGraph(replication.device, graph.streams, options, state.mapping, layout, state.lowered,
-                         _initial_values(graph, layout), _index_constants(graph, layout), transfers,
-                         replication, state.liveness, times)
+    compiled = CompiledGraph(replication.device, graph.streams, options, state.mapping, layout, state.lowered,
+                             _initial_values(graph, layout), _index_constants(graph, layout), transfers,
+                             replication, state.liveness, times, state.edges_digest)
+    return graph, compiled
 
 
 def _initial_values(graph: GraphIR, layout: MemoryLayout) -> list[tuple[np.ndarray, CopyPlan]]:
