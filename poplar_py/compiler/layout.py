@@ -185,8 +185,11 @@ class MemoryLayout:
         size = self.elem_size[p.interval]
         offset = self.offset[p.interval] + (p.gid - self.intervals.starts[p.interval]) * size
         tile = self.tile[p.interval]
-        linked = (p.run[1:] == p.run[:-1]) & (tile[1:] == tile[:-1])
         step = p.step * size
+        linked = p.run[1:] == p.run[:-1]
+        if not linked.any():  # a piece per run: nothing to join
+            return Located(p.run, p.flat_start(runs), p.count, tile, offset, step, size)
+        linked &= tile[1:] == tile[:-1]
         first, count, joined = arithmetic_groups(offset, p.count, step, linked)
         return Located(p.run[first], p.flat_start(runs)[first], count, tile[first], offset[first],
                        np.where(count > 1, joined, step[first]), size[first])
