@@ -32,6 +32,38 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if s.size else s
 
 
+def mix_hash(h: np.ndarray, columns: Sequence[np.ndarray]) -> np.ndarray:
+    """``h`` (uint64 per row) mixed with each of these integer columns in turn."""
+    for c in columns:
+        h = (h ^ c.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(29)
+    return h
+
+
+def first_equal(columns: list[np.ndarray]) -> np.ndarray:
+    """For each row of these equal-length integer columns, the index of the first equal row."""
+    if not columns[0].size:
+        return np.zeros(0, _I64)
+    # a hash first (one sort); checked, with an exact sort if it ever collides
+    h = mix_hash(np.zeros(columns[0].size, np.uint64), columns)
+    order = np.argsort(h, kind="stable")  # equal hashes keep their order: the first comes first
+    sh = h[order]
+    group = np.cumsum(np.concatenate(([True], sh[1:] != sh[:-1]))) - 1
+    owner = np.empty_like(order)
+    owner[order] = order[np.searchsorted(group, group)]
+    if all(np.array_equal(c[owner], c) for c in columns):
+        return owner
+    order = np.lexsort(columns[::-1])
+    rows = np.stack(columns, axis=1)[order]
+    new = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))
+    group = np.cumsum(new) - 1
+    lowest = np.full(int(group[-1]) + 1, columns[0].size, dtype=_I64)
+    np.minimum.at(lowest, group, order)
+    out = np.empty_like(order)
+    out[order] = lowest[group]
+    return out
+
+
 def exclusive_cumsum(values: np.ndarray) -> np.ndarray:
     out = np.zeros(values.size, dtype=_I64)
     if values.size > 1:

@@ -21,7 +21,7 @@ from ..codelet.pipeline import CodeletInfo, codelet_info
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import Runs, exclusive_cumsum, expand_ranges, unique_sorted
+from ..regions import Runs, exclusive_cumsum, expand_ranges, first_equal, mix_hash, unique_sorted
 from ..vertex import Direction, FieldKind
 from .layout import Located, MemoryLayout
 from .mapping import busiest_tiles
@@ -118,30 +118,6 @@ def _vertex_tiles(graph: GraphIR, vids: np.ndarray, seg: Segments, sruns: Segmen
     return tiles
 
 
-def _first_equal(columns: list[np.ndarray]) -> np.ndarray:
-    """For each row of these equal-length integer columns, the index of the first equal row."""
-    h = np.zeros(columns[0].size, np.uint64)
-    for c in columns:  # a hash first (one sort); checked, with an exact sort if it ever collides
-        h = (h ^ c.astype(np.uint64)) * np.uint64(0x9E3779B97F4A7C15)
-        h ^= h >> np.uint64(29)
-    order = np.argsort(h, kind="stable")  # equal hashes keep their order: the first comes first
-    sh = h[order]
-    group = np.cumsum(np.concatenate(([True], sh[1:] != sh[:-1]))) - 1
-    owner = np.empty_like(order)
-    owner[order] = order[np.searchsorted(group, group)]
-    if all(np.array_equal(c[owner], c) for c in columns):
-        return owner
-    order = np.lexsort(columns[::-1])
-    rows = np.stack(columns, axis=1)[order]
-    new = np.concatenate(([True], (rows[1:] != rows[:-1]).any(axis=1)))
-    group = np.cumsum(new) - 1
-    lowest = np.full(int(group[-1]) + 1, columns[0].size, dtype=_I64)
-    np.minimum.at(lowest, group, order)
-    out = np.empty_like(order)
-    out[order] = lowest[group]
-    return out
-
-
 @dataclass(frozen=True)
 class Placement:
     """Where the elements of a compute set's segments live. Segments with the same runs on the
@@ -192,7 +168,7 @@ def _place(seg: Segments, sruns: SegmentRuns, vertex_tile: np.ndarray, layout: M
     runs = sruns.runs
     if single.size:
         r = sruns.first[single]
-        same[single] = single[_first_equal([vertex_tile[single], runs.var[r], runs.offset[r], runs.count[r],
+        same[single] = single[first_equal([vertex_tile[single], runs.var[r], runs.offset[r], runs.count[r],
                                             runs.stride[r]])]
     multi = np.flatnonzero(sruns.count > 1)
     if multi.size:
@@ -215,12 +191,9 @@ def _first_equal_runs(segments: np.ndarray, sruns: SegmentRuns, vertex_tile: np.
     runs = sruns.runs
     first = exclusive_cumsum(sruns.count[segments])
     position = np.arange(rows.size) - np.repeat(first, sruns.count[segments])
-    u = np.uint64
-    h = position.astype(u) * u(0xD6E8FEB86659FD93)
-    for c in (runs.var[rows], runs.offset[rows], runs.count[rows], runs.stride[rows]):
-        h = (h ^ c.astype(u)) * u(0x9E3779B97F4A7C15)
-        h ^= h >> u(29)
-    same = _first_equal([vertex_tile[segments], sruns.count[segments], np.add.reduceat(h, first).view(_I64)])
+    h = mix_hash(position.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93),
+                 [runs.var[rows], runs.offset[rows], runs.count[rows], runs.stride[rows]])
+    same = first_equal([vertex_tile[segments], sruns.count[segments], np.add.reduceat(h, first).view(_I64)])
     moved = np.flatnonzero(same != np.arange(segments.size))
     if moved.size:
         mine, theirs = sruns.rows(segments[moved]), sruns.rows(segments[same[moved]])
@@ -301,7 +274,7 @@ def _same_elements(reps: np.ndarray, place: Placement, sruns: SegmentRuns, verte
     total = np.add.reduceat(c * g + s * tri, first)
     total2 = np.add.reduceat(c * g * g + u(2) * g * s * tri + s * s * squares, first)
     key = [vertex_tile[segments], np.add.reduceat(runs.count, first), total.view(_I64), total2.view(_I64)]
-    same = _first_equal(key)
+    same = first_equal(key)
 
     def elements(k: int) -> np.ndarray:
         return np.stack(sruns.runs.select(sruns.rows(segments[k:k + 1])).elements())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import exclusive_cumsum, expand_ranges, union, union_grouped, unique_sorted
+from ..regions import exclusive_cumsum, expand_ranges, first_equal, union, union_grouped, unique_sorted
 from . import native_copy, threads
 
 _I64 = np.int64
@@ -86,9 +86,9 @@ def _broadcast_bytes(tile: np.ndarray, count: np.ndarray, size: np.ndarray, gid:
     n = np.where(gstep == 0, 1, count)
     step = np.where(n == 1, 1, np.abs(gstep))
     lo = np.where(gstep < 0, gid - (n - 1) * step, gid)
-    columns = (tile, size, step, lo % step)
-    kind, first = _row_groups(columns)
-    kind, qlo, qhi = union_grouped(kind, lo // step, lo // step + n)
+    columns = [tile, size, step, lo % step]
+    first, kind = np.unique(first_equal(columns), return_inverse=True)
+    kind, qlo, qhi = union_grouped(kind.reshape(-1), lo // step, lo // step + n)
     tile, size, step, residue = (c[first[kind]] for c in columns)
     lo, n = qlo * step + residue, qhi - qlo
     place = tile * 16 + size
@@ -106,20 +106,6 @@ def _broadcast_bytes(tile: np.ndarray, count: np.ndarray, size: np.ndarray, gid:
                                         np.concatenate((lo[plain] + n[plain], e_lo + 1)))
         out += np.bincount(group // 16, weights=(uhi - ulo) * (group % 16), minlength=num_tiles).astype(_I64)
     return out
-
-
-def _row_groups(columns: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of these equal-length columns, the id of its distinct row (in sorted order), and
-    per id one row holding it."""
-    order = np.lexsort(columns[::-1])
-    differs = np.zeros(order.size, dtype=bool)
-    differs[:1] = True
-    for c in columns:
-        sc = c[order]
-        differs[1:] |= sc[1:] != sc[:-1]
-    ids = np.empty(order.size, _I64)
-    ids[order] = np.cumsum(differs) - 1
-    return ids, order[differs]
 
 
 def _meets_other_step(place: np.ndarray, lo: np.ndarray, hi: np.ndarray, step: np.ndarray) -> np.ndarray:

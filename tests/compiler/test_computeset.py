@@ -523,8 +523,8 @@ def test_segments_of_several_runs_share_a_placement_only_when_their_runs_are_equ
     from poplar_py.compiler import computeset
 
     if collide:  # only the multi-run segments' search (three columns: tile, runs, hash)
-        first_equal = computeset._first_equal
-        monkeypatch.setattr(computeset, "_first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
+        first_equal = computeset.first_equal
+        monkeypatch.setattr(computeset, "first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
                             if len(columns) == 3 else first_equal(columns))
     device, graph = make(tiles=2)
     x = graph.addVariable(poplar.FLOAT, [8], "x")
