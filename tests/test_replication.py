@@ -97,6 +97,64 @@ def test_replica_index_out_of_range_is_named():
         engine.connectStreamToCallback("in", lambda p: None, replicaIndex="a")
 
 
+CHECK = """
+from poplar_py import Vertex, Input, InOut, UNSIGNED_INT
+
+class Check(Vertex):
+    replica: Input[UNSIGNED_INT]
+    steps: InOut[UNSIGNED_INT]
+    failOn: UNSIGNED_INT
+
+    def compute(self):
+        self.steps += 1
+        assert self.replica != self.failOn
+"""
+
+
+def _checks(tmp_path, fail_on: list[int]):
+    """A replicated graph of one compute set per entry of ``fail_on``, each counting into
+    ``steps`` and failing on replica ``fail_on[i]``."""
+    device = model(4)
+    graph = poplar.Graph(device, replication_factor=4)
+    (tmp_path / "check.py").write_text(CHECK)
+    graph.addCodelets(str(tmp_path / "check.py"))
+    index = graph.addReplicationIndexConstant("index")
+    steps = graph.addVariable(poplar.UNSIGNED_INT, [], "steps")
+    graph.setTileMapping(index, 0)
+    graph.setTileMapping(steps, 0)
+    graph.createHostRead("steps", steps)
+    programs = []
+    for i, replica in enumerate(fail_on):
+        cs = graph.addComputeSet(f"check{i}")
+        v = graph.addVertex(cs, "Check", {"replica": index, "steps": steps})
+        graph.setInitialValue(v["failOn"], replica)
+        graph.setTileMapping(v, 0)
+        programs.append(prog.Execute(cs))
+    return _engine(graph, prog.Sequence(programs), device)
+
+
+def _counts(engine) -> dict[str, int]:
+    return {row["name"]: row["count"] for row in engine.getProfile()["execution"]["steps"]}
+
+
+def test_local_steps_raise_the_first_failure_by_step_then_replica(tmp_path):
+    # compute sets run replica by replica; the error is the one running step by step meets first,
+    # and a replica after a failing one stops at the failing step
+    engine = _checks(tmp_path, [9, 3, 1, 0])
+    with pytest.raises(poplar.VertexError, match=r"on tile 0 of replica 3 in compute set 'check1'"):
+        engine.run()
+    assert [int(engine.readTensor("steps", replicaIndex=r)) for r in range(4)] == [4, 3, 3, 2]
+    assert _counts(engine) == {"check0": 1}  # the steps before the failing one
+
+
+def test_local_steps_without_failures_run_every_step_on_every_replica(tmp_path):
+    engine = _checks(tmp_path, [9, 9, 9])
+    engine.run()
+    engine.run()
+    assert [int(engine.readTensor("steps", replicaIndex=r)) for r in range(4)] == [6] * 4
+    assert _counts(engine) == {"check0": 2, "check1": 2, "check2": 2}
+
+
 def _stream_graph(mode=None):
     device = model(4)
     graph = poplar.Graph(device, replication_factor=4)

@@ -5,11 +5,16 @@ that knows how to run itself on a :class:`Machine` and what it costs
 (:class:`~poplar_py.compiler.costs.StepCost`); control steps (Sequence, Repeat, loops, If,
 Switch, Call) run their children. In a replicated graph a leaf step runs its one replica's plan
 on every replica's memories in turn (:mod:`replicas`), and raises the first error of any replica
-(on every MPI rank) once all have run.
+(on every MPI rank) once all have run. Consecutive leaves that touch only their own replica's
+memories (compute sets, copies within a replica, syncs) run as one :class:`ReplicaSegment`:
+each replica through all of them before the next, so that one replica's data stays in the
+host's caches; no such step reads another replica's memories, so the order gives the same
+memories.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -90,6 +95,16 @@ class Step:
         and whether it runs on every replica (else it spans the device)."""
         return []
 
+    def replica_leaves(self) -> list[Step] | None:
+        """The leaves this step runs, in order, when each runs on one replica's memories alone
+        (see :meth:`run_on`) and nothing else happens; None when it does more (host transfers,
+        control flow, cross-replica copies)."""
+        return None
+
+    def run_on(self, m: Machine, replica: int) -> None:
+        """Run on ``replica``'s memories only (a leaf of :meth:`replica_leaves`)."""
+        raise NotImplementedError
+
     def outline(self) -> str:
         """The step tree's shape: kinds, labels, counts and children (what MPI ranks compare)."""
         parts = []
@@ -126,10 +141,16 @@ class CopyStep(Step):
     def run(self, m: Machine) -> None:
         if self.replicated:
             for replica in m.world.replicas:
-                m.world.copy(self.plan, m.base, replica)
+                self.run_on(m, replica)
         else:
             m.world.copy(self.plan, m.base, None)
         m.record.counts[self.id] += 1
+
+    def replica_leaves(self) -> list[Step] | None:
+        return [self] if self.replicated else None
+
+    def run_on(self, m: Machine, replica: int) -> None:
+        m.world.copy(self.plan, m.base, replica)
 
     def moves(self) -> list[Move]:
         return [(COPY, self.plan, self.replicated)]
@@ -238,8 +259,14 @@ class ExecuteStep(Step):
     kind: ClassVar[str] = "OnTileExecute"
 
     def run(self, m: Machine) -> None:
-        m.on_replicas(lambda r: self.runner.run(m.arena, m.record, self.id, m.world, r))
+        m.on_replicas(lambda r: self.run_on(m, r))
         m.record.counts[self.id] += 1
+
+    def replica_leaves(self) -> list[Step] | None:
+        return [self]
+
+    def run_on(self, m: Machine, replica: int) -> None:
+        self.runner.run(m.arena, m.record, self.id, m.world, replica)
 
     def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)
@@ -260,6 +287,12 @@ class SyncStep(Step):
 
     def run(self, m: Machine) -> None:
         m.record.counts[self.id] += 1
+
+    def replica_leaves(self) -> list[Step] | None:
+        return [self]
+
+    def run_on(self, m: Machine, replica: int) -> None:
+        """A sync moves nothing: only its count (kept by the segment) is recorded."""
 
 
 @dataclass
@@ -290,13 +323,75 @@ class CycleStampStep(Step):
         return [(SCATTER, self.write, True), *([(GATHER, self.since, True)] if self.since else [])]
 
 
+@dataclass(frozen=True)
+class ReplicaSegment:
+    """Consecutive leaves that each run on one replica's memories alone, run replica by replica:
+    each replica through every step before the next replica starts (when this process runs its
+    replicas alone; else step by step, every rank in step). A failing step stops its replica,
+    and later replicas stop at that step too; the first failure by (step, replica) is raised on
+    every rank, as running step by step would (earlier replicas may have run further steps)."""
+
+    steps: tuple[Step, ...]
+
+    def run(self, m: Machine) -> None:
+        if not m.world.runs_alone():
+            for s in self.steps:
+                s.run(m)
+            return
+        failure: tuple[int, int, Exception] | None = None
+        for replica in m.world.replicas:
+            for i, s in enumerate(self.steps):
+                if failure is not None and i > failure[0]:
+                    break
+                try:
+                    s.run_on(m, replica)
+                except Exception as exc:  # raised once every replica has run (on every rank)
+                    if failure is None or i < failure[0]:
+                        failure = (i, replica, exc)
+                    break
+                except BaseException as exc:  # Ctrl-C: the job ends
+                    m.world.abort(exc)
+        done = len(self.steps) if failure is None else failure[0]
+        for s in self.steps[:done]:
+            m.record.counts[s.id] += 1
+        m.world.agree(None if failure is None else failure[2], () if failure is None else failure[:2])
+
+
 @dataclass
 class SequenceStep(Step):
     steps: list[Step]
 
     def run(self, m: Machine) -> None:
-        for s in self.steps:
+        for s in self.runs:
             s.run(m)
+
+    def replica_leaves(self) -> list[Step] | None:
+        leaves: list[Step] = []
+        for s in self.steps:
+            more = s.replica_leaves()
+            if more is None:
+                return None
+            leaves.extend(more)
+        return leaves
+
+    @functools.cached_property
+    def runs(self) -> list[Step | ReplicaSegment]:
+        """The children, with each run of consecutive replica-local ones (see
+        :meth:`Step.replica_leaves`) as one segment."""
+        runs: list[Step | ReplicaSegment] = []
+        segment: list[Step] = []
+        for s in self.steps:
+            leaves = s.replica_leaves()
+            if leaves is None:
+                if segment:
+                    runs.append(ReplicaSegment(tuple(segment)))
+                    segment = []
+                runs.append(s)
+            else:
+                segment.extend(leaves)
+        if segment:
+            runs.append(ReplicaSegment(tuple(segment)))
+        return runs
 
 
 @dataclass

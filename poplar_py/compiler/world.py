@@ -101,6 +101,11 @@ class World:
         """Where a replica's memories start in the arena (None: a plan over the device)."""
         return 0 if replica is None else replica * self.stride
 
+    def runs_alone(self) -> bool:
+        """Whether this process holds every replica it runs whole, so that a step on one
+        replica's memories involves no other process."""
+        return True
+
     def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
         """A tile-to-tile copy on ``replica``'s memories (None: a plan over the device)."""
         at = base + self.offset(replica)
@@ -191,6 +196,9 @@ class MpiWorld(World):
 
     def _whole(self, replica: int | None) -> bool:
         return replica is not None and self.owner[replica] >= 0
+
+    def runs_alone(self) -> bool:
+        return all(self.owner[r] == self.rank for r in self.replicas)
 
     def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
         if self._whole(replica):
