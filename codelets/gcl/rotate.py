@@ -1,20 +1,21 @@
 """gcl's rotation of a collective's work buffer by a replica's position on the ring.
 
-The host code gives each vertex a run of columns of an ``[R, columns]`` buffer, one vector
-per row (each contiguous on the vertex's tile, so nothing is staged through exchange buffers).
-``replica`` is the replication index (a constant on the vertex's tile) and ``positions`` the
-ring position of each replica.
+The host code gives each tile one vertex holding the tile's runs of columns of an
+``[R, columns]`` buffer: for each run, its R rows in order, one vector each (each contiguous on
+the tile, so nothing is staged through exchange buffers). ``replica`` is the replication index
+(a constant on the vertex's tile) and ``positions`` the ring position of each replica.
 """
 
-from poplar_py import UNSIGNED_INT, Input, Output, Vector, VectorList, Vertex
+from poplar_py import UNSIGNED_INT, Input, MultiVertex, Output, Vector, VectorList
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
 
 
-class Rotate(Vertex):
+class Rotate(MultiVertex):
     """Row j of ``out`` = row ``(p + j) mod numRows`` of ``base``, p this replica's ring position
-    (``-p`` when ``inverse``, which undoes the rotation)."""
+    (``-p`` when ``inverse``, which undoes the rotation), in every run of columns; workers share
+    each run's columns."""
 
     vertexName = "gcl::Rotate"
     replica: Input[UNSIGNED_INT]
@@ -24,11 +25,21 @@ class Rotate(Vertex):
     numRows: UNSIGNED_INT
     inverse: bool
 
-    def compute(self):
-        row = self.positions[self.replica] % self.numRows
+    def compute(self, workerId):
+        rows = self.numRows
+        shift = self.positions[self.replica] % rows
         if self.inverse:
-            row = (self.numRows - row) % self.numRows
-        for j in range(self.numRows):
-            for e in range(len(self.out[j])):
-                self.out[j][e] = self.base[row][e]
-            row = row + 1 if row + 1 < self.numRows else 0
+            shift = (rows - shift) % rows
+        workers = self.numWorkers()
+        for first in range(0, len(self.out), rows):
+            n = len(self.out[first])
+            begin = workerId * n // workers
+            end = (workerId + 1) * n // workers
+            row = shift
+            for j in range(rows):
+                source = self.base[first + row]
+                target = self.out[first + j]
+                for e in range(begin, end):
+                    target[e] = source[e]
+                row = row + 1 if row + 1 < rows else 0
+        return True

@@ -64,8 +64,8 @@ class Ring:
                out: Tensor | None = None) -> Tensor:
         """``out`` (by default a new tensor mapped like ``buf``), whose row j becomes ``buf``'s row
         ``p + j`` (mod R), p this replica's ring position (``-p``: ``inverse`` undoes a rotation).
-        One compute set of ``gcl::Rotate`` vertices, each tile's columns split between its workers,
-        each vertex reading the replication index from a constant on its tile."""
+        One compute set of one ``gcl::Rotate`` MultiVertex per tile, its workers sharing the tile's
+        columns, each reading the replication index from a constant on its tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
@@ -73,18 +73,22 @@ class Ring:
         positions[list(self.order)] = np.arange(self.size)
         out = graph.clone(buf, name) if out is None else out
         cs = graph.addComputeSet(name)
-        tiles, begin, end = _worker_columns(graph, buf[0])
-        used, which = np.unique(tiles, return_inverse=True)
+        begin, end, tile = graph.tile_intervals(buf[0])
+        order = np.argsort(tile, kind="stable")
+        begin, end, tile = begin[order], end[order], tile[order]
+        tiles, runs = np.unique(tile, return_counts=True)
         replicas = []
-        for tile in used.tolist():
-            replicas.append(graph.addReplicationIndexConstant(f"{name}/replicationIndex{tile}"))
-            graph.setTileMapping(replicas[-1], tile)
-        rows = Rows(np.full(tiles.size, self.size), *_every_row(begin, end, self.size, buf.dim(1)),
-                    np.arange(tiles.size * self.size))
-        nbytes = (end - begin) * graph.getTarget().getTypeSize(buf.elementType())
+        for t in tiles.tolist():
+            replicas.append(graph.addReplicationIndexConstant(f"{name}/replicationIndex{t}"))
+            graph.setTileMapping(replicas[-1], t)
+        rows = Rows(runs * self.size, *_every_row(begin, end, self.size, buf.dim(1)),
+                    np.arange(begin.size * self.size))
+        target = graph.getTarget()
+        perf = rotate_cycles(self.size, end - begin, target.getTypeSize(buf.elementType()),
+                             np.repeat(np.arange(tiles.size), runs), target.getNumWorkerContexts())
         graph.add_vertices(cs, vertex, tiles, {"base": (buf, rows), "out": (out, rows)},
                            state={"positions": positions, "numRows": self.size, "inverse": inverse},
-                           each={"replica": (replicas, which)}, perf=rotate_cycles(self.size, nbytes))
+                           each={"replica": (replicas, np.arange(tiles.size))}, perf=perf)
         prog.add(prog_.Execute(cs))
         return out
 
@@ -98,22 +102,20 @@ class Ring:
         return [self.order[(j - 1) % self.size] for j in range(self.size)]
 
 
-def rotate_cycles(rows: int, nbytes: np.ndarray) -> np.ndarray:
-    """Worker cycles of ``gcl::Rotate`` vertices moving ``nbytes`` per row: entry and a few per row,
-    then 64-bit loads and stores, 8 bytes a cycle (the rate of on-tile copies in the cycle model)."""
-    return 20 + 5 * rows + -(-rows * nbytes // 8)
-
-
-def _worker_columns(graph: Graph, row: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The tile intervals of ``row``, by tile, each cut into at most ``getNumWorkerContexts()``
-    near-equal pieces: per piece its tile and ``[begin, end)``."""
-    begin, end, tile = graph.tile_intervals(row)
-    order = np.argsort(tile, kind="stable")
-    begin, length, tile = begin[order], end[order] - begin[order], tile[order]
-    count = np.minimum(graph.getTarget().getNumWorkerContexts(), length)
+def rotate_cycles(rows: int, length: np.ndarray, size: int, vertex: np.ndarray, workers: int) -> np.ndarray:
+    """Cycles of each ``gcl::Rotate`` MultiVertex, from its runs of ``length`` columns of ``size``
+    bytes (run k on vertex ``vertex[k]``, vertices in order, each with a run): each run cut into
+    at most ``workers`` near-equal pieces, handed to the workers in turn; a piece costs entry and
+    a few cycles per row, then its 64-bit loads and stores, 8 bytes a cycle (the rate of on-tile
+    copies in the cycle model); the tile takes ``workers`` x its busiest worker."""
+    count = np.minimum(workers, length)
     owner, k = expand_ranges(np.zeros_like(count), count)
-    begin, length, count = begin[owner], length[owner], count[owner]
-    return tile[owner], begin + length * k // count, begin + length * (k + 1) // count
+    piece = length[owner] * (k + 1) // count[owner] - length[owner] * k // count[owner]
+    cycles = 20 + 5 * rows + -(-rows * piece * size // 8)
+    first = np.searchsorted(vertex[owner], vertex[owner], side="left")
+    busy = np.zeros((int(vertex[-1]) + 1, workers), np.int64)
+    np.add.at(busy, (vertex[owner], (np.arange(owner.size) - first) % workers), cycles)
+    return workers * busy.max(axis=1)
 
 
 def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) -> Tensor:
