@@ -59,7 +59,7 @@ from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
-from .vertex_table import EDGE_COLUMNS, PERF, TILE, FieldSlot, VertexTable
+from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
 __all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "ReplicatedStreamMode",
            "TensorCloneMethod", "VariableMappingMethod", "VertexRef", "replication_factor"]
@@ -715,7 +715,7 @@ class Graph:
         handles = {name: ir.HostHandleIR(name, h.write, h.tensor.runs(), h.tensor.elementType(),
                                          tuple(h.tensor.shape()))
                    for name, h in self._host_handles.items()}
-        edges = ir.freeze_edges([table.edge_column(k) for k in range(len(EDGE_COLUMNS))], rows[:, 1], num_cs)
+        edges = ir.freeze_edges(table.edge_columns(), rows[:, 1], num_cs)
         return ir.GraphIR(
             self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),

@@ -21,6 +21,7 @@ from .vertex import Direction, FieldKind, FieldSpec, Vertex
 VERTEX_COLUMNS = ("class", "compute set", "tile", "perf estimate", "source")
 EDGE_COLUMNS = ("vertex", "field", "row", "connection", "var", "offset", "count", "stride")
 _NV, _NE = len(VERTEX_COLUMNS), len(EDGE_COLUMNS)
+_BLOCK_ROWS = 1 << 16  # edge rows de-interleaved at a time (4 MiB: stays in cache)
 TILE, PERF = 2, 3
 NO_ROW = -1  # the row of a field that is not a list
 _FIELD_SPACE = 1 << 16  # more fields than any class has
@@ -218,11 +219,15 @@ class VertexTable:
         return np.frombuffer(self.rows, np.int64).reshape(-1, _NV).copy() if self.rows else \
             np.zeros((0, _NV), np.int64)
 
-    def edge_column(self, k: int) -> np.ndarray:
-        """A copy of column ``k`` of the edge rows."""
-        view = np.frombuffer(self.edges, np.int64)[k::_NE]
-        out = view.copy()
-        del view  # the buffer must not stay exported: appending resizes it
+    def edge_columns(self) -> list[np.ndarray]:
+        """Copies of the edge rows' columns, read in blocks of rows (each block once for every
+        column, where a column at a time would read all the rows once per column)."""
+        rows = np.frombuffer(self.edges, np.int64).reshape(-1, _NE)
+        out = [np.empty(rows.shape[0], np.int64) for _ in range(_NE)]
+        for lo in range(0, rows.shape[0], _BLOCK_ROWS):
+            for k, column in enumerate(out):
+                column[lo:lo + _BLOCK_ROWS] = rows[lo:lo + _BLOCK_ROWS, k]
+        del rows  # the buffer must not stay exported: appending resizes it
         return out
 
     def num_edges(self) -> int:

@@ -268,18 +268,17 @@ def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[li
     order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
     placed = np.asarray([segments[k][0] for k in order], _I64)  # the variables, in placing order
     # A tile's few segments: one matrix of whose lives meet; many: a row at a time (memory).
-    matrix = liveness.meeting(placed) if placed.size <= _PAIRWISE_SEGMENTS else None
-    starts, ends = np.zeros(len(segments), _I64), np.zeros(len(segments), _I64)  # of the segments placed
+    rows = liveness.meeting(placed).tolist() if placed.size <= _PAIRWISE_SEGMENTS else None
+    spans: list[tuple[int, int]] = []  # [start, end) of the segments placed, in placing order
     offsets = [0] * len(segments)
-    for n, k in enumerate(order):
+    for n, k in enumerate(order):  # plain Python: a tile has tens of segments, numpy's calls cost more
         nbytes = segments[k][1]
-        lives = matrix[n, :n] if matrix is not None else liveness.meets(int(placed[n]), placed[:n])
-        meet = np.flatnonzero(lives)
+        lives = rows[n] if rows is not None else liveness.meets(int(placed[n]), placed[:n]).tolist()
         at = 0
-        for a, b in sorted(zip(starts[meet].tolist(), ends[meet].tolist())):
+        for a, b in sorted(span for span, meets in zip(spans, lives) if meets):
             if at + nbytes <= a:
                 break
-            at = max(at, int(align(b)))
+            at = max(at, align(b))
         offsets[k] = at
-        starts[n], ends[n] = at, at + nbytes
-    return offsets, int(ends.max(initial=0))
+        spans.append((at, at + nbytes))
+    return offsets, max((b for _, b in spans), default=0)
