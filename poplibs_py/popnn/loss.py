@@ -27,8 +27,10 @@ from .. import popops
 from ..popops import expr as pe
 from ..popops.encoding import MASKED_LABEL_CODE
 from ..popops.expr import _1, _2, _3, _4, _5
+from ..popops.perf_estimation import registerDefaultEstimator
 from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._rows import map_rows, row_tiles
+from .perf_estimation import calcAccuracyEstimator, reduceArgRowsEstimator
 
 __all__ = ["CROSS_ENTROPY_LOSS", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF", "MASKED_LABEL_CODE",
            "SUM_SQUARED_LOSS", "LossType", "argMax", "argMin", "calcAccuracy", "calcLoss",
@@ -67,6 +69,7 @@ def _reduce_arg(graph: Graph, t: Tensor, prog: prog_.Sequence, isMax: bool,
     map_rows(graph, indices, tiles)
     cs = graph.addComputeSet(name)
     vertex = templateVertex("popnn::ReduceArgRows", t.elementType(), isMax)
+    registerDefaultEstimator(graph, vertex, reduceArgRowsEstimator(t.elementType()))
     order = np.argsort(tiles, kind="stable")  # rows by tile: one vertex per tile
     vertex_tiles, per_vertex = np.unique(tiles, return_counts=True)
     owner = np.repeat(np.arange(vertex_tiles.size), per_vertex)
@@ -127,7 +130,9 @@ def calcAccuracy(graph: Graph, modelOutputs: Tensor, expected: Tensor, numCorrec
     seq = prog_.Sequence()
     indices = argMax(graph, modelOutputs, seq, f"{name}/argMax")
     cs = graph.addComputeSet(f"{name}/count")
-    v = graph.addVertex(cs, templateVertex("popnn::CalcAccuracy", expected.elementType()),
+    vertex = templateVertex("popnn::CalcAccuracy", expected.elementType())
+    registerDefaultEstimator(graph, vertex, calcAccuracyEstimator)
+    v = graph.addVertex(cs, vertex,
                         {"maxIndex": indices, "expected": expected, "numCorrect": numCorrect.reshape([])})
     graph.setTileMapping(v, _tile_of(graph, numCorrect))
     seq.add(prog_.Execute(cs))

@@ -9,15 +9,20 @@ halves) on one worker. poplar-py runs them as generated ``map`` vertices costed 
 formulas (:class:`~poplibs_py.popops.perf_estimation.MapCost`); HARD_SIGMOID, which PopLibs has
 no vertex for, keeps the cost of its expression. The softmaxes are reductions and maps, costed
 as those.
+
+Classification (``popnn::ReduceArgRows``, ``CalcAccuracy``) follows PopLibs' ``ReduceMaxClassGather``
+and ``CalcAccuracy`` estimators; the loss itself is one-hot encoding, maps and a reduction, costed
+by popops' estimators.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from poplar_py import FLOAT, Target, Type
+from poplar_py import FLOAT, HALF, Target, Type, VertexPerfEstimate
 
-from ..popops.perf_estimation import MapCost
+from ..popops.perf_estimation import MapCost, rowSizes
 
 #: a non-linearity's cycles per element and per vector in the loop (float, half), forward
 _FORWARD_OPS = {"RELU": ((1, 1), (1, 1)), "SIGMOID": ((5, 10), (2, 4)), "TANH": ((5, 10), (1, 2)),
@@ -78,3 +83,36 @@ def nonLinearityGradCost(nl: str, t: Type) -> MapCost | None:
 
 def _total(rows: Sequence[int]) -> int:
     return int(sum(rows))
+
+
+# ---- classification ---------------------------------------------------------------------------
+
+#: ``ReduceMaxClassGather``'s supervisor: the vertex's entry, then calling and syncing the workers
+ARG_SUPERVISOR_CYCLES = 5 + 4
+
+
+def argRowCycles(t: Type, n: int) -> int:
+    """A worker finding the arg max (or min) of a row of ``n`` elements, as one worker pass of
+    PopLibs' ``ReduceMaxClassGather``: its assembly for float and half (set-up, 3 cycles an element
+    in the loop, the index worked out and stored), its compiled loop for integers."""
+    if t in (FLOAT, HALF):
+        return 3 + 2 + 4 + 3 + 1 + 3 + 1 + 3 * (n - 1) + 3 + 6 + 4
+    return 22 + 6 * n + 25
+
+
+def reduceArgRowsEstimator(t: Type) -> Callable[[Any, Target], VertexPerfEstimate]:
+    """``popnn::ReduceArgRows``: worker ``w`` takes rows ``w, w + workers, ...``, one
+    :func:`argRowCycles` pass each; the tile takes its workers x the busiest one, and the supervisor."""
+
+    def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
+        workers = target.getNumWorkerContexts()
+        rows = rowSizes(vertex.getFieldInfo("rows"))
+        busiest = max((sum(argRowCycles(t, n) for n in rows[w::workers]) for w in range(workers)), default=0)
+        return VertexPerfEstimate(ARG_SUPERVISOR_CYCLES + workers * busiest)
+
+    return estimate
+
+
+def calcAccuracyEstimator(vertex: Any, target: Target) -> VertexPerfEstimate:
+    """``popnn::CalcAccuracy``: entry and set-up, then 4 cycles a row (two loads, compare, add)."""
+    return VertexPerfEstimate(5 + 8 + 4 * vertex.getFieldInfo("expected").size() + 1)

@@ -13,6 +13,7 @@ from poplar_py import program as prog_
 
 from ..poputil import PoplibsError, splitRegionsBetweenWorkers, templateVertex
 from ._common import check_writeable
+from .perf_estimation import encodeOneHotEstimator, iotaEstimator, registerDefaultEstimator
 
 __all__ = ["MASKED_LABEL_CODE", "encodeOneHot", "iota"]
 
@@ -43,6 +44,7 @@ def iota(graph: Graph, t: Tensor, start: int, prog: prog_.Sequence, debugName: s
     check_writeable(t, name)
     cs = graph.addComputeSet(name)
     vertex = templateVertex("popops::Iota", t.elementType())
+    registerDefaultEstimator(graph, vertex, iotaEstimator(t.elementType()))
     for tile, part in _partitions(graph, t):
         v = graph.addVertex(cs, vertex, {"out": [t.slice(iv.begin(), iv.end()) for iv in part]})
         # the start of each segment, wrapped to the type as the codelet's arithmetic wraps
@@ -98,6 +100,7 @@ def encodeOneHot(graph: Graph, indices: Tensor, encoded: Tensor, prog: prog_.Seq
     flat = encoded.flatten()
     cs = graph.addComputeSet(name)
     vertex = templateVertex("popops::EncodeOneHot", indices.elementType(), type_)
+    registerDefaultEstimator(graph, vertex, encodeOneHotEstimator(indices.elementType(), type_))
     for tile, part in _partitions(graph, encoded):
         segments = [seg for iv in part for seg in _row_segments(iv, cols)]
         v = graph.addVertex(cs, vertex, {

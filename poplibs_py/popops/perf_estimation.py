@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from poplar_py import BOOL, FLOAT, HALF, Graph, Target, Type, VertexPerfEstimate
+from poplar_py import BOOL, FLOAT, HALF, UNSIGNED_INT, Graph, Target, Type, VertexPerfEstimate
 
 from . import expr as pe
 from . import op_cycles
@@ -191,6 +191,36 @@ def fill2dEstimator(t: Type) -> Callable[[Any, Target], VertexPerfEstimate]:
 def cast2dEstimator(src: Type, dst: Type) -> Callable[[Any, Target], VertexPerfEstimate]:
     """``popops::Cast2d``: costed as ``Cast1D`` over the longest worker row."""
     return MapCost("Cast1D", lambda rows, target: castCycles(src, dst, rows, target)).estimator("dst")
+
+
+# ---- encoding ---------------------------------------------------------------------------------
+
+#: cycles an index of ``EncodeOneHot``: PopLibs' assembly vertex (unsigned indices, half output)
+#: at the worst case of its branches, with the masked-index check; its C++ vertex
+ONE_HOT_ASM_CYCLES, ONE_HOT_CYCLES = 62 + 12, 100
+
+
+def encodeOneHotEstimator(indexType: Type, outType: Type) -> Callable[[Any, Target], VertexPerfEstimate]:
+    """``popops::EncodeOneHot`` over its ``indices``: PopLibs' per-index figure. PopLibs runs one
+    supervisor vertex over the tile's indices; poplar-py's worker vertices share them out, so the
+    tile's workers x its busiest worker comes to the same (its supervisor's entry left out)."""
+    per_index = ONE_HOT_ASM_CYCLES if (indexType, outType) == (UNSIGNED_INT, HALF) else ONE_HOT_CYCLES
+
+    def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
+        return VertexPerfEstimate(per_index * vertex.getFieldInfo("indices").size())
+
+    return estimate
+
+
+def iotaEstimator(t: Type) -> Callable[[Any, Target], VertexPerfEstimate]:
+    """``popops::Iota``: entry, then per region its set-up and 3 cycles a vector of ``t``."""
+
+    def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
+        width = target.getVectorWidth(t)
+        regions = rowSizes(vertex.getFieldInfo("out"))
+        return VertexPerfEstimate(10 + sum(4 + 3 * ceil_div(n, width) for n in regions))
+
+    return estimate
 
 
 # ---- scaled add -------------------------------------------------------------------------------

@@ -229,3 +229,77 @@ def test_user_estimators_still_win():
     engine.run()
     (step,) = [s for s in engine.getProfile()["execution"]["steps"] if s.get("compute")]
     assert step["compute"] == 1234
+
+
+def _compute_sets(build, shape, type_):
+    """The compute cycles of each compute set that runs when ``build(graph, t, seq)`` works on
+    ``t`` (``shape``, ``type_``) on one tile, and what it wrote to the tensor it returns."""
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 1
+    device = m.createDevice()
+    graph = poplar.Graph(device.getTarget())
+    popops.addCodelets(graph)
+    popnn.addCodelets(graph)
+    t = graph.addVariable(type_, shape, "t")
+    graph.setTileMapping(t, 0)
+    graph.createHostWrite("t", t)
+    seq = poplar.program.Sequence()
+    out = build(graph, t, seq)
+    graph.createHostRead("out", out)
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    x = (np.arange(int(np.prod(shape))) * 7 % 11).reshape(shape).astype(type_.dtype)
+    engine.writeTensor("t", x)
+    engine.run()
+    return [s["compute"] for s in engine.getProfile()["execution"]["steps"] if s.get("compute")], x, \
+        engine.readTensor("out")
+
+
+@pytest.mark.parametrize("out_type,per_index", [(poplar.FLOAT, 100), (poplar.HALF, 74)])
+def test_encode_one_hot(out_type, per_index):
+    # 6 rows of 8 shared between the 6 workers: a row each, PopLibs' figure an index
+    def build(graph, t, seq):
+        encoded = graph.addVariable(out_type, [6, 8], "encoded")
+        graph.setTileMapping(encoded, 0)
+        popops.encodeOneHot(graph, t, encoded, seq)
+        return encoded
+
+    (cycles,), x, got = _compute_sets(build, [6], poplar.UNSIGNED_INT)
+    assert cycles == W * per_index
+    np.testing.assert_array_equal(got, np.eye(9)[np.minimum(x, 8)][:, :8])  # 8 and over: a row of zeros
+
+
+def test_iota():
+    # 48 INTs, 8 a worker: entry, a region's set-up and 3 cycles a vector of 2
+    def build(graph, t, seq):
+        popops.iota(graph, t, 5, seq)
+        return t
+
+    (cycles,), _, got = _compute_sets(build, [48], poplar.INT)
+    assert cycles == W * (10 + 4 + 3 * 4)
+    np.testing.assert_array_equal(got, np.arange(5, 53))
+
+
+@pytest.mark.parametrize("type_,per_row", [(poplar.FLOAT, 17 + 3 * 9 + 13), (poplar.INT, 22 + 6 * 10 + 25)])
+def test_arg_max_rows(type_, per_row):
+    # 12 rows of 10: two a worker, each a ReduceMaxClassGather worker pass; the supervisor's 9
+    (cycles,), x, got = _compute_sets(lambda g, t, seq: popnn.argMax(g, t, seq), [12, 10], type_)
+    assert cycles == 9 + W * 2 * per_row
+    np.testing.assert_array_equal(got, x.argmax(axis=1))
+
+
+def test_calc_accuracy():
+    # the count: entry and set-up, 4 cycles a row, on one worker of the tile
+    def build(graph, t, seq):
+        labels = graph.addConstant(poplar.UNSIGNED_INT, [12], np.arange(12) % 10, "labels")
+        zero = graph.addConstant(poplar.UNSIGNED_INT, [1], 0, "zero")
+        correct = graph.addVariable(poplar.UNSIGNED_INT, [1], "correct")
+        for v in (labels, zero, correct):
+            graph.setTileMapping(v, 0)
+        seq.add(poplar.program.Copy(zero, correct))
+        seq.add(popnn.calcAccuracy(graph, t, labels, correct))
+        return correct
+
+    cycles, x, got = _compute_sets(build, [12, 10], poplar.FLOAT)
+    assert cycles[-1] == W * (5 + 8 + 4 * 12 + 1)
+    assert int(got[0]) == int((x.argmax(axis=1) == np.arange(12) % 10).sum())
