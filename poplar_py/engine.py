@@ -75,13 +75,13 @@ class Engine:
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
-        arena = self._exe.layout.arena
-        assert arena is not None and self._exe.layout.tile_base is not None
+        arena, shared = self._exe.layout.arena, self._exe.layout.shared
+        assert arena is not None and shared is not None and self._exe.layout.tile_base is not None
         world = make_world(self._exe.replication, self._exe.layout.tile_base)
         world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.runners,
                    _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
-        self._machine = Machine(arena, RunRecord(leaves), self._exe.lowered.functions, world)
+        self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world)
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
@@ -116,13 +116,10 @@ class Engine:
             if exe.index_constants is not None:
                 index = np.full(len(exe.replication.index_constants), r, np.uint32)
                 m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
-            for runner in exe.lowered.runners:  # the vertices' lists point into the replica's memories
-                image = runner.image
-                if image.plan is not None:
-                    at = r * exe.replication.stride
-                    image.rebase(at)
-                    m.world.scatter(image.plan, image.data.ctypes.data, m.base, r)
-                    image.rebase(-at)
+        for runner in exe.lowered.runners:  # list tables and state vectors: once, for every replica
+            image = runner.image
+            if image.plan is not None:
+                image.plan.execute(image.data.ctypes.data, m.shared.ctypes.data)
         self._loaded = True
         seeds = self._exe.host_transfers.get(HW_SEEDS_HANDLE)
         if seeds is not None:  # the tiles' random generators start from the engine's seed
@@ -365,7 +362,6 @@ def _moves(compiled: CompiledGraph) -> Iterator[Move]:
     yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
     if compiled.index_constants is not None:
         yield SCATTER, compiled.index_constants, True
-    yield from ((SCATTER, r.image.plan, True) for r in compiled.lowered.runners if r.image.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:

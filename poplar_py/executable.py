@@ -113,7 +113,7 @@ class Executable:
             raise ExecutableError(f"'{name}' could not be loaded: {type(exc).__name__}: {exc}") from exc
         ir, compiled, options = _checked_parts(loaded, name)
         for runner in compiled.lowered.runners:
-            runner.rebase(compiled.layout.arena.ctypes.data)
+            runner.rebase(compiled.layout.arena.ctypes.data, compiled.layout.shared.ctypes.data)
         return Executable(ir, compiled, options)
 
 

@@ -224,14 +224,16 @@ class ExprLowering:
 
     def _row(self, table: ir.Value, index: ir.Value) -> Vec:
         """Row ``index`` of a vector list. Entry tables never change while vertices run: the loads
-        are marked invariant, so loops read a row's pointer and length once."""
+        are marked invariant, so loops read a row's pointer and length once. An entry holds the
+        row's address in the first replica's memories (every replica shares the tables): the
+        replica's offset is added."""
         entry = self.b.gep(table, [index], inbounds=True, source_etype=ENTRY_STRUCT)
         loads = [self.b.load(self.b.gep(entry, [I32(0), I32(k)], source_etype=ENTRY_STRUCT), typ=t)
                  for k, t in ((0, PTR), (1, I64))]
         invariant = self.b.module.add_metadata([])
         for load in loads:
             load.set_metadata("invariant.load", invariant)
-        return loads[0], loads[1]
+        return self.b.gep(loads[0], [self.replica_offset], source_etype=I8), loads[1]
 
     def _checked_index(self, node: ast.Subscript) -> tuple[ir.Value, ir.Value]:
         """Evaluate container and index; in checked mode fail unless 0 <= index < len."""

@@ -178,7 +178,8 @@ class _VectorList:
         if not 0 <= k < len(self._rows):
             raise _BoundsError(self._field, k, len(self._rows))
         row = self._rows[k]
-        return _Vector(self._mem.view(int(row["ptr"]), self._dtype, int(row["size"])), self._field)
+        return _Vector(self._mem.view(int(row["ptr"]) + self._mem.offset, self._dtype, int(row["size"])),
+                       self._field)
 
     def __iter__(self) -> Any:
         for k in range(len(self._rows)):
@@ -186,11 +187,12 @@ class _VectorList:
 
 
 class _Memory:
-    """Views of the engine's arena at absolute addresses."""
+    """Views of the engine's arena at absolute addresses (a list entry's ``offset`` bytes on)."""
 
-    def __init__(self, memory: np.ndarray) -> None:
+    def __init__(self, memory: np.ndarray, offset: int = 0) -> None:
         self.memory = memory.view(np.uint8).reshape(-1)
         self.base = self.memory.ctypes.data
+        self.offset = offset
 
     def view(self, addr: int, dtype: np.dtype, count: int) -> np.ndarray:
         off = addr - self.base
@@ -316,14 +318,19 @@ class Interpreter:
         func = fn.func
         return types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
 
-    def run(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None) -> np.void | None:
-        mem = _Memory(memory)
+    def run(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
+            state_memory: np.ndarray | None = None, offset: int = 0) -> np.void | None:
+        """Run compute() for every record of ``states``: edges in ``memory``, list tables and state
+        vectors in ``state_memory`` (by default ``memory``), list entries ``offset`` bytes short
+        of their rows (a replica's offset)."""
+        mem = _Memory(memory, offset)
+        tables = mem if state_memory is None else _Memory(state_memory, offset)
         workers = range(6) if self.parsed.is_multi else [None]
         if cycles is not None:
             cycles[:] = 0  # only native kernels count cycles
         with np.errstate(all="ignore"):
             for i in range(len(states)):
-                proxy = self._proxy(states[i], mem)
+                proxy = self._proxy(states[i], mem, tables)
                 for w in workers:
                     err = self._call(proxy, w)
                     if err is not None:
@@ -331,7 +338,7 @@ class Interpreter:
                         return err
         return None
 
-    def _proxy(self, record: np.void, mem: _Memory) -> _Self:
+    def _proxy(self, record: np.void, mem: _Memory, tables: _Memory) -> _Self:
         get: dict[str, Any] = dict(self.constants)
         set_: dict[str, np.ndarray] = {}
         for index, (name, spec) in enumerate(self.parsed.fields.items()):
@@ -342,11 +349,12 @@ class Interpreter:
                 else:
                     get[name] = set_[name] = mem.view(int(record[name]), dt, 1)
             elif spec.kind is FieldKind.VECTOR:
+                where = tables if spec.direction is Direction.STATE else mem
                 get[name] = _Vector(
-                    mem.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index
+                    where.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index
                 )
             else:
-                rows = mem.view(
+                rows = tables.view(
                     int(record[f"{name}.ptr"]), VECTOR_LIST_ENTRY_DTYPE, int(record[f"{name}.size"])
                 )
                 get[name] = _VectorList(rows, index, mem, dt)

@@ -65,10 +65,11 @@ __all__ = [
 
 #: bump whenever generated code or the code-size model (:mod:`.size`) changes: it is part of
 #: every cache key
-COMPILER_VERSION = "15"
+COMPILER_VERSION = "16"
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
-    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_int64
 )
 
 
@@ -155,12 +156,13 @@ class CodeletInfo:
         self.code_bytes = _code_bytes(typed)
         self._interpreter: Interpreter | None = None
 
-    def run_interpreted(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None
-                        ) -> np.void | None:
-        """Run the Python compute() itself on views of ``memory``; None or a filled ERR_DTYPE record."""
+    def run_interpreted(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
+                        state_memory: np.ndarray | None = None, offset: int = 0) -> np.void | None:
+        """Run the Python compute() itself on views of ``memory`` (list tables and state vectors in
+        ``state_memory``, list entries ``offset`` bytes short); None or a filled ERR_DTYPE record."""
         if self._interpreter is None:
             self._interpreter = Interpreter(self.typed.parsed)
-        return self._interpreter.run(states, memory, cycles)
+        return self._interpreter.run(states, memory, cycles, state_memory, offset)
 
 
 def _code_bytes(typed: TypedCodelet) -> int:
@@ -260,12 +262,13 @@ class CompiledCodelet:
             self._ir = generate_ir(self.typed, self.key, self.options).text
         return self._ir
 
-    def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int) -> int:
+    def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int,
+            offset: int = 0) -> int:
         """Run compute() for n state records at states_addr in one native call, adding vertex i's
         cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
         0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
-        the first failure."""
-        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr)
+        the first failure. List entries hold addresses ``offset`` bytes short of their rows."""
+        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset)
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:

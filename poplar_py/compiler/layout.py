@@ -85,6 +85,10 @@ class MemoryLayout:
     tile_base: np.ndarray | None = None  # one replica's tiles
     replicas: int = 1  # the arena holds this many copies of the tile memories, back to back
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
+    # the vertices' list tables and state vectors, kept once for every replica (read-only while
+    # vertices run, alike on every replica), at their tile-memory offsets; their arena bytes stay
+    # reserved (the device's memory) and untouched
+    shared: np.ndarray | None = None
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
 
     @property
@@ -135,13 +139,17 @@ class MemoryLayout:
         sizes = align(self.tile_used)
         self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(_I64)
         self.replicas = replicas
-        self.arena = self._new_arena()
+        self.arena, self.shared = self._new_arena(), self._new_memory(self.arena_size)
 
     def _new_arena(self) -> np.ndarray:
         """Zeroed tile memories whose pages the host maps only when first touched (so a
         replica's untouched bytes take no host memory)."""
-        return np.frombuffer(mmap.mmap(-1, self.replicas * self.arena_size + ALIGN, flags=mmap.MAP_PRIVATE),
-                             dtype=np.uint8)
+        return self._new_memory(self.replicas * self.arena_size)
+
+    @staticmethod
+    def _new_memory(nbytes: int) -> np.ndarray:
+        """``nbytes`` zeroed bytes whose pages the host maps only when first touched."""
+        return np.frombuffer(mmap.mmap(-1, nbytes + ALIGN, flags=mmap.MAP_PRIVATE), dtype=np.uint8)
 
     def clear(self, lo: int, hi: int) -> None:
         """Zero the arena's bytes ``[lo, hi)``, handing their whole pages back to the host."""
@@ -156,15 +164,16 @@ class MemoryLayout:
         self.arena.base.obj.madvise(mmap.MADV_DONTNEED, a, b - a)
 
     def __getstate__(self) -> dict:
-        """Pickled without the arena (the tile memories): an unpickled layout gets new, zeroed ones."""
+        """Pickled without the arena (the tile memories) and the shared vertex state: an unpickled
+        layout gets new, zeroed ones."""
         state = dict(self.__dict__)
-        state["arena"] = None
+        state["arena"] = state["shared"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self.tile_base is not None:
-            self.arena = self._new_arena()
+            self.arena, self.shared = self._new_arena(), self._new_memory(self.arena_size)
 
     @property
     def arena_size(self) -> int:

@@ -34,12 +34,13 @@ from .world import COPY, GATHER, SCATTER, Move, World
 
 @dataclass
 class Machine:
-    """The running device: tile memories (every replica's), connected host streams (per stream,
-    one host end per replica, or one for a broadcast stream), where PrintTensor writes, the
-    lowered functions, the record of what ran and the processes that run it (under MPI, this
-    rank's tiles only: the record holds their cycles)."""
+    """The running device: tile memories (every replica's), the vertex state the replicas share,
+    connected host streams (per stream, one host end per replica, or one for a broadcast
+    stream), where PrintTensor writes, the lowered functions, the record of what ran and the
+    processes that run it (under MPI, this rank's tiles only: the record holds their cycles)."""
 
     arena: np.ndarray
+    shared: np.ndarray
     record: RunRecord
     functions: list[Step]
     world: World = field(default_factory=World)
@@ -266,7 +267,7 @@ class ExecuteStep(Step):
         return [self]
 
     def run_on(self, m: Machine, replica: int) -> None:
-        self.runner.run(m.arena, m.record, self.id, m.world, replica)
+        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica)
 
     def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)

@@ -116,10 +116,24 @@ class _Group:
     at: int = 0  # the replica offset the table's addresses include (bytes)
 
     def pointer_columns(self) -> list[str]:
-        """The state table's columns holding arena addresses (vectors, lists, scalar edges)."""
-        specs = self.cls.fields
-        return [name for name in self.table.dtype.names or ()
-                if name.endswith(".ptr") or (name in specs and specs[name].direction is not Direction.STATE)]
+        """The state table's columns holding arena addresses (vector and scalar edges)."""
+        return [column for column, shared in self._addresses() if not shared]
+
+    def shared_columns(self) -> list[str]:
+        """The state table's columns holding addresses in the shared vertex state (list tables,
+        state vectors)."""
+        return [column for column, shared in self._addresses() if shared]
+
+    def _addresses(self) -> list[tuple[str, bool]]:
+        out = []
+        for name, spec in self.cls.fields.items():
+            if spec.kind is FieldKind.SCALAR:
+                if spec.direction is not Direction.STATE:
+                    out.append((name, False))
+            else:
+                shared = spec.kind is FieldKind.VECTOR_LIST or spec.direction is Direction.STATE
+                out.append((f"{name}.ptr", shared))
+        return out
 
     def __getstate__(self) -> dict:
         """Pickled without what belongs to this process (kernel addresses, parsed codelet)."""
@@ -144,21 +158,25 @@ class _Group:
                        chunks=_chunks(table, slots, self.sums, self.err))
 
     def move_to(self, at: int) -> None:
-        """Point the table at the replica whose memories start ``at`` bytes into the arena."""
+        """Point the table at the replica whose memories start ``at`` bytes into the arena (its
+        list entries, shared by every replica, are offset when the kernel reads them)."""
         if at != self.at:
             self.rebase(at - self.at)
             self.at = at
 
-    def rebase(self, delta: int) -> None:
-        """Move the table's arena addresses by ``delta`` bytes."""
-        for name in self.pointer_columns():
-            self.table[name] += np.uint64(delta % 2**64)
+    def rebase(self, delta: int, shared_delta: int = 0) -> None:
+        """Move the table's arena addresses by ``delta`` bytes, and its addresses in the shared
+        vertex state by ``shared_delta``."""
+        for columns, by in ((self.pointer_columns(), delta), (self.shared_columns(), shared_delta)):
+            if by:
+                for name in columns:
+                    self.table[name] += np.uint64(by % 2**64)
 
     def run_native(self) -> np.void | None:
         """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
         assert self.compiled is not None
         self.sums.fill(0)
-        failed = threads.run_all(self.compiled.run, [c[1:] for c in self.chunks])
+        failed = threads.run_all(self.compiled.run, [(*c[1:], self.at) for c in self.chunks])
         for i, rc in enumerate(failed):
             if rc:
                 record = self.err[i].copy()
@@ -350,9 +368,10 @@ class ComputeSetRunner:
         seg_addr = np.where(seg.length > 0, layout.address(plan.tiles[seg.vertex], seg.offset), 0)
         self.exchange_in, self.exchange_out, self.traffic = _build_exchange(plan, seg_addr, layout,
                                                                             target.getTilesPerIPU())
-        base = layout.arena.ctypes.data
-        state_abs = base + layout.address(plan.tiles, plan.state_offset)
-        image = Image(base)
+        assert layout.shared is not None
+        base, shared = layout.arena.ctypes.data, layout.shared.ctypes.data
+        state_abs = shared + layout.address(plan.tiles, plan.state_offset)
+        image = Image(shared)
         estimates, self.flops = _cycle_estimates(graph, plan, target)  # flops: one run on one replica
         slots = self._slots(graph, plan)
         estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
@@ -363,8 +382,8 @@ class ComputeSetRunner:
                                estimates)
                   for cls, positions in plan.groups.items()]
         self.estimates = estimates  # kept for share
-        self.image = image.plan()  # written into every replica's tile memory by Engine.load
-        self.base = base  # the arena address the tables and the image hold
+        self.image = image.plan()  # written into the shared vertex state by Engine.load
+        self.base, self.shared = base, shared  # the arena's and shared state's addresses they hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
         # the same: account it once
         self.measures = not self.interpret and any((g.slots >= 0).any() for g in groups)
@@ -388,13 +407,13 @@ class ComputeSetRunner:
                   for g in self.groups]
         self.split[replica] = self._share(groups, estimated)
 
-    def rebase(self, base: int) -> None:
-        """Point the tables and the image at an arena at ``base`` (a deserialized executable's)."""
-        delta, self.base = base - self.base, base
-        if delta:
-            for g in self.groups:
-                g.rebase(delta)
-            self.image.rebase(delta)
+    def rebase(self, base: int, shared: int) -> None:
+        """Point the tables and the image at an arena at ``base`` and shared vertex state at
+        ``shared`` (a deserialized executable's)."""
+        delta, shared_delta, self.base, self.shared = base - self.base, shared - self.shared, base, shared
+        for g in self.groups:
+            g.rebase(delta, shared_delta)
+        self.image.rebase(delta)
 
     def _slots(self, graph: GraphIR, plan: ComputeSetPlan) -> np.ndarray:
         """Where each vertex's cycles add up: plain vertices go round-robin to their tile's worker
@@ -409,9 +428,11 @@ class ComputeSetRunner:
         plain = tiles * self.workers + rank % self.workers
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
-    def run(self, arena: np.ndarray, record: RunRecord, step_id: int, world: World, replica: int) -> None:
-        """Run the compute set on ``replica``'s memories; a failing vertex raises its VertexError
-        once the exchange out has run (under MPI, every rank takes part in it)."""
+    def run(self, arena: np.ndarray, shared: np.ndarray, record: RunRecord, step_id: int, world: World,
+            replica: int) -> None:
+        """Run the compute set on ``replica``'s memories (its vertices' list tables and state vectors
+        in ``shared``); a failing vertex raises its VertexError once the exchange out has run (under
+        MPI, every rank takes part in it)."""
         base = arena.ctypes.data
         mine = self.split.get(replica, self.whole)
         if self.exchange_in is not None:
@@ -420,7 +441,10 @@ class ComputeSetRunner:
         error = None
         for g in mine.groups:
             g.move_to(replica * self.stride)
-            err = g.info.run_interpreted(g.table, arena, None) if self.interpret else g.run_native()
+            if self.interpret:
+                err = g.info.run_interpreted(g.table, arena, None, shared, g.at)
+            else:
+                err = g.run_native()
             if err is not None:
                 error = self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
                 break
