@@ -321,3 +321,30 @@ def test_a_replicated_executable_round_trips(tmp_path):
     engine.writeTensor("src", np.array([1, 2, 3, 4, 5], np.int32), replicaIndex=1)
     engine.run(0)
     np.testing.assert_array_equal(engine.readTensor("dst", replicaIndex=0), [1, 2, 3, 4, 5])
+
+
+def test_a_replicated_matmul_computes_each_replicas_own_product():
+    # poplin's blocks and reductions (enough vertices for the lockstep kernels) read their list
+    # rows through tables every replica shares, at each replica's own memories
+    from poplibs_py import poplin
+
+    device = model(2, 64)
+    graph = poplar.Graph(device, replication_factor=2)
+    poplin.addCodelets(graph)
+    seq = prog.Sequence()
+    a = poplin.createMatMulInputLHS(graph, poplar.FLOAT, [64, 96], [96, 80], "a")
+    b = poplin.createMatMulInputRHS(graph, poplar.FLOAT, [64, 96], [96, 80], "b")
+    c = poplin.matMul(graph, a, b, seq, "c")
+    graph.createHostWrite("a", a)
+    graph.createHostWrite("b", b)
+    graph.createHostRead("c", c)
+    engine = _engine(graph, seq, device)
+    rng = np.random.default_rng(0)
+    lhs = [rng.standard_normal((64, 96)).astype(np.float32) for _ in range(2)]
+    rhs = rng.standard_normal((96, 80)).astype(np.float32)
+    for r in range(2):
+        engine.writeTensor("a", lhs[r], replicaIndex=r)
+    engine.writeTensor("b", rhs)
+    engine.run()
+    for r in range(2):
+        np.testing.assert_allclose(engine.readTensor("c", replicaIndex=r), lhs[r] @ rhs, rtol=1e-4, atol=1e-4)

@@ -23,6 +23,7 @@ import hashlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import numpy as np
@@ -63,9 +64,19 @@ __all__ = [
     "error_message",
 ]
 
-#: bump whenever generated code or the code-size model (:mod:`.size`) changes: it is part of
-#: every cache key
+#: part of every cache key, with the digest of the compiler's own source (:func:`compiler_digest`),
+#: so that kernels of another version of the compiler (another checkout, another branch sharing
+#: the cache) are never taken for this one's
 COMPILER_VERSION = "16"
+
+
+@functools.cache
+def compiler_digest() -> str:
+    """A digest of this package's source files: whatever generates code or models its size."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -168,7 +179,8 @@ class CodeletInfo:
 def _code_bytes(typed: TypedCodelet) -> int:
     """:func:`code_bytes`, kept beside the kernels in the disk cache (modelling it walks the
     unrolled compute body: a noticeable part of a fresh process's first Engine build)."""
-    key = hashlib.sha256("\n".join(["code bytes", COMPILER_VERSION, typed.parsed.fingerprint()]).encode())
+    key = hashlib.sha256("\n".join(["code bytes", COMPILER_VERSION, compiler_digest(),
+                                     typed.parsed.fingerprint()]).encode())
     cached = jit.cache_read(key.hexdigest())
     if cached is not None and cached.isdigit():
         return int(cached)
@@ -197,7 +209,8 @@ def codelet_fingerprint(cls: type) -> str:
 
 def kernel_key(typed: TypedCodelet, options: KernelOptions) -> KernelKey:
     """The cache key: source (normalised AST with lines), fields, options, compiler, LLVM and CPU."""
-    text = "\n".join([COMPILER_VERSION, typed.parsed.fingerprint(), repr(options), jit.host_fingerprint()])
+    text = "\n".join([COMPILER_VERSION, compiler_digest(), typed.parsed.fingerprint(), repr(options),
+                      jit.host_fingerprint()])
     return KernelKey(hashlib.sha256(text.encode()).hexdigest())
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from codelet_harness import STRICT, isolated_cache, load_module  # noqa: F401
 
-from poplar_py.codelet import jit
+from poplar_py.codelet import jit, pipeline
 from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet, kernel_key
 from poplar_py.codelet.pipeline import _typed as typed_of
 
@@ -118,6 +118,15 @@ def test_key_depends_on_source_constants_options_but_not_formatting(tmp_path):
     assert key(CODELET.replace("Output[Vector[float]]", "Output[Vector[int]]")) != base
     assert key(CODELET, KernelOptions(checked=False, fast_math=False)) != base
     assert key("\n" + CODELET) != base  # line numbers end up in error records
+
+
+def test_key_depends_on_the_compilers_own_source(tmp_path, monkeypatch):
+    # another checkout or branch of the compiler, sharing the cache, never shares its kernels
+    module = load_module(tmp_path, CODELET, prelude=False)
+    check_codelet(module.Scale)
+    base = kernel_key(typed_of(module.Scale), STRICT).digest
+    monkeypatch.setattr(pipeline, "compiler_digest", lambda: "another compiler")
+    assert kernel_key(typed_of(module.Scale), STRICT).digest != base
 
 
 def test_in_process_memo_and_lazy_ir(tmp_path):
