@@ -12,8 +12,8 @@ The goldens of the programs using PopLibs were written again after this test had
 one-replica compiler's figures equal to the expanding compiler's for all seven, when PopLibs'
 vertices changed: poplin's costed as the AMP's (``tutorial5``), popops' as one MultiVertex per
 tile (``virtual_graph_control``, ``collectives``, ``collectives_two_ipus``, ``tutorial5``), and
-gcl's rotations as one MultiVertex per tile (``collectives``, ``collectives_two_ipus``,
-``tutorial5``: fewer vertices and less vertex state; total cycles unchanged), and when the loss's
+gcl's rotations as one MultiVertex per tile, in place (``collectives``, ``collectives_two_ipus``,
+``tutorial5``: fewer vertices, less vertex state, one work buffer; cycles unchanged), and when the loss's
 vertices got PopLibs' estimators (``tutorial5``: one-hot encoding, arg max, accuracy).
 """
 

@@ -36,25 +36,25 @@ def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
 
 
 def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
-          name: str) -> tuple[Tensor, Tensor]:
-    """A work buffer holding ``t``'s chunks (squared for SQUARE_ADD), and that buffer rotated by
-    this replica's ring position."""
+          name: str) -> Tensor:
+    """A work buffer holding ``t``'s chunks (squared for SQUARE_ADD), rotated by this replica's
+    ring position."""
     size, parts = chunks(t, ring.size)
     buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
-    return buf, ring.rotate(graph, buf, prog, f"{name}/rotate")
+    ring.rotate(graph, buf, prog, f"{name}/rotate")
+    return buf
 
 
 def _rows(buf: Tensor) -> list[Tensor]:
     return [buf[j] for j in range(buf.dim(0))]
 
 
-def _unload(graph: Graph, ring: Ring, rotated: Tensor, buf: Tensor, out: Tensor, prog: prog_.Sequence,
-            name: str) -> None:
-    """A rotated buffer's rows back to ``out``'s chunks, through the work buffer ``buf``."""
-    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True, out=buf)
+def _unload(graph: Graph, ring: Ring, buf: Tensor, out: Tensor, prog: prog_.Sequence, name: str) -> None:
+    """A rotated work buffer's rows back to ``out``'s chunks."""
+    ring.rotate(graph, buf, prog, f"{name}/unrotate", inverse=True)
     parts = chunks(out, ring.size)[1]
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=False)
 
@@ -81,12 +81,12 @@ def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, pr
         _alone(graph, t, out, op, prog, name)
         return
     ring = Ring.of(graph)
-    buf, rotated = _load(graph, ring, t, op, prog, name)
-    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, f"{name}/reduceScatter")
+    buf = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, buf, _combine(graph, op), prog, f"{name}/reduceScatter")
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
-    all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, buf, out, prog, name)
+    all_gather(ring, buf, 1, prog)
+    _unload(graph, ring, buf, out, prog, name)
 
 
 def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
@@ -125,7 +125,7 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
         _alone(graph, t.flatten(), out, op, prog, name)
         return out
     ring = Ring.of(graph)
-    _, rotated = _load(graph, ring, t, op, prog, name)
+    rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
     if op is CollectiveOperator.MEAN:
         _mean(graph, ring, row, prog, name)
@@ -148,8 +148,8 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugCo
     rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
     prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
     all_gather(ring, rotated, 0, prog)
-    buf = ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
-    copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(buf), to_rows=False)
+    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
+    copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(rotated), to_rows=False)
     return out
 
 
@@ -167,7 +167,7 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
         _alone(graph, t, out, None, prog, name)
         return out
     ring = Ring.of(graph)
-    buf, rotated = _load(graph, ring, t, None, prog, name)
+    buf = _load(graph, ring, t, None, prog, name)
     index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
     is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
                          f"{name}/isRoot")
@@ -176,7 +176,7 @@ def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootRep
     def combine(received: Tensor, local: Tensor, body: prog_.Sequence) -> None:
         popops.mapInPlace(graph, keep_root, [local, received, is_root], body, f"{name}/keepRoot")
 
-    reduce_scatter(graph, ring, rotated, combine, prog, f"{name}/scatter")
-    all_gather(ring, rotated, 1, prog)
-    _unload(graph, ring, rotated, buf, out, prog, name)
+    reduce_scatter(graph, ring, buf, combine, prog, f"{name}/scatter")
+    all_gather(ring, buf, 1, prog)
+    _unload(graph, ring, buf, out, prog, name)
     return out

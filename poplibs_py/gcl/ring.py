@@ -6,9 +6,9 @@ hop is one link group; with whole rungs per replica the replicas in order (the w
 runs against the forward traffic, on idle link directions).
 
 Every replica runs the same program, but which fragment a replica sends at a step depends on
-its place on the ring. So each replica first rotates its buffer of fragments (one row each) by
-its ring position, found at run time from its replication index: row j of the rotated buffer
-is fragment ``position + j``. Then every step names the same rows on every replica: at
+its place on the ring. So each replica first rotates its buffer of fragments (one row each), in
+place, by its ring position, found at run time from its replication index: row j of the rotated
+buffer is fragment ``position + j``. Then every step names the same rows on every replica: at
 reduce-scatter step k each replica sends row ``-k`` and combines what arrives into row
 ``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
 ``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices; the buffer's columns are
@@ -60,18 +60,17 @@ class Ring:
         """The replica map of one hop."""
         return {r: self.order[(i + 1) % self.size] for i, r in enumerate(self.order)}
 
-    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str, inverse: bool = False,
-               out: Tensor | None = None) -> Tensor:
-        """``out`` (by default a new tensor mapped like ``buf``), whose row j becomes ``buf``'s row
-        ``p + j`` (mod R), p this replica's ring position (``-p``: ``inverse`` undoes a rotation).
-        One compute set of one ``gcl::Rotate`` MultiVertex per tile, its workers sharing the tile's
-        columns, each reading the replication index from a constant on its tile."""
+    def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str,
+               inverse: bool = False) -> None:
+        """Rotate ``buf`` in place: its row j becomes its row ``p + j`` (mod R), p this replica's
+        ring position (``-p``: ``inverse`` undoes a rotation). One compute set of one
+        ``gcl::Rotate`` MultiVertex per tile, its workers sharing the tile's columns, each reading
+        the replication index from a constant on its tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
         positions = np.empty(self.size, np.int64)
         positions[list(self.order)] = np.arange(self.size)
-        out = graph.clone(buf, name) if out is None else out
         cs = graph.addComputeSet(name)
         begin, end, tile = graph.tile_intervals(buf[0])
         order = np.argsort(tile, kind="stable")
@@ -86,11 +85,10 @@ class Ring:
         target = graph.getTarget()
         perf = rotate_cycles(self.size, end - begin, target.getTypeSize(buf.elementType()),
                              np.repeat(np.arange(tiles.size), runs), target.getNumWorkerContexts())
-        graph.add_vertices(cs, vertex, tiles, {"base": (buf, rows), "out": (out, rows)},
+        graph.add_vertices(cs, vertex, tiles, {"rows": (buf, rows)},
                            state={"positions": positions, "numRows": self.size, "inverse": inverse},
                            each={"replica": (replicas, np.arange(tiles.size))}, perf=perf)
         prog.add(prog_.Execute(cs))
-        return out
 
     def row(self, rotated: Tensor, k: int) -> Tensor:
         """Row ``k`` (mod R) of a rotated buffer."""
