@@ -324,7 +324,7 @@ class Interpreter:
         vectors in ``state_memory`` (by default ``memory``), list entries ``offset`` bytes short
         of their rows (a replica's offset)."""
         mem = _Memory(memory, offset)
-        tables = mem if state_memory is None else _Memory(state_memory, offset)
+        tables = mem if state_memory is None else _Memory(state_memory)
         workers = range(6) if self.parsed.is_multi else [None]
         if cycles is not None:
             cycles[:] = 0  # only native kernels count cycles

@@ -139,12 +139,13 @@ class MemoryLayout:
         sizes = align(self.tile_used)
         self.tile_base = np.concatenate(([0], np.cumsum(sizes))).astype(_I64)
         self.replicas = replicas
-        self.arena, self.shared = self._new_arena(), self._new_memory(self.arena_size)
+        self._new_memories()
 
-    def _new_arena(self) -> np.ndarray:
-        """Zeroed tile memories whose pages the host maps only when first touched (so a
-        replica's untouched bytes take no host memory)."""
-        return self._new_memory(self.replicas * self.arena_size)
+    def _new_memories(self) -> None:
+        """Zeroed tile memories of every replica and shared vertex state of one, whose pages the
+        host maps only when first touched (so untouched bytes take no host memory)."""
+        self.arena = self._new_memory(self.replicas * self.arena_size)
+        self.shared = self._new_memory(self.arena_size)
 
     @staticmethod
     def _new_memory(nbytes: int) -> np.ndarray:
@@ -173,7 +174,7 @@ class MemoryLayout:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         if self.tile_base is not None:
-            self.arena, self.shared = self._new_arena(), self._new_memory(self.arena_size)
+            self._new_memories()
 
     @property
     def arena_size(self) -> int:

@@ -1,5 +1,6 @@
-"""The bytes Engine.load writes into tile memory for the vertices: vector-list tables and state
-vectors, gathered while the compute sets' state tables are built, and the plan that writes them."""
+"""The bytes Engine.load writes into the vertex state every replica shares
+(``MemoryLayout.shared``): vector-list tables and state vectors, gathered while the compute sets'
+state tables are built, and the plan that writes them."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ _I64 = np.int64
 
 @dataclass
 class ImageData:
-    """The bytes Engine.load writes into tile memory, the plan that writes them, and the byte
-    offsets of the absolute addresses among them (list entries point into the arena)."""
+    """The bytes Engine.load writes into the shared vertex state, the plan that writes them, and
+    the byte offsets of the absolute addresses among them (list entries point into the first
+    replica's memories in the arena)."""
 
     data: np.ndarray
     plan: CopyPlan | None
@@ -32,7 +34,8 @@ class ImageData:
 
 
 class Image:
-    """Bytes to write into tile memory when the engine loads (list tables, state vectors)."""
+    """Bytes to write into the shared vertex state when the engine loads (list tables, state
+    vectors)."""
 
     def __init__(self, base: int) -> None:
         self.base = base
@@ -60,7 +63,7 @@ class Image:
         self.data.append(data.view(np.uint8).reshape(-1))
 
     def plan(self) -> ImageData:
-        """The bytes, and the plan copying them (as one host buffer) into the arena."""
+        """The bytes, and the plan copying them (as one host buffer) into the shared vertex state."""
         if not self.data:
             return ImageData(np.zeros(0, np.uint8), None, np.zeros(0, _I64))
         dst, nbytes = np.concatenate(self.addresses), np.concatenate(self.sizes)
