@@ -6,17 +6,18 @@ the tile, so nothing is staged through exchange buffers). ``replica`` is the rep
 (a constant on the vertex's tile) and ``positions`` the ring position of each replica.
 """
 
-from poplar_py import UNSIGNED_INT, InOut, Input, MultiVertex, Vector, VectorList
+from poplar_py import UNSIGNED_INT, InOut, Input, LocalArray, MultiVertex, Vector, VectorList
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
+BLOCK = 64  # columns a worker moves at a time, one held aside per cycle
 
 
 class Rotate(MultiVertex):
     """Row j of ``rows`` becomes its row ``(p + j) mod numRows``, p this replica's ring position
     (``-p`` when ``inverse``, which undoes the rotation), in every run of columns; workers share
-    each run's columns. Each column goes round the cycles of the rotation with one element held
-    aside (as many cycles as the gcd of the shift and the rows)."""
+    each run's columns. A block of columns goes round the cycles of the rotation (as many as the gcd
+    of the shift and the rows) with one row's part held aside."""
 
     vertexName = "gcl::Rotate"
     replica: Input[UNSIGNED_INT]
@@ -39,14 +40,26 @@ class Rotate(MultiVertex):
         workers = self.numWorkers()
         for first in range(0, len(self.rows), count):
             n = len(self.rows[first])
-            for e in range(workerId * n // workers, (workerId + 1) * n // workers):
+            begin = workerId * n // workers
+            end = (workerId + 1) * n // workers
+            while begin < end:  # blocks of columns: each row's part moves as one contiguous copy
+                width = min(BLOCK, end - begin)
                 for start in range(cycles):
-                    held = self.rows[first + start][e]
+                    held = LocalArray(T, BLOCK)
+                    source = self.rows[first + start]
+                    for e in range(width):
+                        held[e] = source[begin + e]
                     k = start
-                    following = (k + shift) % count
+                    following = k + shift if k + shift < count else k + shift - count
                     while following != start:
-                        self.rows[first + k][e] = self.rows[first + following][e]
+                        target = self.rows[first + k]
+                        source = self.rows[first + following]
+                        for e in range(width):
+                            target[begin + e] = source[begin + e]
                         k = following
-                        following = (k + shift) % count
-                    self.rows[first + k][e] = held
+                        following = k + shift if k + shift < count else k + shift - count
+                    target = self.rows[first + k]
+                    for e in range(width):
+                        target[begin + e] = held[e]
+                begin += width
         return True
