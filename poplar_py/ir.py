@@ -204,40 +204,55 @@ def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list
                       frozenset(listed), pytypes.MappingProxyType(frozen_state), num_edges)
 
 
-def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> EdgesIR:
-    """Edge rows (given as their columns) sorted by (compute set, vertex, field, row); a list row
-    connected more than once keeps its last connection."""
-    cs = vertex_cs[cols[0]]
+#: the edge columns (indices into ``vertex_table.EDGE_COLUMNS``) :func:`edge_order` reads: the
+#: vertex, field, row and connection; and those the IR keeps: vertex, field, row, var, offset,
+#: count and stride
+ORDER_COLUMNS = (0, 1, 2, 3)
+IR_COLUMNS = (0, 1, 2, 4, 5, 6, 7)
 
-    def keys() -> tuple[np.ndarray, ...]:
-        return cols[3], cols[2], cols[1], cols[0], cs
 
-    def reorder(order: np.ndarray) -> None:
-        nonlocal cs
-        for k in range(len(cols)):  # column by column: one column's copy at a time
-            cols[k] = cols[k][order]
-        cs = cs[order]
-
-    cols = list(cols)
-    if not _sorted(keys()):
+def edge_order(keys: list[np.ndarray], vertex_cs: np.ndarray) -> np.ndarray | None:
+    """The edge rows the IR keeps, in its order: sorted by (compute set, vertex, field, row), a
+    list row (or a field) connected more than once keeping its last connection only; None when
+    that is every row where it is. ``keys``: the rows' :data:`ORDER_COLUMNS`."""
+    vertex, field, row, connection = keys
+    cs = vertex_cs[vertex]
+    order = key = None
+    if not _sorted((row, field, vertex, cs)):
         # A field's rows usually come in order (bulk-built vertices get theirs field by field over
         # many vertices): one stable sort by (compute set, vertex, field) then orders them all.
-        vertices, fields = int(cols[0].max()) + 1, int(cols[1].max()) + 1
+        vertices, fields = int(vertex.max()) + 1, int(field.max()) + 1
         if int(cs.max()) * vertices * fields < 2**62:
-            reorder(np.argsort((cs * vertices + cols[0]) * fields + cols[1], kind="stable"))
-        if not _sorted(keys()):
-            reorder(np.lexsort(keys()))
-    n = cs.size
+            flat = (cs * vertices + vertex) * fields + field
+            order = np.argsort(flat, kind="stable")
+            key, in_order = flat[order], row[order]
+            if not _sorted((in_order, key)):
+                order = key = None
+        if order is None:
+            order = np.lexsort((row, field, vertex, cs))
+            vertex, field, in_order = vertex[order], field[order], row[order]
+        row = in_order
+    n = row.size
     first = np.ones(n, dtype=bool)
     if n > 1:
-        vertex, field, row = cols[0], cols[1], cols[2]
-        first[1:] = (vertex[1:] != vertex[:-1]) | (field[1:] != field[:-1]) | (row[1:] != row[:-1])
-    if not first.all():
-        last = np.maximum.reduceat(cols[3], np.flatnonzero(first))
-        keep = cols[3] == last[np.cumsum(first) - 1]
-        reorder(np.flatnonzero(keep))
-    bounds = np.searchsorted(cs, np.arange(num_cs + 1)).astype(_I64)
-    return EdgesIR(*(cols[k] for k in (0, 1, 2, 4, 5, 6, 7)), bounds)
+        first[1:] = row[1:] != row[:-1]
+        if key is None:
+            first[1:] |= (vertex[1:] != vertex[:-1]) | (field[1:] != field[:-1])
+        else:
+            first[1:] |= key[1:] != key[:-1]
+    if first.all():
+        return order
+    if order is not None:
+        connection = connection[order]
+    last = np.maximum.reduceat(connection, np.flatnonzero(first))
+    kept = np.flatnonzero(connection == last[np.cumsum(first) - 1])
+    return kept if order is None else order[kept]
+
+
+def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> EdgesIR:
+    """The edges from their rows' :data:`IR_COLUMNS`, in the order :func:`edge_order` gives."""
+    bounds = np.searchsorted(vertex_cs[cols[0]], np.arange(num_cs + 1)).astype(_I64)
+    return EdgesIR(*cols, bounds)
 
 
 def _sorted(keys: tuple[np.ndarray, ...]) -> bool:

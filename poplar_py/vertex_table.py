@@ -219,14 +219,20 @@ class VertexTable:
         return np.frombuffer(self.rows, np.int64).reshape(-1, _NV).copy() if self.rows else \
             np.zeros((0, _NV), np.int64)
 
-    def edge_columns(self) -> list[np.ndarray]:
-        """Copies of the edge rows' columns, read in blocks of rows (each block once for every
-        column, where a column at a time would read all the rows once per column)."""
+    def edge_columns(self, which: tuple[int, ...] = tuple(range(_NE)), order: np.ndarray | None = None
+                     ) -> list[np.ndarray]:
+        """Copies of the edge rows' columns ``which`` (indices into EDGE_COLUMNS), their rows taken
+        in ``order`` (all, as added, when None). Read in blocks of rows, each block once for every
+        column (a column at a time would read all the rows once per column)."""
         rows = np.frombuffer(self.edges, np.int64).reshape(-1, _NE)
-        out = [np.empty(rows.shape[0], np.int64) for _ in range(_NE)]
-        for lo in range(0, rows.shape[0], _BLOCK_ROWS):
-            for k, column in enumerate(out):
-                column[lo:lo + _BLOCK_ROWS] = rows[lo:lo + _BLOCK_ROWS, k]
+        n = rows.shape[0] if order is None else order.size
+        out = [np.empty(n, np.int64) for _ in which]
+        for lo in range(0, n, _BLOCK_ROWS):
+            hi = min(n, lo + _BLOCK_ROWS)
+            block = rows[lo:hi] if order is None else rows[order[lo:hi]]
+            for column, k in zip(out, which):
+                column[lo:hi] = block[:, k]
+            del block
         del rows  # the buffer must not stay exported: appending resizes it
         return out
 
