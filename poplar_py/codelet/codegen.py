@@ -171,14 +171,14 @@ class KernelBuilder(VersionedLowering):
         return str(self.module)
 
     def _compute(self, lanes: int) -> ir.Function:
-        """compute(state, worker, err, cycles, replica offset) for one vertex, or for ``lanes``
-        consecutive vertices in lockstep (codelet_lanes)."""
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64])
+        """compute(state, worker, err, cycles, replica offset, buffers' offset) for one vertex, or
+        for ``lanes`` consecutive vertices in lockstep (codelet_lanes)."""
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64])
         suffix = "" if lanes == 1 else "_lanes"
         fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        states, worker, self.err, self.cyc_out, self.replica_offset = fn.args
+        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args
         entry = ir.IRBuilder(fn.append_basic_block("entry"))
         body = ir.IRBuilder(fn.append_basic_block("body"))
         if lanes == 1:
@@ -206,8 +206,9 @@ class KernelBuilder(VersionedLowering):
         return fn
 
     def _run(self, compute: ir.Function, lanes: ir.Function | None) -> None:
-        fn = ir.Function(self.module, ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64]), name=self.symbol)
-        states, n, slots, sums, err, offset = fn.args
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64])
+        fn = ir.Function(self.module, fnty, name=self.symbol)
+        states, n, slots, sums, err, *offsets = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
@@ -220,14 +221,14 @@ class KernelBuilder(VersionedLowering):
         b.cbranch(b.icmp_signed("<", i, n), body, done)
         b.position_at_end(body)
         if lanes is not None:
-            self._lockstep(b, lanes, states, i, n, slots, sums, err, offset, (i_slot, together, cyc), head)
+            self._lockstep(b, lanes, states, i, n, slots, sums, err, offsets, (i_slot, together, cyc), head)
         state = b.gep(states, [i], inbounds=True, source_etype=self.struct)
         b.store(I64(0), cmax)
         b.store(I64(0), w_slot)
         b.branch(worker)
         b.position_at_end(worker)  # a MultiVertex runs its workers in turn and reports the slowest
         w = b.load(w_slot)
-        code = b.call(compute, [state, w, err, cyc, offset])
+        code = b.call(compute, [state, w, err, cyc, *offsets])
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -246,7 +247,7 @@ class KernelBuilder(VersionedLowering):
         b.ret(I64(0))
 
     def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
-                  slots: ir.Value, sums: ir.Value, err: ir.Value, offset: ir.Value,
+                  slots: ir.Value, sums: ir.Value, err: ir.Value, offsets: list[ir.Value],
                   scratch: tuple[ir.Value, ...], head: ir.Block) -> None:
         """At vertex i: when ``LANES`` vertices remain and their shapes agree, run them in lockstep
         (each gets the cycles it would count alone) and go on after them; else fall through.
@@ -267,7 +268,7 @@ class KernelBuilder(VersionedLowering):
         b.position_at_end(run)
         self._prefetch_next(b, states, b.add(i, I64(LANES)), n)
         first = b.gep(states, [i], inbounds=True, source_etype=self.struct)
-        code = b.call(lanes, [first, I64(0), err, cycles, offset])
+        code = b.call(lanes, [first, I64(0), err, cycles, *offsets])
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):  # lanes fail alike: vertex i first
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))

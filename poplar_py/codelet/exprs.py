@@ -21,7 +21,7 @@ from .inference import FunctionTypes
 from .lanes import first_lane
 from .ops import MathLib, ScalarOps
 from .source import ParsedCodelet
-from .types import ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
+from .types import BUFFER_ENTRY, ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
 from .unroll import Unroller
 
 COSTS = {
@@ -226,14 +226,18 @@ class ExprLowering:
         """Row ``index`` of a vector list. Entry tables never change while vertices run: the loads
         are marked invariant, so loops read a row's pointer and length once. An entry holds the
         row's address in the first replica's memories (every replica shares the tables): the
-        replica's offset is added."""
+        replica's offset is added, or for a row in an exchange buffer (its top bit set), the
+        buffers' offset (less that bit: the address wraps)."""
         entry = self.b.gep(table, [index], inbounds=True, source_etype=ENTRY_STRUCT)
         loads = [self.b.load(self.b.gep(entry, [I32(0), I32(k)], source_etype=ENTRY_STRUCT), typ=t)
                  for k, t in ((0, PTR), (1, I64))]
         invariant = self.b.module.add_metadata([])
         for load in loads:
             load.set_metadata("invariant.load", invariant)
-        return self.b.gep(loads[0], [self.replica_offset], source_etype=I8), loads[1]
+        in_buffer = self.b.icmp_signed("<", self.b.ptrtoint(loads[0], I64), I64(0))
+        buffers = self.b.add(self.buffer_offset, I64(-BUFFER_ENTRY))
+        offset = self.b.select(in_buffer, buffers, self.replica_offset)
+        return self.b.gep(loads[0], [offset], source_etype=I8), loads[1]
 
     def _checked_index(self, node: ast.Subscript) -> tuple[ir.Value, ir.Value]:
         """Evaluate container and index; in checked mode fail unless 0 <= index < len."""

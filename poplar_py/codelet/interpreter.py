@@ -49,6 +49,7 @@ from .source import (
 )
 from .typed_locals import typed_function
 from .types import (
+    BUFFER_ENTRY,
     ERR_ASSERTION,
     ERR_DTYPE,
     ERR_OUT_OF_BOUNDS,
@@ -178,7 +179,7 @@ class _VectorList:
         if not 0 <= k < len(self._rows):
             raise _BoundsError(self._field, k, len(self._rows))
         row = self._rows[k]
-        return _Vector(self._mem.view(int(row["ptr"]) + self._mem.offset, self._dtype, int(row["size"])),
+        return _Vector(self._mem.view(self._mem.row_address(int(row["ptr"])), self._dtype, int(row["size"])),
                        self._field)
 
     def __iter__(self) -> Any:
@@ -187,12 +188,17 @@ class _VectorList:
 
 
 class _Memory:
-    """Views of the engine's arena at absolute addresses (a list entry's ``offset`` bytes on)."""
+    """Views of the engine's arena at absolute addresses (a list entry's ``offset`` bytes on, or
+    ``buffers`` for a row in an exchange buffer)."""
 
-    def __init__(self, memory: np.ndarray, offset: int = 0) -> None:
+    def __init__(self, memory: np.ndarray, offset: int = 0, buffers: int = 0) -> None:
         self.memory = memory.view(np.uint8).reshape(-1)
         self.base = self.memory.ctypes.data
-        self.offset = offset
+        self.offset, self.buffers = offset, buffers
+
+    def row_address(self, ptr: int) -> int:
+        """Where a list entry's row is."""
+        return ptr - BUFFER_ENTRY + self.buffers if ptr & BUFFER_ENTRY else ptr + self.offset
 
     def view(self, addr: int, dtype: np.dtype, count: int) -> np.ndarray:
         off = addr - self.base
@@ -319,11 +325,11 @@ class Interpreter:
         return types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
 
     def run(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
-            state_memory: np.ndarray | None = None, offset: int = 0) -> np.void | None:
+            state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0) -> np.void | None:
         """Run compute() for every record of ``states``: edges in ``memory``, list tables and state
         vectors in ``state_memory`` (by default ``memory``), list entries ``offset`` bytes short
-        of their rows (a replica's offset)."""
-        mem = _Memory(memory, offset)
+        of their rows (a replica's offset; ``buffers`` for rows in exchange buffers)."""
+        mem = _Memory(memory, offset, buffers)
         tables = mem if state_memory is None else _Memory(state_memory)
         workers = range(6) if self.parsed.is_multi else [None]
         if cycles is not None:

@@ -38,6 +38,7 @@ from .interpreter import Interpreter
 from .size import code_bytes
 from .source import ParsedCodelet
 from .types import (
+    BUFFER_ENTRY,
     ERR_ASSERTION,
     ERR_DTYPE,
     ERR_OUT_OF_BOUNDS,
@@ -49,6 +50,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 __all__ = [
+    "BUFFER_ENTRY",
     "COMPILER_VERSION",
     "ERR_ASSERTION",
     "ERR_DTYPE",
@@ -67,7 +69,7 @@ __all__ = [
 #: part of every cache key, with the digest of the compiler's own source (:func:`compiler_digest`),
 #: so that kernels of another version of the compiler (another checkout, another branch sharing
 #: the cache) are never taken for this one's
-COMPILER_VERSION = "16"
+COMPILER_VERSION = "17"
 
 
 @functools.cache
@@ -80,7 +82,7 @@ def compiler_digest() -> str:
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_int64
+    ctypes.c_int64, ctypes.c_int64
 )
 
 
@@ -168,12 +170,14 @@ class CodeletInfo:
         self._interpreter: Interpreter | None = None
 
     def run_interpreted(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
-                        state_memory: np.ndarray | None = None, offset: int = 0) -> np.void | None:
+                        state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0
+                        ) -> np.void | None:
         """Run the Python compute() itself on views of ``memory`` (list tables and state vectors in
-        ``state_memory``, list entries ``offset`` bytes short); None or a filled ERR_DTYPE record."""
+        ``state_memory``, list entries ``offset`` bytes short, or ``buffers`` for rows in exchange
+        buffers); None or a filled ERR_DTYPE record."""
         if self._interpreter is None:
             self._interpreter = Interpreter(self.typed.parsed)
-        return self._interpreter.run(states, memory, cycles, state_memory, offset)
+        return self._interpreter.run(states, memory, cycles, state_memory, offset, buffers)
 
 
 def _code_bytes(typed: TypedCodelet) -> int:
@@ -276,12 +280,13 @@ class CompiledCodelet:
         return self._ir
 
     def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int,
-            offset: int = 0) -> int:
+            offset: int = 0, buffers: int = 0) -> int:
         """Run compute() for n state records at states_addr in one native call, adding vertex i's
         cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
         0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
-        the first failure. List entries hold addresses ``offset`` bytes short of their rows."""
-        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset)
+        the first failure. List entries hold addresses ``offset`` bytes short of their rows (those
+        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short)."""
+        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:

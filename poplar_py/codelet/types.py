@@ -80,6 +80,9 @@ ERR_OUT_OF_BOUNDS = 2  # field = index in cls.fields, index, size = the vector's
 ERR_ASSERTION = 3  # an assert statement failed (field = index = size = -1)
 #: one row of the table a VECTOR_LIST field points at
 VECTOR_LIST_ENTRY_DTYPE = np.dtype([("ptr", "<u8"), ("size", "<i8")], align=True)
+#: set in a list entry's ``ptr``: the row is in an exchange buffer, found at the buffers' offset
+#: (replicas that run alone share one set of buffers), not at the replica's
+BUFFER_ENTRY = 1 << 63
 
 
 @dataclass(frozen=True)

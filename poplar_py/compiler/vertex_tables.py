@@ -14,6 +14,7 @@ import numpy as np
 
 from ..codelet.lanes import LANES
 from ..codelet.pipeline import (
+    BUFFER_ENTRY,
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
     CodeletInfo,
@@ -112,8 +113,11 @@ class _Group:
     estimated: int  # cycles of the vertices with estimates, per run
     err: np.ndarray  # one error record per chunk
     chunks: list[tuple[int, ...]]  # first vertex, then run()'s (states, n, slots, sums, err)
+    # per arena-address column: the vertices whose address there is in an exchange buffer
+    in_buffers: dict[str, np.ndarray]
     kernel: KernelOptions | None = None  # how ``compiled`` was compiled (None: interpreter mode)
     at: int = 0  # the replica offset the table's addresses include (bytes)
+    buffers_at: int = 0  # the offset of the exchange buffers they hold (bytes)
 
     def pointer_columns(self) -> list[str]:
         """The state table's columns holding arena addresses (vector and scalar edges)."""
@@ -153,16 +157,22 @@ class _Group:
         cycles, or -1)."""
         mine = estimates[keep]
         table, slots = np.ascontiguousarray(self.table[keep]), np.ascontiguousarray(self.slots[keep])
+        kept = np.flatnonzero(keep)
+        in_buffers = {name: np.searchsorted(kept, rows[keep[rows]]) for name, rows in self.in_buffers.items()}
         return replace(self, positions=self.positions[keep], table=table, slots=slots,
-                       estimated=int(mine[mine >= 0].sum()),
+                       estimated=int(mine[mine >= 0].sum()), in_buffers=in_buffers,
                        chunks=_chunks(table, slots, self.sums, self.err))
 
-    def move_to(self, at: int) -> None:
-        """Point the table at the replica whose memories start ``at`` bytes into the arena (its
-        list entries, shared by every replica, are offset when the kernel reads them)."""
-        if at != self.at:
+    def move_to(self, at: int, buffers_at: int) -> None:
+        """Point the table at the replica whose memories start ``at`` bytes into the arena, and
+        at the exchange buffers of the one starting ``buffers_at`` bytes in (its list entries,
+        shared by every replica, are offset when the kernel reads them)."""
+        if at != self.at or buffers_at != self.buffers_at:
+            shift = np.uint64((buffers_at - self.buffers_at - at + self.at) % 2**64)
             self.rebase(at - self.at)
-            self.at = at
+            for name, rows in self.in_buffers.items():
+                self.table[name][rows] += shift
+            self.at, self.buffers_at = at, buffers_at
 
     def rebase(self, delta: int, shared_delta: int = 0) -> None:
         """Move the table's arena addresses by ``delta`` bytes, and its addresses in the shared
@@ -176,7 +186,7 @@ class _Group:
         """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
         assert self.compiled is not None
         self.sums.fill(0)
-        failed = threads.run_all(self.compiled.run, [(*c[1:], self.at) for c in self.chunks])
+        failed = threads.run_all(self.compiled.run, [(*c[1:], self.at, self.buffers_at) for c in self.chunks])
         for i, rc in enumerate(failed):
             if rc:
                 record = self.err[i].copy()
@@ -299,6 +309,8 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
     keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
     state = graph.vertices.state
+    in_buffer = seg.buffer >= 0
+    in_buffers = {}
     for fnum, (name, spec) in enumerate(cls.fields.items()):
         if spec.direction is Direction.STATE:
             values = [state[(v, fnum)] for v in vids]
@@ -314,14 +326,17 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
         lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
         if spec.kind is FieldKind.SCALAR:
             table[name] = seg_abs[lo]
+            in_buffers[name] = np.flatnonzero(in_buffer[lo])
         elif spec.kind is FieldKind.VECTOR:
             table[name + ".ptr"] = seg_abs[lo]
             table[name + ".size"] = seg.length[lo]
+            in_buffers[name + ".ptr"] = np.flatnonzero(in_buffer[lo])
         else:
             counts = np.searchsorted(keys, positions * nfields + fnum, side="right") - lo
             rows = np.repeat(lo - exclusive_cumsum(counts), counts) + np.arange(int(counts.sum()))
             entries = np.zeros(rows.size, dtype=VECTOR_LIST_ENTRY_DTYPE)
-            entries["ptr"] = seg_abs[rows]
+            flag = np.where(in_buffer[rows], np.uint64(BUFFER_ENTRY), np.uint64(0))
+            entries["ptr"] = seg_abs[rows].astype(np.uint64) | flag
             entries["size"] = seg.length[rows]
             image.add(cursor, counts, entries, VECTOR_LIST_ENTRY_DTYPE)
             table[name + ".ptr"] = cursor
@@ -335,8 +350,9 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     if kernel is not None and not kernel.fast_math and n >= LANES:
         kernel = replace(kernel, lanes=True)  # enough vertices to fill the lockstep lanes
     compiled = compile_codelet(cls, kernel) if kernel is not None else None
+    in_buffers = {k: v for k, v in in_buffers.items() if v.size}
     return _Group(cls, info, compiled, positions, table, measured, sums, estimate, err,
-                  _chunks(table, measured, sums, err), kernel)
+                  _chunks(table, measured, sums, err), in_buffers, kernel)
 
 
 @dataclass
@@ -432,17 +448,22 @@ class ComputeSetRunner:
             replica: int) -> None:
         """Run the compute set on ``replica``'s memories (its vertices' list tables and state vectors
         in ``shared``); a failing vertex raises its VertexError once the exchange out has run (under
-        MPI, every rank takes part in it)."""
+        MPI, every rank takes part in it). A replica this process runs whole uses the first
+        replica's exchange buffers: they live only while one compute set runs on one replica, so
+        the host keeps one set of them, not one per replica (a replica split over MPI ranks keeps
+        its own: its exchange is cut by rank)."""
         base = arena.ctypes.data
         mine = self.split.get(replica, self.whole)
+        at = replica * self.stride
+        buffers = 0 if mine is self.whole else at
         if self.exchange_in is not None:
-            world.copy(self.exchange_in, base, replica)
+            world.copy(self.exchange_in, base, replica, dst=base + buffers)
         total = mine.estimated.copy() if mine.fixed is None else mine.estimated
         error = None
         for g in mine.groups:
-            g.move_to(replica * self.stride)
+            g.move_to(at, buffers)
             if self.interpret:
-                err = g.info.run_interpreted(g.table, arena, None, shared, g.at)
+                err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at)
             else:
                 err = g.run_native()
             if err is not None:
@@ -456,7 +477,7 @@ class ComputeSetRunner:
                 total[:measured.size] += measured
                 entry[1] += int(measured.sum())
         if self.exchange_out is not None:
-            world.copy(self.exchange_out, base, replica)
+            world.copy(self.exchange_out, base, replica, src=base + buffers)
         if error is not None:
             raise error
         compute, active = self._tile_cycles(total) if mine.fixed is None else mine.fixed

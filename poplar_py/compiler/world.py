@@ -106,10 +106,13 @@ class World:
         replica's memories involves no other process."""
         return True
 
-    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
-        """A tile-to-tile copy on ``replica``'s memories (None: a plan over the device)."""
+    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None, src: int | None = None,
+             dst: int | None = None) -> None:
+        """A tile-to-tile copy on ``replica``'s memories (None: a plan over the device); ``src`` or
+        ``dst``: where the memories its source or destination addresses are in start instead
+        (the exchange buffers a whole replica uses)."""
         at = base + self.offset(replica)
-        plan.execute(at, at)
+        plan.execute(at if src is None else src, at if dst is None else dst)
 
     def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
         """Host buffer to ``replica``'s tiles."""
@@ -200,10 +203,12 @@ class MpiWorld(World):
     def runs_alone(self) -> bool:
         return all(self.owner[r] == self.rank for r in self.replicas)
 
-    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None) -> None:
+    def copy(self, plan: CopyPlan | SharedGather, base: int, replica: int | None, src: int | None = None,
+             dst: int | None = None) -> None:
         if self._whole(replica):
-            super().copy(plan, base, replica)
+            super().copy(plan, base, replica, src, dst)
             return
+        # a replica split over ranks keeps its own exchange buffers: src and dst are its memories
         parts: list[RankCopy] = self._share_of(COPY, plan, replica)
         for part in parts:
             if not part.crossing:
