@@ -216,30 +216,32 @@ def edge_order(keys: list[np.ndarray], vertex_cs: np.ndarray) -> np.ndarray | No
     list row (or a field) connected more than once keeping its last connection only; None when
     that is every row where it is. ``keys``: the rows' :data:`ORDER_COLUMNS`."""
     vertex, field, row, connection = keys
-    cs = vertex_cs[vertex]
-    order = key = None
-    if not _sorted((row, field, vertex, cs)):
+    if vertex.size < 2:
+        return None
+    vertices, fields = int(vertex.max()) + 1, int(field.max()) + 1
+    if (np.diff(vertex_cs) >= 0).all():  # compute sets in vertex order (vertices built set by set)
+        key = vertex * fields + field
+    elif int(vertex_cs.max()) * vertices * fields < 2**62:
+        key = (vertex_cs[vertex] * vertices + vertex) * fields + field
+    else:  # (no graph comes near)
+        key = np.unique(np.stack([vertex_cs[vertex], vertex, field]), axis=1, return_inverse=True)[1].ravel()
+    step = np.diff(key)
+    order = None
+    if (step < 0).any():
         # A field's rows usually come in order (bulk-built vertices get theirs field by field over
         # many vertices): one stable sort by (compute set, vertex, field) then orders them all.
-        vertices, fields = int(vertex.max()) + 1, int(field.max()) + 1
-        if int(cs.max()) * vertices * fields < 2**62:
-            flat = (cs * vertices + vertex) * fields + field
-            order = np.argsort(flat, kind="stable")
-            key, in_order = flat[order], row[order]
-            if not _sorted((in_order, key)):
-                order = key = None
-        if order is None:
-            order = np.lexsort((row, field, vertex, cs))
-            vertex, field, in_order = vertex[order], field[order], row[order]
-        row = in_order
-    n = row.size
-    first = np.ones(n, dtype=bool)
-    if n > 1:
-        first[1:] = row[1:] != row[:-1]
-        if key is None:
-            first[1:] |= (vertex[1:] != vertex[:-1]) | (field[1:] != field[:-1])
-        else:
-            first[1:] |= key[1:] != key[:-1]
+        order = np.argsort(key, kind="stable")
+        key, row = key[order], row[order]
+        step = np.diff(key)
+    rise = np.diff(row)
+    tie = step == 0
+    if (rise[tie] < 0).any():  # a list's rows out of order: sort by row too
+        by_row = np.lexsort((row, key))
+        order = by_row if order is None else order[by_row]
+        row = row[by_row]  # (the keys were in order already: they stay where they are)
+        rise = np.diff(row)
+    first = np.ones(key.size, dtype=bool)
+    first[1:] = ~tie | (rise != 0)
     if first.all():
         return order
     if order is not None:
@@ -253,19 +255,6 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     """The edges from their rows' :data:`IR_COLUMNS`, in the order :func:`edge_order` gives."""
     bounds = np.searchsorted(vertex_cs[cols[0]], np.arange(num_cs + 1)).astype(_I64)
     return EdgesIR(*cols, bounds)
-
-
-def _sorted(keys: tuple[np.ndarray, ...]) -> bool:
-    """Are the rows already in lexsort order (last key first)?"""
-    if keys[0].size < 2:
-        return True
-    undecided = np.ones(keys[0].size - 1, dtype=bool)
-    for k in reversed(keys):
-        step = k[1:] - k[:-1]
-        if (undecided & (step < 0)).any():
-            return False
-        undecided &= step == 0
-    return True
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
