@@ -434,3 +434,22 @@ def test_replicas_keep_one_set_of_exchange_buffers_in_host_memory(tmp_path):
     before = _rss()
     engine.run()
     assert _rss() - before < 18 * 2**20
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_a_cross_replica_copy_onto_its_own_source_reads_every_replica_first(replicas):
+    # one piece per replica, written where the next replica reads: staged across the replicas
+    device = model(replicas, 4)
+    graph = poplar.Graph(device, replication_factor=replicas)
+    x = graph.addVariable(poplar.INT, [5], "x")
+    graph.setTileMapping(x, 1)
+    graph.createHostWrite("x", x)
+    graph.createHostRead("x/read", x)
+    ring = {r: (r + 1) % replicas for r in range(replicas)}
+    engine = _engine(graph, prog.CrossReplicaCopy(x, x, ring), device)
+    for r in range(replicas):
+        engine.writeTensor("x", np.arange(5, dtype=np.int32) + 10 * r, replicaIndex=r)
+    engine.run()
+    for r in range(replicas):
+        np.testing.assert_array_equal(engine.readTensor("x/read", replicaIndex=r),
+                                      np.arange(5) + 10 * ((r - 1) % replicas))

@@ -159,13 +159,15 @@ class CopyPlan:
     @staticmethod
     def build(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
               size: np.ndarray, traffic_: TileTraffic, same_memory: bool = False,
-              disjoint: bool = False) -> CopyPlan:
+              disjoint: bool = False, across: bool = False) -> CopyPlan:
         """A plan moving these pieces; ``same_memory``: source and destination are one memory,
         so a copy that overwrites what it still has to read goes through a temporary;
-        ``disjoint``: no two pieces write the same place, so their order is free."""
+        ``disjoint``: no two pieces write the same place, so their order is free; ``across``:
+        run between the memories of several replicas at once (:meth:`staging`), so any overlap
+        of the two sides stages it (one piece too)."""
         src, dst, count, src_step, dst_step, size = _joined(src, dst, count, src_step, dst_step, size)
         strided = bool((src_step != size).any() or (dst_step != size).any())
-        staged = same_memory and (count.size > 1 or strided) \
+        staged = same_memory and (across or count.size > 1 or strided) \
             and _overlap(src, count, src_step, size, dst, dst_step)
         if disjoint and not staged and count.size > _MIN_PIECES_PER_THREAD and count.mean() < _SHORT:
             # Many short pieces: grouped by length, the native loop's branches are predictable.
@@ -189,6 +191,23 @@ class CopyPlan:
         into, out_of = self._through_temporary()
         _run(*into, self.nbytes, src_base, temp.ctypes.data)
         _run(*out_of, self.nbytes, temp.ctypes.data, dst_base)
+
+    def staging(self) -> tuple[CopyPlan, CopyPlan]:
+        """This copy as two that run one after the other, through a buffer of ``nbytes`` bytes:
+        the pieces packed into it back to back, then out of it."""
+        empty = TileTraffic.empty(0)
+        into, out_of = self._through_temporary()
+        return CopyPlan(*into, False, empty, self.nbytes), CopyPlan(*out_of, False, empty, self.nbytes)
+
+    def across(self, offsets: np.ndarray) -> CopyPlan:
+        """This copy repeated once per row of ``offsets`` (source and destination offsets), as
+        one copy (staged like this one)."""
+        p = self.pieces
+        at = np.repeat(offsets, len(self), axis=0)
+        pieces = np.tile(p, (offsets.shape[0], 1))
+        pieces[:, 0] += at[:, 0]
+        pieces[:, 1] += at[:, 1]
+        return CopyPlan(pieces, self.steps, self.staged, self.traffic, self.nbytes * offsets.shape[0])
 
     def _through_temporary(self) -> tuple[tuple, tuple]:
         """The copy into a packed temporary, and the copy out of it (tables and steps)."""

@@ -8,7 +8,7 @@ programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees. On
 and running a step is calling its ``run``.
 
 A replicated graph is lowered once, for one replica: a leaf step's plan runs on every replica's
-memories in turn, except a ``CrossReplicaCopy``, whose one plan spans the device
+memories in turn, and a ``CrossReplicaCopy``'s from each replica's memories to its partner's
 (:mod:`replicas`). Control flow reads its predicates on replica 0, since every replica runs
 the same program (Poplar requires them to agree).
 """
@@ -165,8 +165,8 @@ def _copy(lw: Lowerer, p: prog.Copy) -> Step:
 def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs,
                  replica_map: dict[int, int] | None = None) -> CopyPlan:
     """The plan copying the elements ``src_runs`` to ``dst_runs`` (in flattened order) on one
-    replica, or, given ``replica_map``, from each replica ``r`` to replica ``replica_map[r]``
-    over the device's memories and tiles."""
+    replica, or, given ``replica_map``, the one that copies them from each replica ``r`` to replica
+    ``replica_map[r]`` (its traffic over the device's tiles)."""
     a, b = lw.layout.locate(src_runs), lw.layout.locate(dst_runs)
     a_addr, b_addr = lw.layout.address(a.tile, a.offset), lw.layout.address(b.tile, b.offset)
     start, count, ia, ib = align_pieces(a.flat, a.count, b.flat, b.count)
@@ -178,8 +178,9 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs
     if src.containsAliases():  # an element sent to several places crosses the exchange once
         a_gid, a_gstep = a.gids(src_runs, lw.graph.variables.bases)
         gid, gstep = a_gid[ia] + (start - a.flat[ia]) * a_gstep[ia], a_gstep[ia]
-    num_tiles = lw.num_tiles
-    if replica_map is not None:
+    if replica_map is None:
+        t = traffic(src_tile, dst_tile, count, size, lw.num_tiles, gid, gstep, lw.tiles_per_ipu)
+    else:  # every replica's pieces on the expanded device's tiles (replica r's elements as its ids)
         rep = lw.replication
         sources = np.asarray(sorted(replica_map), _I64)
         targets = np.asarray([replica_map[r] for r in sorted(replica_map)], _I64)
@@ -187,18 +188,15 @@ def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs
         def spread(x: np.ndarray, by: np.ndarray, unit: int) -> np.ndarray:
             return (x[None, :] + by[:, None] * unit).reshape(-1)
 
-        src_addr, dst_addr = spread(src_addr, sources, rep.stride), spread(dst_addr, targets, rep.stride)
-        src_tile, dst_tile = spread(src_tile, sources, rep.tiles), spread(dst_tile, targets, rep.tiles)
-        count, size, src_step, dst_step = (np.tile(x, sources.size)
-                                           for x in (count, size, src_step, dst_step))
-        if gid is not None and gstep is not None:  # replica r's elements as ids of an expanded device
-            gid = spread(gid, sources, lw.graph.variables.num_elements)
-            gstep = np.tile(gstep, sources.size)
-        num_tiles = rep.factor * rep.tiles
-    t = traffic(src_tile, dst_tile, count, size, num_tiles, gid, gstep, lw.tiles_per_ipu)
+        n = sources.size
+        t = traffic(spread(src_tile, sources, rep.tiles), spread(dst_tile, targets, rep.tiles),
+                    np.tile(count, n), np.tile(size, n), rep.factor * rep.tiles,
+                    None if gid is None else spread(gid, sources, lw.graph.variables.num_elements),
+                    None if gstep is None else np.tile(gstep, n), lw.tiles_per_ipu)
     shared = bool(np.isin(unique_sorted(src_runs.var), unique_sorted(dst_runs.var)).any())
     return CopyPlan.build(src_addr, dst_addr, count, src_step, dst_step, size, t, same_memory=shared,
-                          disjoint=True)  # a Copy's destination has no aliases
+                          disjoint=True,  # a Copy's destination has no aliases
+                          across=replica_map is not None)
 
 
 def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
@@ -209,7 +207,8 @@ def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
                                     f"of the graph's {replicas} replica(s) 0..{replicas - 1}")
     plan = _tensor_copy(lw, p.src, p.dst, lw.runs(p.src, "CrossReplicaCopy source"),
                         lw.runs(p.dst, "CrossReplicaCopy destination"), p.replicaMap)
-    return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=False), plan.traffic)
+    pairs = tuple((r, p.replicaMap[r]) for r in range(replicas))
+    return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=False, pairs=pairs), plan.traffic)
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:

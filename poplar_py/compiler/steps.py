@@ -132,11 +132,12 @@ class Step:
 
 @dataclass
 class CopyStep(Step):
-    """A copy within every replica (``replicated``), or one over the device's memories
-    (a CrossReplicaCopy)."""
+    """A copy within every replica (``replicated``), or from each replica's memories to its
+    partner's (a CrossReplicaCopy: ``pairs`` of source and destination replicas)."""
 
     plan: CopyPlan
     replicated: bool
+    pairs: tuple[tuple[int, int], ...] = ()
     kind: ClassVar[str] = "DoExchange"
 
     def run(self, m: Machine) -> None:
@@ -144,7 +145,7 @@ class CopyStep(Step):
             for replica in m.world.replicas:
                 self.run_on(m, replica)
         else:
-            m.world.copy(self.plan, m.base, None)
+            m.world.cross_copy(self.plan, m.base, self.pairs)
         m.record.counts[self.id] += 1
 
     def replica_leaves(self) -> list[Step] | None:
@@ -154,7 +155,7 @@ class CopyStep(Step):
         m.world.copy(self.plan, m.base, replica)
 
     def moves(self) -> list[Move]:
-        return [(COPY, self.plan, self.replicated)]
+        return [(COPY, self.plan, True)] if self.replicated else []
 
 
 @dataclass

@@ -114,6 +114,21 @@ class World:
         at = base + self.offset(replica)
         plan.execute(at if src is None else src, at if dst is None else dst)
 
+    def cross_copy(self, plan: CopyPlan, base: int, pairs: tuple[tuple[int, int], ...]) -> None:
+        """Run ``plan`` from each pair's source replica's memories to its destination's (the
+        pairs a permutation), as one copy: a plan that writes what it reads is staged, so that
+        every source is read before any destination is written."""
+        if not plan.staged:
+            for s, d in pairs:
+                plan.execute(base + self.offset(s), base + self.offset(d))
+            return
+        into, out_of = plan.staging()
+        temp = np.empty(len(pairs) * plan.nbytes + 8, np.uint8)
+        for k, (s, _) in enumerate(pairs):
+            into.execute(base + self.offset(s), temp.ctypes.data + k * plan.nbytes)
+        for k, (_, d) in enumerate(pairs):
+            out_of.execute(temp.ctypes.data + k * plan.nbytes, base + self.offset(d))
+
     def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
         """Host buffer to ``replica``'s tiles."""
         plan.execute(host, base + self.offset(replica))
@@ -221,6 +236,45 @@ class MpiWorld(World):
             self._sent += send.size
             part.local.execute(base, base)
             part.unpack.execute(receive.ctypes.data, base)
+
+    def cross_copy(self, plan: CopyPlan, base: int, pairs: tuple[tuple[int, int], ...]) -> None:
+        """Between whole replicas: each rank copies between the replicas it holds, packs what
+        goes to another rank's and unpacks what comes to its own (one ``Alltoallv``, on every
+        rank). With replicas split over ranks: the pairs as one plan over the device, cut by rank."""
+        if (self.owner < 0).any():
+            key = ("cross", id(plan), None)
+            if key not in self._plans:  # the one-replica plan is kept alive: its id stays unique
+                offsets = np.asarray([(self.offset(s), self.offset(d)) for s, d in pairs], np.int64)
+                self._plans[key] = (plan, plan.across(offsets))
+            self.copy(self._plans[key][1], base, None)
+            return
+        owner, me = self.owner, self.rank
+        local = [(s, d) for s, d in pairs if owner[s] == me and owner[d] == me]
+        out = sorted((int(owner[d]), s, d) for s, d in pairs if owner[s] == me and owner[d] != me)
+        into = sorted((int(owner[s]), s, d) for s, d in pairs if owner[d] == me and owner[s] != me)
+        if not any(owner[s] != owner[d] for s, d in pairs):
+            super().cross_copy(plan, base, tuple(local))
+            return
+        pack, unpack = plan.staging()
+        n = plan.nbytes
+        send = np.empty(len(out) * n, np.uint8)
+        receive = np.empty(len(into) * n, np.uint8)
+        for k, (_, s, _) in enumerate(out):
+            pack.execute(base + self.offset(s), send.ctypes.data + k * n)
+        staged = np.empty(len(local) * n if plan.staged else 0, np.uint8)
+        for k, (s, _) in enumerate(local if plan.staged else []):  # read before anything is written
+            pack.execute(base + self.offset(s), staged.ctypes.data + k * n)
+        sends = np.bincount([r for r, _, _ in out], minlength=self.size) * n
+        receives = np.bincount([r for r, _, _ in into], minlength=self.size) * n
+        self.comm.Alltoallv(self._spec(send, sends), self._spec(receive, receives))
+        self._sent += send.size
+        for k, (s, d) in enumerate(local):
+            if plan.staged:
+                unpack.execute(staged.ctypes.data + k * n, base + self.offset(d))
+            else:
+                plan.execute(base + self.offset(s), base + self.offset(d))
+        for k, (_, _, d) in enumerate(into):
+            unpack.execute(receive.ctypes.data + k * n, base + self.offset(d))
 
     def _spec(self, buffer: np.ndarray, counts: np.ndarray) -> list:
         return [buffer, (counts.tolist(), exclusive_cumsum(counts).tolist()), self.mpi.BYTE]
