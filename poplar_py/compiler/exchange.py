@@ -10,6 +10,7 @@ model charges to the exchange phase.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,6 +193,7 @@ class CopyPlan:
         _run(*into, self.nbytes, src_base, temp.ctypes.data)
         _run(*out_of, self.nbytes, temp.ctypes.data, dst_base)
 
+    @functools.cached_property
     def staging(self) -> tuple[CopyPlan, CopyPlan]:
         """This copy as two that run one after the other, through a buffer of ``nbytes`` bytes:
         the pieces packed into it back to back, then out of it."""

@@ -122,7 +122,7 @@ class World:
             for s, d in pairs:
                 plan.execute(base + self.offset(s), base + self.offset(d))
             return
-        into, out_of = plan.staging()
+        into, out_of = plan.staging
         temp = np.empty(len(pairs) * plan.nbytes + 8, np.uint8)
         for k, (s, _) in enumerate(pairs):
             into.execute(base + self.offset(s), temp.ctypes.data + k * plan.nbytes)
@@ -255,7 +255,7 @@ class MpiWorld(World):
         if not any(owner[s] != owner[d] for s, d in pairs):
             super().cross_copy(plan, base, tuple(local))
             return
-        pack, unpack = plan.staging()
+        pack, unpack = plan.staging
         n = plan.nbytes
         send = np.empty(len(out) * n, np.uint8)
         receive = np.empty(len(into) * n, np.uint8)
