@@ -96,6 +96,9 @@ class RunRecord:
     counts: list[int] = field(default_factory=list)  # runs of each leaf step
     runs: list[int] = field(default_factory=list)  # programs run, in order
     compute_sums: dict[int, list] = field(default_factory=dict)  # Execute step -> [compute, active] summed
+    # Execute step -> its runs on each replica at the fixed cost of a whole replica (per-tile arrays
+    # for those would take steps x replicas x tiles)
+    fixed_runs: dict[int, np.ndarray] = field(default_factory=dict)
     vertex_cycles: dict[str, list[int]] = field(default_factory=dict)  # vertex type -> [instances, cycles]
 
     def __post_init__(self) -> None:
@@ -105,4 +108,5 @@ class RunRecord:
         self.counts = [0] * self.num_leaves
         self.runs = []
         self.compute_sums = {}
+        self.fixed_runs = {}
         self.vertex_cycles = {}

@@ -480,6 +480,12 @@ class ComputeSetRunner:
             world.copy(self.exchange_out, base, replica, src=base + buffers)
         if error is not None:
             raise error
+        if mine is self.whole and mine.fixed is not None:  # the same every run: counted
+            runs = record.fixed_runs.get(step_id)
+            if runs is None:
+                runs = record.fixed_runs[step_id] = np.zeros(self.replicas, _I64)
+            runs[replica] += 1
+            return
         compute, active = self._tile_cycles(total) if mine.fixed is None else mine.fixed
         sums = record.compute_sums.get(step_id)
         if sums is None:
@@ -510,9 +516,16 @@ class ComputeSetRunner:
 
     def compute_cycles(self, record: RunRecord, step_id: int) -> tuple[np.ndarray, np.ndarray]:
         """Average per-tile compute cycles (including / excluding idle worker slots) per run."""
-        sums = record.compute_sums.get(step_id)
+        compute, active = np.zeros(self.num_tiles * self.replicas), np.zeros(self.num_tiles * self.replicas)
         runs = record.counts[step_id]
-        if sums is None or not runs:
-            zero = np.zeros(self.num_tiles * self.replicas)
-            return zero, zero
-        return sums[0] / runs, sums[1] / runs
+        if not runs:
+            return compute, active
+        sums, fixed = record.compute_sums.get(step_id), record.fixed_runs.get(step_id)
+        if sums is not None:
+            compute += sums[0]
+            active += sums[1]
+        if fixed is not None and self.whole.fixed is not None:
+            each = np.repeat(fixed, self.num_tiles)
+            compute += each * np.tile(self.whole.fixed[0], self.replicas)
+            active += each * np.tile(self.whole.fixed[1], self.replicas)
+        return compute / runs, active / runs

@@ -345,11 +345,14 @@ class MpiWorld(World):
 
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
         into.counts, into.runs = list(partial.counts), list(partial.runs)
-        into.compute_sums, into.vertex_cycles = {}, {}
-        for sums, cycles in self.comm.allgather((partial.compute_sums, partial.vertex_cycles)):
+        into.compute_sums, into.fixed_runs, into.vertex_cycles = {}, {}, {}
+        parts = (partial.compute_sums, partial.fixed_runs, partial.vertex_cycles)
+        for sums, fixed, cycles in self.comm.allgather(parts):
             for step, pair in sums.items():
                 total = into.compute_sums.setdefault(step, [0, 0])
                 into.compute_sums[step] = [total[0] + pair[0], total[1] + pair[1]]
+            for step, runs in fixed.items():
+                into.fixed_runs[step] = into.fixed_runs.get(step, 0) + runs
             for name, (count, cyc) in cycles.items():
                 entry = into.vertex_cycles.setdefault(name, [0, 0])
                 entry[0] += count
