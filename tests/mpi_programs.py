@@ -230,7 +230,8 @@ def spin() -> None:
 def _replicated(replicas: int, ipus_per_replica: int, connected: Callable[[int], bool] = lambda r: True
                 ) -> tuple[poplar.Engine, dict[int, int]]:
     """Every replica scales its own x, all-reduces it with gcl, passes it round with a
-    CrossReplicaCopy, and takes y from its own host end (a callback counting its calls here)."""
+    CrossReplicaCopy and round again in place (each replica's copy read before any is written),
+    and takes y from its own host end (a callback counting its calls here)."""
     device = model(4, replicas * ipus_per_replica)
     graph = poplar.Graph(device, replication_factor=replicas)
     popops.addCodelets(graph)
@@ -245,7 +246,9 @@ def _replicated(replicas: int, ipus_per_replica: int, connected: Callable[[int],
     seq = prog.Sequence([prog.Execute(cs)])
     total = gcl.allReduceCrossReplica(graph, x, gcl.CollectiveOperator.ADD, seq)
     turned = graph.clone(x, "turned")
-    seq.add(prog.CrossReplicaCopy(x, turned, {r: (r + 1) % replicas for r in range(replicas)}))
+    ring = {r: (r + 1) % replicas for r in range(replicas)}
+    seq.add(prog.CrossReplicaCopy(x, turned, ring))
+    seq.add(prog.CrossReplicaCopy(turned, turned, ring))
     seq.add(prog.Copy(graph.addHostToDeviceFIFO("y", poplar.FLOAT, 5), y))
     for name, t in (("x", x), ("total", total), ("turned", turned), ("y", y)):
         graph.createHostRead(name + "/read", t)

@@ -133,7 +133,7 @@ def test_each_rank_holds_its_share_of_the_memory(tmp_path):
     assert max(shares) <= 0.65 * alone, (shares, alone)
 
 
-@pytest.mark.parametrize("replicas,ipus,ranks", [(4, 1, 2), (4, 1, 3), (2, 2, 3), (2, 2, 4)])
+@pytest.mark.parametrize("replicas,ipus,ranks", [(4, 1, 2), (6, 1, 2), (4, 1, 3), (2, 2, 3), (2, 2, 4)])
 def test_ranks_own_whole_replicas_or_share_them_alike(replicas, ipus, ranks, tmp_path):
     """K dividing R: each rank runs R/K whole replicas and calls their host ends alone; any
     other split shares replicas between ranks. Values and cycles are those of one process."""
