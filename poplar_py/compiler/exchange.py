@@ -189,9 +189,9 @@ class CopyPlan:
             _run(self.pieces, self.steps, self.nbytes, src_base, dst_base)
             return
         temp = np.empty(self.nbytes + 8, dtype=np.uint8)
-        into, out_of = self._through_temporary()
-        _run(*into, self.nbytes, src_base, temp.ctypes.data)
-        _run(*out_of, self.nbytes, temp.ctypes.data, dst_base)
+        into, out_of = self.staging
+        into.execute(src_base, temp.ctypes.data)
+        out_of.execute(temp.ctypes.data, dst_base)
 
     @functools.cached_property
     def staging(self) -> tuple[CopyPlan, CopyPlan]:
