@@ -262,7 +262,7 @@ def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[
     num_partials = assign_partials(stage1)
     if num_partials:
         partials = graph.addVariable(acc, [num_partials], name + "/partials")
-        graph.setTileMapping(partials, _buffer_mapping(stage1, graph.getTarget().getNumTiles()))
+        _map_runs(graph, partials, _partial_tiles(stage1))
         stage2 = plan_stage2(stage1, owner)
     _add_vertices(graph, _stage(graph, css, 0, name), stage1, source, out_flat, params,
                   t.elementType(), acc, out_type, partials)
@@ -339,10 +339,8 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
 
 def _element_tiles(graph: Graph, t: Tensor) -> np.ndarray:
     """The tile of every element of ``t`` (flattened), from its tile mapping."""
-    runs = [(b, e, tile) for tile, intervals in enumerate(graph.getTileMapping(t)) for b, e in intervals]
-    runs_a = np.asarray(runs, dtype=np.int64).reshape(-1, 3)
-    runs_a = runs_a[np.argsort(runs_a[:, 0])]
-    return np.repeat(runs_a[:, 2], runs_a[:, 1] - runs_a[:, 0])
+    begin, end, tile = graph.tile_intervals(t)  # in order, covering every element
+    return np.repeat(tile, end - begin)
 
 
 def _run_edges(t: Tensor, tiles: np.ndarray) -> np.ndarray:
@@ -360,30 +358,26 @@ def _output_tiles(graph: Graph, out_flat: Tensor, first: np.ndarray | None) -> n
     """The tile of each output element, mapping the output first if it is not fully mapped:
     next to the first element of its input row when that spreads the outputs about as well
     as a linear mapping, else linearly."""
-    mapping = graph.getTileMapping(out_flat, requireComplete=False)
-    if sum(e - b for intervals in mapping for b, e in intervals) == out_flat.numElements():
+    begin, end, _ = graph.tile_intervals(out_flat, requireComplete=False)
+    if int((end - begin).sum()) == out_flat.numElements():
         return _element_tiles(graph, out_flat)
     linear = calcLinearTileMapping(graph, out_flat)
     crowd = max(sum(e - b for b, e in intervals) for intervals in linear)
     if first is not None and np.bincount(first).max() <= 2 * crowd:
-        graph.setTileMapping(out_flat, _runs_mapping(first, graph.getTarget().getNumTiles()))
+        _map_runs(graph, out_flat, first)
     else:
         graph.setTileMapping(out_flat, linear)
     return _element_tiles(graph, out_flat)
 
 
-def _runs_mapping(tiles: np.ndarray, num_tiles: int) -> list[list[tuple[int, int]]]:
-    """A per-tile interval list from the tile of every element."""
-    starts = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
-    ends = np.append(starts[1:], tiles.size)
-    mapping: list[list[tuple[int, int]]] = [[] for _ in range(num_tiles)]
-    for b, e, tile in zip(starts.tolist(), ends.tolist(), tiles[starts].tolist()):
-        mapping[tile].append((b, e))
-    return mapping
+def _map_runs(graph: Graph, t: Tensor, tiles: np.ndarray) -> None:
+    """Map element i of the flattened ``t`` to ``tiles[i]``: one interval per run of a tile."""
+    if tiles.size:
+        starts = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
+        graph.map_intervals(t, starts, np.append(starts[1:], tiles.size), tiles[starts])
 
 
-def _buffer_mapping(stage1: Regions, num_tiles: int) -> list[list[tuple[int, int]]]:
-    """Each tile's partials, contiguous on that tile."""
+def _partial_tiles(stage1: Regions) -> np.ndarray:
+    """The tile of each partial: each tile's partials contiguous on that tile."""
     partial = ~stage1.final
-    tiles = np.repeat(stage1.tile[partial], stage1.width[partial])
-    return _runs_mapping(tiles, num_tiles)
+    return np.repeat(stage1.tile[partial], stage1.width[partial])
