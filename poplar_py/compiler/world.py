@@ -122,12 +122,23 @@ class World:
             for s, d in pairs:
                 plan.execute(base + self.offset(s), base + self.offset(d))
             return
-        into, out_of = plan.staging
-        temp = np.empty(len(pairs) * plan.nbytes + 8, np.uint8)
-        for k, (s, _) in enumerate(pairs):
-            into.execute(base + self.offset(s), temp.ctypes.data + k * plan.nbytes)
-        for k, (_, d) in enumerate(pairs):
-            out_of.execute(temp.ctypes.data + k * plan.nbytes, base + self.offset(d))
+        temp = self._packed(plan, base, [s for s, _ in pairs])
+        self._unpacked(plan, base, temp, [d for _, d in pairs])
+
+    def _packed(self, plan: CopyPlan, base: int, replicas: list[int]) -> np.ndarray:
+        """The source pieces of ``plan`` on each of these replicas, packed back to back."""
+        pack, n = plan.staging[0], plan.nbytes
+        packed = np.empty(len(replicas) * n, np.uint8)
+        for k, r in enumerate(replicas):
+            pack.execute(base + self.offset(r), packed.ctypes.data + k * n)
+        return packed
+
+    def _unpacked(self, plan: CopyPlan, base: int, packed: np.ndarray, replicas: list[int]) -> None:
+        """What :meth:`_packed` packed, written to the destination pieces of ``plan`` on each of
+        these replicas in turn."""
+        unpack, n = plan.staging[1], plan.nbytes
+        for k, r in enumerate(replicas):
+            unpack.execute(packed.ctypes.data + k * n, base + self.offset(r))
 
     def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
         """Host buffer to ``replica``'s tiles."""
@@ -255,26 +266,21 @@ class MpiWorld(World):
         if not any(owner[s] != owner[d] for s, d in pairs):
             super().cross_copy(plan, base, tuple(local))
             return
-        pack, unpack = plan.staging
         n = plan.nbytes
-        send = np.empty(len(out) * n, np.uint8)
+        send = self._packed(plan, base, [s for _, s, _ in out])
         receive = np.empty(len(into) * n, np.uint8)
-        for k, (_, s, _) in enumerate(out):
-            pack.execute(base + self.offset(s), send.ctypes.data + k * n)
-        staged = np.empty(len(local) * n if plan.staged else 0, np.uint8)
-        for k, (s, _) in enumerate(local if plan.staged else []):  # read before anything is written
-            pack.execute(base + self.offset(s), staged.ctypes.data + k * n)
+        if plan.staged:  # every source is read before anything is written
+            staged = self._packed(plan, base, [s for s, _ in local])
         sends = np.bincount([r for r, _, _ in out], minlength=self.size) * n
         receives = np.bincount([r for r, _, _ in into], minlength=self.size) * n
         self.comm.Alltoallv(self._spec(send, sends), self._spec(receive, receives))
         self._sent += send.size
-        for k, (s, d) in enumerate(local):
-            if plan.staged:
-                unpack.execute(staged.ctypes.data + k * n, base + self.offset(d))
-            else:
+        if plan.staged:
+            self._unpacked(plan, base, staged, [d for _, d in local])
+        else:
+            for s, d in local:
                 plan.execute(base + self.offset(s), base + self.offset(d))
-        for k, (_, _, d) in enumerate(into):
-            unpack.execute(receive.ctypes.data + k * n, base + self.offset(d))
+        self._unpacked(plan, base, receive, [d for _, _, d in into])
 
     def _spec(self, buffer: np.ndarray, counts: np.ndarray) -> list:
         return [buffer, (counts.tolist(), exclusive_cumsum(counts).tolist()), self.mpi.BYTE]
