@@ -219,8 +219,7 @@ class VertexTable:
         return np.frombuffer(self.rows, np.int64).reshape(-1, _NV).copy() if self.rows else \
             np.zeros((0, _NV), np.int64)
 
-    def edge_columns(self, which: tuple[int, ...] = tuple(range(_NE)), order: np.ndarray | None = None
-                     ) -> list[np.ndarray]:
+    def edge_columns(self, which: tuple[int, ...], order: np.ndarray | None = None) -> list[np.ndarray]:
         """Copies of the edge rows' columns ``which`` (indices into EDGE_COLUMNS), their rows taken
         in ``order`` (all, as added, when None). Read in blocks of rows, each block once for every
         column (a column at a time would read all the rows once per column)."""
