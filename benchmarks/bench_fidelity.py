@@ -6,9 +6,10 @@ Each case builds the operands with ``poplin.createMatMulInputLHS/RHS`` (the conv
 ``createInput``/``createWeights``), runs the product once on the full-size IPUModel (compiled
 even if a tile runs out of memory, which the row then says) and reads the profile's FLOPs: the
 throughput over the tile average compute cycles (the compute phase) and over all cycles
-(exchange and sync included), each with its share of the type's peak
-(``Target.getPeakFlopsPerCycle``: Mk1 124.5 TFLOPS half, 31.1 float; Mk2 250 and 62.5). Half
-products use PopLibs' default float partials unless the row says ``partials half``. ``--quick``
+(exchange and sync included), each with its share of the peak of the units the product runs on
+(``Target.getPeakFlopsPerCycle``: Mk1 124.5 TFLOPS half, 31.1 float; Mk2 250 FP16.16, 125
+FP16.32 and 62.5 FP32). Half products use PopLibs' default float partials (FP16.32) unless the
+row says ``partials half`` (FP16.16). ``--quick``
 runs the Mk2 2048^3 products and the convolution only.
 """
 
@@ -24,6 +25,8 @@ from poplibs_py import poplin, popops
 #: square sizes, then skewed ones: BERT-base's FFN and its weight gradient, a tiny output, and others
 SHAPES = [(512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048), (128, 3072, 768), (3072, 128, 768),
           (16, 4096, 16), (8192, 256, 1024), (64, 4096, 4096), (4096, 64, 4096)]
+#: the profile's FLOPs kinds in Graphcore's names for the AMP's modes
+MODES = {"half": "FP16.16", "half.float": "FP16.32", "float": "FP32"}
 #: the issue's convolution: 3x3, 64 channels in and out, a 56x56 field, batch 8, padding 1
 CONV = dict(batch=8, field=56, channels=64, kernel=3)
 
@@ -70,14 +73,17 @@ def row(label: str, result: tuple[dict, float, bool]) -> str:
     flops, seconds, full = result
     comp, whole = flops["compute"], flops["all"]
     label += " (out of memory)" if full else ""
-    return (f"| {label} | {comp['throughput'] / 1e12:.1f} TFLOPS | {100 * comp['peakShare']:.1f}% | "
-            f"{whole['throughput'] / 1e12:.1f} TFLOPS | {100 * whole['peakShare']:.1f}% |  ({seconds:.0f} s)")
+    kinds = ", ".join(MODES.get(kind, kind) for kind in flops["flopsByType"])
+    peak = comp["throughput"] / comp["peakShare"]
+    return (f"| {label} | {kinds}, {peak / 1e12:.1f} TFLOPS | {comp['throughput'] / 1e12:.1f} TFLOPS | "
+            f"{100 * comp['peakShare']:.1f}% | {whole['throughput'] / 1e12:.1f} TFLOPS | "
+            f"{100 * whole['peakShare']:.1f}% |  ({seconds:.0f} s)")
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    print("| case | compute phase | share of peak | all cycles | share of peak |")
-    print("|---|---|---|---|---|")
+    print("| case | units and their peak | compute phase | share of peak | all cycles | share of peak |")
+    print("|---|---|---|---|---|---|")
     for arch in ("ipu2",) if quick else ("ipu1", "ipu2"):
         for m, k, n in [(2048, 2048, 2048)] if quick else SHAPES:
             for type_, options in ((poplar.HALF, None), (poplar.HALF, {"partialsType": "half"}),

@@ -175,8 +175,8 @@ class Profile:
 
 
     def _peak(self, kind: str) -> int:
-        """The device's peak FLOPs per cycle for the type named ``kind``."""
-        return self.exe.target.getPeakFlopsPerCycle(kind)
+        """The device's peak FLOPs per cycle for ``kind``: a type, or input.partials types."""
+        return self.exe.target.getPeakFlopsPerCycle(*kind.split("."))
 
 
 def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:

@@ -286,15 +286,19 @@ class Target:
     def getConvUnitCoeffLoadBytesPerCycle(self) -> int:
         return self.convUnitCoeffLoadBytesPerCycle
 
-    def getPeakFlopsPerCycle(self, inputType: Type | object) -> int:
+    def getPeakFlopsPerCycle(self, inputType: Type | object,
+                             partialsType: Type | object | None = None) -> int:
         """FLOPs the whole device's AMPs can do per cycle on ``inputType`` (a multiply-add is 2; 0
-        for types the AMP does not take): tiles x the most conv units for the type x the weights
-        each holds x 2, over the cycles a field position takes (``AMP_CYCLES_PER_FIELD_POSITION``)."""
+        for types the AMP does not take): tiles x the conv units for the types x the weights each
+        holds x 2, over the cycles a field position takes (``AMP_CYCLES_PER_FIELD_POSITION``).
+        With ``partialsType`` the peak of the units that type pair runs on (Mk2: half with float
+        partials, FP16.32, has half the units of FP16.16); without it the type's headline peak."""
         in_type = asType(inputType)
         cycles = AMP_CYCLES_PER_FIELD_POSITION.get(in_type.name)
         if cycles is None:
             return 0
-        units = max(self.getNumConvUnits(in_type, in_type), self.getNumConvUnits(in_type, "float"))
+        units = (max(self.getNumConvUnits(in_type, in_type), self.getNumConvUnits(in_type, "float"))
+                 if partialsType is None else self.getNumConvUnits(in_type, partialsType))
         return self.getNumTiles() * units * self.getWeightsPerConvUnit(in_type) * 2 // cycles
 
     def getTargetArchString(self) -> str:

@@ -247,6 +247,22 @@ def test_registered_perf_estimator():
     assert step(run(device, graph, prog.Execute(cs)), "est")["compute"] == 42 and seen == [5]
 
 
+@pytest.mark.parametrize("partials,kind,units", [(None, "half", 16), (poplar.HALF, "half", 16),
+                                                  (poplar.FLOAT, "half.float", 8)])
+def test_estimated_flops_count_against_the_units_their_types_run_on(partials, kind, units):
+    device, graph = graph_for(1)
+    graph.registerPerfEstimator("BumpAll", lambda v, t: poplar.VertexPerfEstimate(100, 3000, poplar.HALF,
+                                                                                  partials))
+    cs = graph.addComputeSet("est")
+    graph.addVertex(cs, "BumpAll", {"x": graph.addVariable(poplar.INT, [5])})
+    rows = run(device, graph, prog.Execute(cs)).getProfile()["execution"]["computeSets"]
+    row = next(r for r in rows if r["name"] == "est")
+    # Mk2: 16 FP16.16 or 8 FP16.32 conv units of 16 weights, a field position every 4 cycles
+    peak = graph.getTarget().getPeakFlopsPerCycle(poplar.HALF, partials)
+    assert peak == units * 16 * 2 // 4
+    assert row["flopsByType"] == {kind: 3000} and row["peakShare"] == pytest.approx(3000 / peak / 100)
+
+
 def test_report_file_and_cli_profile(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     device, graph = graph_for(2)

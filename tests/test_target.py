@@ -202,6 +202,10 @@ def test_peak_flops_are_the_published_ones(arch, half, flt):
     assert t.getPeakFlopsPerCycle(poplar.HALF) * clock == pytest.approx(half, rel=0.005)
     assert t.getPeakFlopsPerCycle("float") * clock == pytest.approx(flt, rel=0.005)
     assert t.getPeakFlopsPerCycle(poplar.INT) == 0
+    # half accumulated in float (FP16.32): Mk1 runs it on all its units, Mk2 on half of them
+    fp16_32 = t.getPeakFlopsPerCycle(poplar.HALF, poplar.FLOAT) * clock
+    assert fp16_32 == pytest.approx(half if arch == "ipu1" else half / 2, rel=0.005)
+    assert t.getPeakFlopsPerCycle(poplar.HALF, poplar.HALF) * clock == pytest.approx(half, rel=0.005)
 
 
 def test_amp_fields_are_settable_and_checked():

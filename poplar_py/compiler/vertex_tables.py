@@ -27,6 +27,7 @@ from ..codelet.pipeline import (
 from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
 from ..options import EngineOptions
+from ..perf_estimate import VertexPerfEstimate
 from ..regions import exclusive_cumsum
 from ..target import Target
 from ..vertex import Direction, FieldKind, FieldSpec
@@ -243,8 +244,8 @@ def _estimate(estimator: PerfEstimator, vertex: VertexIntrospector, target: Targ
         raise MissingCycleEstimateError(f"the perf estimator of '{name}' returned nothing for "
                                         f"{vertex.describe()}")
     done = est[1] if isinstance(est, tuple) and len(est) > 1 else getattr(est, "flops", 0)
-    kind = getattr(est, "flopsType", None)
-    return int(cycles), int(done or 0), "" if kind is None else str(kind)
+    kind = est.flopsKind if isinstance(est, VertexPerfEstimate) else ""
+    return int(cycles), int(done or 0), kind
 
 
 def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray) -> list[bytes]:

@@ -212,8 +212,9 @@ def matMulBlockEstimator(inputType: Type, partialsType: Type):
         inner = vertex.getFieldInfo("a").size() // rows if rows else 0
         cycles = _block_cycles(rows, inner, cols, AmpFigures.of(target, inputType, partialsType),
                                target.getNumWorkerContexts())
-        flops = matMulFlops(rows, inner, cols) if inputType.is_float else 0
-        return VertexPerfEstimate(cycles, flops, inputType if inputType.is_float else None)
+        if not inputType.is_float:
+            return VertexPerfEstimate(cycles)
+        return VertexPerfEstimate(cycles, matMulFlops(rows, inner, cols), inputType, partialsType)
 
     return estimate
 
