@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from poplar_py import Graph, Tensor, concat
+from poplar_py import Graph, Tensor, Type, concat
 from poplar_py.bulk import Rows
 from poplar_py.regions import exclusive_cumsum, expand_ranges
 
@@ -131,18 +131,30 @@ class Blocks:
         return block_pieces(start, plan.n, width, first, last)
 
 
-def operand_pieces(plan: MatMulPlan, lhs: bool) -> tuple[Pieces, np.ndarray]:
-    """The blocks' rows of a flattened ``[g, m, k]`` LHS (``[g, k, n]`` RHS) and the tile of each
-    block: the tile of the plan's first N-split (first M-split) that multiplies it."""
+def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, name: str) -> Tensor:
+    """A new ``[g, m, k]`` LHS (``[g, k, n]`` RHS) whose blocks each lie contiguous in one variable
+    on the tile of the plan's first N-split (first M-split) that multiplies them, as PopLibs lays
+    out a created matMul input: a vertex then reads a block as one region, not row by row."""
     outer_size, outer_split = (plan.m, plan.splitM) if lhs else (plan.n, plan.splitN)
-    gi, io, ik = (a.ravel() for a in np.indices((plan.groups, outer_split, plan.splitK), dtype=_I64))
     (ob, oe), (kb, ke) = _parts(outer_size, outer_split), _parts(plan.k, plan.splitK)
+    # per block (group, outer part, K part): its rows and columns of the operand
+    gi, io, ik = (a.ravel() for a in np.indices((plan.groups, outer_split, plan.splitK), dtype=_I64))
     zero = np.zeros_like(io)
     if lhs:
-        pieces, tiles = matrix_pieces(gi, ob[io], oe[io], kb[ik], ke[ik], (plan.m, plan.k)), (io, zero)
+        r0, r1, c0, c1, tiles = ob[io], oe[io], kb[ik], ke[ik], plan.tile(gi, io, zero, ik)
     else:
-        pieces, tiles = matrix_pieces(gi, kb[ik], ke[ik], ob[io], oe[io], (plan.k, plan.n)), (zero, io)
-    return pieces, plan.tile(gi, *tiles, ik)
+        r0, r1, c0, c1, tiles = kb[ik], ke[ik], ob[io], oe[io], plan.tile(gi, zero, io, ik)
+    size = (r1 - r0) * (c1 - c0)
+    start = exclusive_cumsum(size)
+    flat = graph.addVariable(type_, [int(size.sum())], name)
+    full = np.flatnonzero(size)
+    graph.map_intervals(flat, start[full], start[full] + size[full], tiles[full])
+    blocks = {(int(g), int(a), int(b)): flat.slice(int(lo), int(lo + n)).reshape([int(r), int(c)])
+              for g, a, b, lo, n, r, c in zip(gi, r0, c0, start, size, r1 - r0, c1 - c0) if n}
+    r_starts, c_starts = sorted({int(a) for _, a, _ in blocks}), sorted({int(b) for _, _, b in blocks})
+    groups = [concat([concat([blocks[g, a, b] for b in c_starts], 1) for a in r_starts], 0).expand([0])
+              for g in range(plan.groups)]
+    return concat(groups, 0)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
-from .blocks import Blocks, Partials, operand_pieces
+from .blocks import Blocks, Partials, block_major_operand
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
@@ -223,19 +223,18 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
     name = rest[2] if len(rest) > 2 else ("A" if lhs else "B")
     shape = checkShapes(a_shape, b_shape)
     plan = _plan(graph, in_type, out_type, shape, options)
-    t = graph.addVariable(in_type, a_shape if lhs else b_shape, name)
-    _map_operand(graph, plan, _as_3d(t), lhs)
-    return t
+    return _new_operand(graph, plan, in_type, a_shape if lhs else b_shape, lhs, name)
 
 
-def _map_operand(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool) -> None:
-    """Map a ``[g, m, k]`` LHS (or ``[g, k, n]`` RHS) block by block on the tiles of the plan's
-    first N-split (first M-split) that multiply them."""
-    if plan.m == 0 or plan.n == 0:  # no blocks: keep the operand somewhere
-        graph.setTileMapping(t3, 0)
-        return
-    pieces, tiles = operand_pieces(plan, lhs)
-    graph.map_intervals(t3, pieces.begin, pieces.end, tiles[pieces.owner])
+def _new_operand(graph: Graph, plan: MatMulPlan, type_: Type, shape: list[int], lhs: bool,
+                 name: str) -> Tensor:
+    """A new operand of ``shape`` laid out for the plan: each block contiguous on the tile of the
+    plan's first N-split (first M-split) that multiplies it."""
+    if plan.m == 0 or plan.n == 0 or plan.k == 0:  # no blocks to read: keep the operand somewhere
+        t = graph.addVariable(type_, shape, name)
+        graph.setTileMapping(t, 0)
+        return t
+    return block_major_operand(graph, plan, type_, lhs, name).reshape(shape)
 
 
 def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
@@ -247,8 +246,8 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog
     runs = t3.runs()
     if not ((runs.count > 1) & (runs.stride != 1)).any():
         return t3
-    arranged = graph.addVariable(t3.elementType(), t3.shape(), f"{name}/arranged{'LHS' if lhs else 'RHS'}")
-    _map_operand(graph, plan, arranged, lhs)
+    arranged = _new_operand(graph, plan, t3.elementType(), t3.shape(), lhs,
+                            f"{name}/arranged{'LHS' if lhs else 'RHS'}")
     prog_.add(prog.Copy(t3, arranged))
     return arranged
 

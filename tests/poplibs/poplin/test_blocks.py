@@ -5,7 +5,7 @@ import pytest
 
 import poplar_py as poplar
 from poplibs_py import poplin
-from poplibs_py.poplin.blocks import Blocks, block_pieces, operand_pieces
+from poplibs_py.poplin.blocks import Blocks, block_major_operand, block_pieces
 
 
 def target(tiles):
@@ -69,19 +69,30 @@ def test_operand_and_output_pieces_are_the_blocks_elements(tiles, shape_a, shape
         for i, gi in enumerate(blocks.group.tolist()):
             r0, r1, c0, c1 = rows[0][i], rows[1][i], cols[0][i], cols[1][i]
             assert got[i] == array[gi, r0:r1, c0:c1].reshape(-1).tolist()
-    for lhs, array in ((True, a), (False, b)):
-        pieces, tiles_of = operand_pieces(plan, lhs)
-        on_tile = np.full(array.size, -1)
-        for o, begin, end in zip(pieces.owner, pieces.begin, pieces.end):
-            on_tile[begin:end] = tiles_of[o]
+
+
+@pytest.mark.parametrize("tiles,shape_a,shape_b", PLANS)
+def test_created_operands_hold_each_block_contiguous_on_its_tile(tiles, shape_a, shape_b):
+    model = poplar.IPUModel()
+    model.tilesPerIPU = tiles
+    graph = poplar.Graph(model.createDevice())
+    plan = poplin.getMatMulPlan(graph.getTarget(), poplar.FLOAT, shape_a, shape_b)
+    for lhs in (True, False):
+        t = block_major_operand(graph, plan, poplar.FLOAT, lhs, "A" if lhs else "B")
+        assert t.shape() == ([plan.groups, plan.m, plan.k] if lhs else [plan.groups, plan.k, plan.n])
+        regions = t.flatten().getVarRegions()
+        assert sum(i.size() for _, i in regions) == t.numElements()
+        assert len({v.index for v, _ in regions}) == 1 and not t.containsAliases()  # every element, once
         for gi, im, jn, ik, m0, m1, n0, n1, k0, k1, _ in reference_blocks(plan):
             if lhs and jn == 0:
-                block, tile = array[gi, m0:m1, k0:k1], plan.tile(gi, im, 0, ik)
+                block, tile = t[gi].slice(m0, m1, 0).slice(k0, k1, 1), plan.tile(gi, im, 0, ik)
             elif not lhs and im == 0:
-                block, tile = array[gi, k0:k1, n0:n1], plan.tile(gi, 0, jn, ik)
+                block, tile = t[gi].slice(k0, k1, 0).slice(n0, n1, 1), plan.tile(gi, 0, jn, ik)
             else:
                 continue
-            assert (on_tile[block.reshape(-1)] == tile).all()
+            assert block.isContiguous()
+            mapping = graph.getTileMapping(block)
+            assert sum(i.size() for i in mapping[tile]) == block.numElements()
 
 
 def test_block_pieces_take_a_share_of_each_block():
