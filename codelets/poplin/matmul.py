@@ -1,8 +1,9 @@
 """Matrix-multiplication codelets (PopLibs' poplin vertices, one MultiVertex per tile).
 
 ``MatMulBlock<InT, OutT, R, C>`` computes a tile's block product
-``out[i][j] = sum_k a[i * K + k] * b[k * N + j]``, with ``a`` the A block (row-major, K per row),
-``b`` the B block (K rows of N, row-major) and ``out`` one entry per output row. Workers share
+``out[i * N + j] = sum_k a[i * K + k] * b[k * N + j]``, with ``a`` the A block (row-major, K per row),
+``b`` the B block (K rows of N, row-major) and ``out`` the product's rows one after another (a
+block whose rows lie together in memory is one region; the sizes give M, K and N). Workers share
 the rows out in whole R-row units (the last worker also takes the leftover rows); when there are
 fewer rows than workers, each row's columns are cut between several workers. Its cycles are not
 this host kernel's: poplin's estimator costs the block as PopLibs' AMP vertex would run it
@@ -17,6 +18,8 @@ formed in the output type: ``OutT(a[...])`` converts (half inputs with a float o
 in float, in both codelet modes).
 """
 
+import math
+
 from poplar_py import Const, InOut, Input, LocalArray, MultiVertex, Output, Vector, VectorList
 from poplar_py.vertex import TypeParam
 
@@ -25,10 +28,8 @@ OutT = TypeParam("OutT")
 PartT = TypeParam("PartT")
 
 
-def tile(a, b, out, i, j, R, C):
+def tile(a, b, out, kk, n, i, j, R, C):
     """Rows i..i+R-1, columns j..j+C-1 of the block product: R * C sums across the k loop."""
-    kk = len(a) // len(out)
-    n = len(out[0])
     acc = LocalArray(OutT, R * C)
     x = LocalArray(OutT, R)
     for k in range(kk):
@@ -40,48 +41,63 @@ def tile(a, b, out, i, j, R, C):
             for r in range(R):
                 acc[r * C + c] += x[r] * bc
     for r in range(R):
-        row = out[i + r]
+        row = (i + r) * n + j
         for c in range(C):
-            row[j + c] = acc[r * C + c]
+            out[row + c] = acc[r * C + c]
 
 
-def strip(a, b, out, i, j, end, R, C):
+def strip(a, b, out, kk, n, i, j, end, R, C):
     """R rows from row i, C-column tiles from column j while they fit before ``end``; returns the
     first column left."""
     while j + C <= end:
-        tile(a, b, out, i, j, R, C)
+        tile(a, b, out, kk, n, i, j, R, C)
         j += C
     return j
 
 
-def band(a, b, out, i, last, c0, c1, R, C):
+def band(a, b, out, kk, n, i, last, c0, c1, R, C):
     """R-row tiles from row i while R rows remain before ``last``: C-column tiles across columns
     [c0, c1), then single columns. Returns the first row left."""
     while i + R <= last:
-        strip(a, b, out, i, strip(a, b, out, i, c0, c1, R, C), c1, R, 1)
+        strip(a, b, out, kk, n, i, strip(a, b, out, kk, n, i, c0, c1, R, C), c1, R, 1)
         i += R
     return i
 
 
-def product(a, b, out, first, last, c0, c1, R, C):
+def product(a, b, out, kk, n, first, last, c0, c1, R, C):
     """Rows [first, last), columns [c0, c1) of the block product: R-row bands, then single rows."""
-    band(a, b, out, band(a, b, out, first, last, c0, c1, R, C), last, c0, c1, 1, C)
+    band(a, b, out, kk, n, band(a, b, out, kk, n, first, last, c0, c1, R, C), last, c0, c1, 1, C)
+
+
+def block_columns(la, lb, lo):
+    """The columns n of an ``m x k`` by ``k x n`` block product from its fields' sizes
+    (``la = m k``, ``lb = k n``, ``lo = m n``, so ``n * n = lb lo / la``): the candidate near the
+    square root whose m and k fit every size (0 if none does). An empty inner dimension (``la``
+    0) makes the product one row of zeros."""
+    if la == 0 or lo == 0:
+        return lo
+    guess = int(math.sqrt(float(lb) / float(la) * float(lo)))
+    for n in range(max(guess - 2, 1), guess + 3):
+        if lo % n == 0 and lb % n == 0 and (lo // n) * (lb // n) == la:
+            return n
+    return 0
 
 
 class MatMulBlock(MultiVertex):
     vertexName = "poplin::MatMulBlock"
     a: Input[Vector[InT]]
     b: Input[Vector[InT]]
-    out: Output[VectorList[OutT]]
+    out: Output[Vector[OutT]]
     R: Const[int]
     C: Const[int]
 
     def compute(self, workerId):
-        m = len(self.out)
-        if m == 0:
-            return True
+        n = block_columns(len(self.a), len(self.b), len(self.out))
+        if n == 0:
+            return len(self.out) == 0  # sizes that fit no block product are an error
+        m = len(self.out) // n
+        kk = len(self.a) // m
         workers = self.numWorkers()
-        n = len(self.out[0])
         first, last, c0, c1 = 0, 0, 0, n
         if m >= workers:
             # Whole R-row units per worker; the last worker also takes the m % R rows.
@@ -97,7 +113,7 @@ class MatMulBlock(MultiVertex):
                 part = workerId % parts
                 first, last = row, row + 1
                 c0, c1 = part * n // parts, (part + 1) * n // parts
-        product(self.a, self.b, self.out, first, last, c0, c1, self.R, self.C)
+        product(self.a, self.b, self.out, kk, n, first, last, c0, c1, self.R, self.C)
         return True
 
 

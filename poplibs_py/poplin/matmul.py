@@ -310,7 +310,7 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     n_blocks = len(blocks)
     graph.add_vertices(cs, vertex, blocks.tile, {"a": (A.flatten(), blocks.lhs(plan).vector_rows(n_blocks)),
                                                  "b": (B.flatten(), blocks.rhs(plan).vector_rows(n_blocks)),
-                                                 "out": (dest, pieces.list_rows(blocks.m1 - blocks.m0))})
+                                                 "out": (dest, pieces.vector_rows(n_blocks))})
     prog_.add(prog.Execute(cs))
     if reducing:
         prog_.add(prog.Execute(_reduce(graph, plan, blocks, partials, out, map_out, scale, f"{name}/reduce")))

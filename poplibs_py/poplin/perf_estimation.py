@@ -23,6 +23,7 @@ its whole grid of splits at once).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -202,14 +203,22 @@ def matMulFlops(rows: int, inner: int, cols: int) -> int:
 
 # ---- the estimators registered for poplin's vertices ----------------------------------------
 
+def blockShape(a: int, b: int, out: int) -> tuple[int, int, int]:
+    """``(rows, inner, cols)`` of a ``MatMulBlock`` from its fields' sizes (``a = rows x inner``,
+    ``b = inner x cols``, ``out = rows x cols``); zeros when they fit no product."""
+    if a == 0 or out == 0:
+        return (1, 0, out) if out else (0, 0, 0)
+    cols = math.isqrt(b * out // a)
+    if cols == 0 or out % cols or b % cols or (out // cols) * (b // cols) != a:
+        return 0, 0, 0
+    return out // cols, b // cols, cols
+
+
 def matMulBlockEstimator(inputType: Type, partialsType: Type):
     """The estimator of ``poplin::MatMulBlock<inputType, partialsType, ...>``."""
 
     def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
-        out = vertex.getFieldInfo("out")
-        rows = out.size()
-        cols = out.getSizeAtIndex(0) if rows else 0
-        inner = vertex.getFieldInfo("a").size() // rows if rows else 0
+        rows, inner, cols = blockShape(*(vertex.getFieldInfo(f).size() for f in ("a", "b", "out")))
         cycles = _block_cycles(rows, inner, cols, AmpFigures.of(target, inputType, partialsType),
                                target.getNumWorkerContexts())
         if not inputType.is_float:

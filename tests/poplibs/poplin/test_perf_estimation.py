@@ -11,6 +11,7 @@ from poplibs_py import poplin, popops
 from poplibs_py.poplin.perf_estimation import (
     AmpFigures,
     ampBlockCycles,
+    blockShape,
     castCycles,
     conv1x1Cycles,
     conv1x1WorkerCycles,
@@ -162,7 +163,7 @@ def test_user_estimator_and_perf_estimate_win():
     out = graph.addVariable(poplar.FLOAT, [2, 2], "out")
     for t in (a, b, out):
         graph.setTileMapping(t, 0)
-    v = graph.addVertex(cs, name, {"a": a, "b": b, "out": out})
+    v = graph.addVertex(cs, name, {"a": a, "b": b, "out": out.flatten()})
     graph.setTileMapping(v, 0)
     graph.setPerfEstimate(v, 77)
     engine = poplar.Engine(graph, prog.Execute(cs))
@@ -185,3 +186,43 @@ def test_half_partials_option_uses_the_16_16_units():
     assert "poplin::MatMulBlock<half,half,6,16>" in types
     with pytest.raises(PoplibsError, match="partialsType"):
         run_matmul("ipu2", 4, 8, 8, 8, poplar.HALF, {"partialsType": "double"})
+
+
+def test_a_block_shape_follows_from_its_field_sizes():
+    for m, k, n in [(1, 1, 1), (6, 16, 16), (7, 5, 3), (1, 300, 1), (480, 512, 256), (3, 1, 4096),
+                    (4096, 7, 2)]:
+        assert blockShape(m * k, k * n, m * n) == (m, k, n)
+    assert blockShape(0, 0, 12) == (1, 0, 12)  # no inner dimension: a row of zeros
+    assert blockShape(0, 0, 0) == (0, 0, 0)
+    assert blockShape(6, 10, 16) == (0, 0, 0)  # no m, k, n fit these sizes
+
+
+@pytest.mark.parametrize("rows,inner,cols,ok", [(2, 3, 4, True), (3, 0, 5, True), (2, 3, 5, False)])
+def test_a_matmul_block_runs_any_shape_and_fails_on_sizes_of_none(rows, inner, cols, ok):
+    device = poplar.IPUModel()
+    device.tilesPerIPU = 1
+    graph = poplar.Graph(device.createDevice())
+    poplin.addCodelets(graph)
+    cs = graph.addComputeSet("block")
+    out_size = rows * cols if ok else rows * cols + 1
+    a = graph.addVariable(poplar.FLOAT, [rows * inner], "a")
+    b = graph.addVariable(poplar.FLOAT, [inner * cols], "b")
+    out = graph.addVariable(poplar.FLOAT, [out_size], "out")
+    v = graph.addVertex(cs, "poplin::MatMulBlock<float,float,6,16>", {"a": a, "b": b, "out": out})
+    for t in (a, b, out, v):
+        graph.setTileMapping(t, 0)
+    for name, t in (("a", a), ("b", b)):
+        graph.createHostWrite(name, t)
+    graph.createHostRead("out", out)
+    engine = poplar.Engine(graph, prog.Execute(cs))
+    engine.load(device.createDevice())
+    x = np.arange(rows * inner, dtype=np.float32).reshape(rows, inner)
+    y = np.arange(inner * cols, dtype=np.float32).reshape(inner, cols) - 3
+    engine.writeTensor("a", x.reshape(-1))
+    engine.writeTensor("b", y.reshape(-1))
+    if not ok:
+        with pytest.raises(poplar.VertexError, match="returned False"):
+            engine.run()
+        return
+    engine.run()
+    np.testing.assert_array_equal(engine.readTensor("out").reshape(rows, cols), x @ y)
