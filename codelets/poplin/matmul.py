@@ -41,9 +41,8 @@ def tile(a, b, out, kk, n, i, j, R, C):
             for r in range(R):
                 acc[r * C + c] += x[r] * bc
     for r in range(R):
-        row = (i + r) * n + j
-        for c in range(C):
-            out[row + c] = acc[r * C + c]
+        for c in range(C):  # (an index written out: one guard checks every store, as for the loads)
+            out[(i + r) * n + j + c] = acc[r * C + c]
 
 
 def strip(a, b, out, kk, n, i, j, end, R, C):
