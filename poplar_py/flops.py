@@ -1,12 +1,13 @@
 """FLOPs in the profile: what the perf estimators reported, against the device's peak.
 
 PopLibs' estimators report the floating-point operations of the vertices they cost (poplin's
-matMul and convolution blocks: ``2 x rows x inner x cols``), by the type they run on. Per
-compute set the profile gives them (``flops``, ``flopsByType``) and ``peakShare``: the share of
-the device's peak for those types (``Target.getPeakFlopsPerCycle``) that the compute set's compute
-phase reached. For the run, ``execution.flops`` gives the total, the throughput over the tile
-average compute cycles and over all cycles (at the tile clock), and the same two shares of the
-peak.
+matMul and convolution blocks: ``2 x rows x inner x cols``), by the types they run on (a kind:
+``"float"``, ``"half"``, or ``"half.float"`` for half accumulated in float). Per compute set the
+profile gives them (``flops``, ``flopsByType``) and ``peakShare``: the share of the device's peak
+for each kind, on the conv units it runs on (``Target.getPeakFlopsPerCycle``), that the compute
+set's compute phase reached. For the run, ``execution.flops`` gives the total, the throughput
+over the tile average compute cycles and over all cycles (at the tile clock), and the same two
+shares of the peak.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-PeakPerCycle = Callable[[str], int]  # device FLOPs per cycle for a type name (0: no peak)
+PeakPerCycle = Callable[[str], int]  # device FLOPs per cycle for a kind (0: no peak)
 
 
 def peak_cycles(by_type: Mapping[str, int], peak: PeakPerCycle) -> float:
