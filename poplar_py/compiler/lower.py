@@ -153,7 +153,7 @@ def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
         src, dst = lw.runs(p.src, "Copy source"), lw.runs(p.dst, "Copy destination")
         plan = _tensor_copy(lw, p.src, p.dst, src, dst)
-        return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=True), plan.traffic)
+        return lw.leaf(CopyStep(prog.step_label(p), plan), plan.traffic)
     to_device = isinstance(p.dst, Tensor)
     stream, t = (p.src, p.dst) if to_device else (p.dst, p.src)
     assert isinstance(stream, DataStream) and isinstance(t, Tensor)
@@ -208,7 +208,7 @@ def _cross_replica_copy(lw: Lowerer, p: prog.CrossReplicaCopy) -> Step:
     plan = _tensor_copy(lw, p.src, p.dst, lw.runs(p.src, "CrossReplicaCopy source"),
                         lw.runs(p.dst, "CrossReplicaCopy destination"), p.replicaMap)
     pairs = tuple((r, p.replicaMap[r]) for r in range(replicas))
-    return lw.leaf(CopyStep(prog.step_label(p), plan, replicated=False, pairs=pairs), plan.traffic)
+    return lw.leaf(CopyStep(prog.step_label(p), plan, pairs), plan.traffic)
 
 
 def _repeat(lw: Lowerer, p: prog.Repeat) -> Step:

@@ -132,13 +132,17 @@ class Step:
 
 @dataclass
 class CopyStep(Step):
-    """A copy within every replica (``replicated``), or from each replica's memories to its
-    partner's (a CrossReplicaCopy: ``pairs`` of source and destination replicas)."""
+    """A copy within every replica, or, given ``pairs`` of source and destination replicas (a
+    CrossReplicaCopy), from each replica's memories to its partner's."""
 
     plan: CopyPlan
-    replicated: bool
     pairs: tuple[tuple[int, int], ...] = ()
     kind: ClassVar[str] = "DoExchange"
+
+    @property
+    def replicated(self) -> bool:
+        """Whether the copy stays within each replica."""
+        return not self.pairs
 
     def run(self, m: Machine) -> None:
         if self.replicated:

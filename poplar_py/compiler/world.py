@@ -260,12 +260,12 @@ class MpiWorld(World):
             self.copy(self._plans[key][1], base, None)
             return
         owner, me = self.owner, self.rank
-        local = [(s, d) for s, d in pairs if owner[s] == me and owner[d] == me]
+        local = tuple((s, d) for s, d in pairs if owner[s] == me and owner[d] == me)
+        if all(owner[s] == owner[d] for s, d in pairs):
+            super().cross_copy(plan, base, local)
+            return
         out = sorted((int(owner[d]), s, d) for s, d in pairs if owner[s] == me and owner[d] != me)
         into = sorted((int(owner[s]), s, d) for s, d in pairs if owner[d] == me and owner[s] != me)
-        if not any(owner[s] != owner[d] for s, d in pairs):
-            super().cross_copy(plan, base, tuple(local))
-            return
         n = plan.nbytes
         send = self._packed(plan, base, [s for _, s, _ in out])
         receive = np.empty(len(into) * n, np.uint8)
@@ -278,8 +278,7 @@ class MpiWorld(World):
         if plan.staged:
             self._unpacked(plan, base, staged, [d for _, d in local])
         else:
-            for s, d in local:
-                plan.execute(base + self.offset(s), base + self.offset(d))
+            super().cross_copy(plan, base, local)
         self._unpacked(plan, base, receive, [d for _, _, d in into])
 
     def _spec(self, buffer: np.ndarray, counts: np.ndarray) -> list:
