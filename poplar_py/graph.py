@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import constant_pool, graph_dump, ir
+from . import boxes, constant_pool, graph_dump, ir
 from .arguments import (
     cast_values,
     checked_int,
@@ -54,7 +54,7 @@ from .errors import (
 from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, ReplicatedStreamMode, VertexRef
 from .mapping_table import MappingTable
 from .program import Program
-from .regions import unique_sorted
+from .regions import in_order_of, unique_sorted
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import UNSIGNED_INT, Type, asType
@@ -254,8 +254,11 @@ class Graph:
         return _values(values, t.numElements(), t.elementType(), f"{what} '{t.name}'")
 
     def clone(self, *args: Any, **kwargs: Any) -> Tensor:
-        """A new variable with the shape and tile mapping of ``t``: ``clone(t[, name])`` or
-        ``clone(type, t[, name])``."""
+        """A new variable with the shape and tile mapping of ``t``: ``clone(t[, name][, method])`` or
+        ``clone(type, t[, name][, method])``. By default (``PRESERVE_ORDER_UNLESS_ALIASES``) its
+        elements lie in memory in the order of ``t``'s elements in theirs, so each tile holds its part
+        of the clone as it holds its part of ``t`` (a block-major ``t`` gives a block-major clone);
+        ``CREATE_NEW_ORDER``, or a ``t`` with aliases, gives the row-major order of ``addVariable``."""
         if not args:
             raise InvalidArgumentError("clone needs a tensor: clone(t[, name]) or clone(type, t[, name])")
         if isinstance(args[0], Tensor):
@@ -266,7 +269,14 @@ class Graph:
         labels = [a for a in rest if not isinstance(a, TensorCloneMethod)]
         labels += [kwargs[k] for k in ("debugContext", "name") if k in kwargs]
         name = (debug_name(labels[0], "clone") if labels else "") or f"{t.name}.clone"
+        method = next((a for a in rest if isinstance(a, TensorCloneMethod)),
+                      kwargs.get("method", TensorCloneMethod.PRESERVE_ORDER_UNLESS_ALIASES))
         new = self._new_variable(type_, t.shape(), name, constant=False)
+        if method is not TensorCloneMethod.CREATE_NEW_ORDER and not t.containsAliases() and t.numElements():
+            ordered = in_order_of(t.runs(), int(new.runs().var[0]))
+            if len(ordered) > 1:  # (one run: the row-major order of new)
+                new = Tensor.from_boxes(self._vars, type_, tuple(t.shape()), boxes.from_runs(ordered, t.shape()),
+                                        name)
         pieces, tiles = self._mapping.tiles_of(t.runs())
         mapped = tiles >= 0
         if mapped.any():

@@ -95,6 +95,24 @@ def arithmetic_groups(offset: np.ndarray, count: np.ndarray, stride: np.ndarray,
     return first, counts, np.where(counts == 1, 1, strides)
 
 
+def in_order_of(runs: Runs, var: int) -> Runs:
+    """Runs of a new variable ``var`` whose elements lie in memory in the order of the elements of
+    ``runs`` in theirs (distinct elements): element ``i`` of the result is at the rank of element
+    ``i`` of ``runs`` among all of them in (variable, offset) order."""
+    if not ((runs.count > 1) & (runs.stride != 1)).any():  # runs of consecutive elements: rank runs
+        order = np.lexsort((runs.offset, runs.var))
+        start = np.empty(order.size, _I64)
+        start[order] = exclusive_cumsum(runs.count[order])
+        count, stride = runs.count, np.ones(order.size, _I64)
+    else:  # strided runs interleave: rank elements
+        v, o = runs.elements()
+        start = np.empty(v.size, _I64)
+        start[np.lexsort((o, v))] = np.arange(v.size, dtype=_I64)
+        count, stride = np.ones(v.size, _I64), np.ones(v.size, _I64)
+    first, count, stride = arithmetic_groups(start, count, stride, np.ones(max(start.size - 1, 0), bool))
+    return Runs(np.full(first.size, var, _I64), start[first], count, stride)
+
+
 def expand_ranges(begin: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges ``[begin[k], begin[k] + count[k])``: (owner k, value) of every member."""
     owner = np.repeat(np.arange(count.size, dtype=_I64), count)

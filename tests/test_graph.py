@@ -179,12 +179,38 @@ def test_clone_keeps_shape_type_and_mapping():
     typed = graph.clone(poplar.FLOAT, t, "typed")
     assert typed.elementType() == poplar.FLOAT and typed.name == "typed"
     assert graph.getTileMapping(typed) == graph.getTileMapping(t)
-    # A view: the clone gets the view's shape and the mapping of the viewed elements.
+    # A view: the clone gets the view's shape and the mapping of the viewed elements; by
+    # default its elements keep the view's memory order (a transposed view's clone is one too).
     view = t.transpose()[1:3]
-    cv = graph.clone(view)
-    assert cv.shape() == [2, 4]
-    assert graph.getTileMapping(cv) == graph.getTileMapping(view)
-    assert cv.isContiguous()
+    for method, contiguous in ((None, False), (poplar.TensorCloneMethod.PRESERVE_ORDER_UNLESS_ALIASES, False),
+                               (poplar.TensorCloneMethod.CREATE_NEW_ORDER, True)):
+        cv = graph.clone(view, "view") if method is None else graph.clone(view, "view", method)
+        assert cv.shape() == [2, 4] and cv.name == "view"
+        assert graph.getTileMapping(cv) == graph.getTileMapping(view)
+        assert cv.isContiguous() == contiguous
+        if not contiguous:  # t's columns 1 and 2, row after row in t's memory: so in the clone's
+            assert cv.transpose().isContiguous()
+
+
+def test_clone_keeps_each_tiles_part_one_region():
+    """Poplar's default (PRESERVE_ORDER_UNLESS_ALIASES): the clone of a block-major view (each
+    tile's 2x2 block contiguous) holds each block contiguous too; CREATE_NEW_ORDER, or aliases,
+    give the row-major order."""
+    _, graph = make_graph(4)
+    flat = graph.addVariable(poplar.FLOAT, [16], "blocks")
+    blocks = [flat.slice(4 * b, 4 * b + 4).reshape([2, 2]) for b in range(4)]
+    for b in range(4):
+        graph.setTileMapping(blocks[b], b)
+    t = poplar.concat([poplar.concat(blocks[:2], 1), poplar.concat(blocks[2:], 1)], 0)  # [4, 4]
+    c = graph.clone(t, "c")
+    assert graph.getTileMapping(c) == graph.getTileMapping(t)
+    for b in range(4):
+        r, k = 2 * (b // 2), 2 * (b % 2)
+        assert c[r:r + 2, k:k + 2].isContiguous() and not t[r:r + 2, :].isContiguous()
+    new = graph.clone(t, "n", poplar.TensorCloneMethod.CREATE_NEW_ORDER)
+    assert new.isContiguous()
+    aliased = poplar.concat([t[0], t[0]]).reshape([2, 4])
+    assert graph.clone(aliased, "a").isContiguous()
 
 
 def test_clone_of_partly_mapped_keeps_unmapped():

@@ -277,18 +277,35 @@ def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[li
     segment already placed whose life meets its own. Offsets (in input order) and the extent."""
     order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
     placed = np.asarray([segments[k][0] for k in order], _I64)  # the variables, in placing order
-    # A tile's few segments: one matrix of whose lives meet; many: a row at a time (memory).
-    rows = liveness.meeting(placed).tolist() if placed.size <= _PAIRWISE_SEGMENTS else None
-    spans: list[tuple[int, int]] = []  # [start, end) of the segments placed, in placing order
+    earlier = _earlier_meeting(placed, liveness)
+    starts: list[int] = []  # of the segments placed, in placing order
+    ends: list[int] = []  # aligned
     offsets = [0] * len(segments)
-    for n, k in enumerate(order):  # plain Python: a tile has tens of segments, numpy's calls cost more
+    extent = 0
+    for n, k in enumerate(order):  # plain Python: a tile's segments meet few others, numpy's calls cost more
         nbytes = segments[k][1]
-        lives = rows[n] if rows is not None else liveness.meets(int(placed[n]), placed[:n]).tolist()
         at = 0
-        for a, b in sorted(span for span, meets in zip(spans, lives) if meets):
+        for a, b in sorted((starts[i], ends[i]) for i in earlier[n]):
             if at + nbytes <= a:
                 break
-            at = max(at, align(b))
+            at = max(at, b)
         offsets[k] = at
-        spans.append((at, at + nbytes))
-    return offsets, max((b for _, b in spans), default=0)
+        starts.append(at)
+        ends.append(align(at + nbytes))
+        extent = max(extent, at + nbytes)
+    return offsets, extent
+
+
+def _earlier_meeting(placed: np.ndarray, liveness: Liveness) -> list[list[int]]:
+    """For each of the variables ``placed``, the earlier ones whose lives meet its life (a
+    tile's lives meet only a tenth of the others: the placing loop visits those alone)."""
+    n = placed.size
+    if n <= _PAIRWISE_SEGMENTS:  # a tile's few segments: one matrix of whose lives meet
+        row, col = np.nonzero(np.tril(liveness.meeting(placed), -1))
+    else:  # many: a row at a time (memory)
+        pairs = [(i, np.flatnonzero(liveness.meets(int(placed[i]), placed[:i]))) for i in range(n)]
+        row = np.concatenate([np.full(c.size, i, _I64) for i, c in pairs])
+        col = np.concatenate([c for _, c in pairs])
+    bounds = np.searchsorted(row, np.arange(n + 1)).tolist()
+    col_list = col.tolist()
+    return [col_list[bounds[i]:bounds[i + 1]] for i in range(n)]

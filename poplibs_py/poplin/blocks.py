@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from poplar_py import Graph, Tensor, Type, concat
+from poplar_py import Graph, Tensor, Type, boxes, concat
 from poplar_py.bulk import Rows
-from poplar_py.regions import exclusive_cumsum, expand_ranges
+from poplar_py.regions import Runs, exclusive_cumsum, expand_ranges
 
 from .plan import MatMulPlan
 
@@ -131,30 +131,60 @@ class Blocks:
         return block_pieces(start, plan.n, width, first, last)
 
 
-def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, name: str) -> Tensor:
-    """A new ``[g, m, k]`` LHS (``[g, k, n]`` RHS) whose blocks each lie contiguous in one variable
-    on the tile of the plan's first N-split (first M-split) that multiplies them, as PopLibs lays
-    out a created matMul input: a vertex then reads a block as one region, not row by row."""
+def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, name: str,
+                        spread: bool = False) -> Tensor:
+    """A new ``[g, m, k]`` LHS (``[g, k, n]`` RHS) whose blocks each lie contiguous in one variable,
+    as PopLibs lays out a created matMul input: a vertex then reads a block as one region, not
+    row by row. Each block lies on the tile of the plan's first N-split (first M-split) that
+    multiplies it; with ``spread``, in equal shares on all the tiles that multiply it (each sends
+    its share to the others once, rather than one tile sending the whole block)."""
     outer_size, outer_split = (plan.m, plan.splitM) if lhs else (plan.n, plan.splitN)
+    readers = (plan.splitN if lhs else plan.splitM) if spread else 1
     (ob, oe), (kb, ke) = _parts(outer_size, outer_split), _parts(plan.k, plan.splitK)
     # per block (group, outer part, K part): its rows and columns of the operand
     gi, io, ik = (a.ravel() for a in np.indices((plan.groups, outer_split, plan.splitK), dtype=_I64))
-    zero = np.zeros_like(io)
     if lhs:
-        r0, r1, c0, c1, tiles = ob[io], oe[io], kb[ik], ke[ik], plan.tile(gi, io, zero, ik)
+        rows, cols = (ob[io], oe[io]), (kb[ik], ke[ik])
     else:
-        r0, r1, c0, c1, tiles = kb[ik], ke[ik], ob[io], oe[io], plan.tile(gi, zero, io, ik)
-    size = (r1 - r0) * (c1 - c0)
+        rows, cols = (kb[ik], ke[ik]), (ob[io], oe[io])
+    flat, start, size, tensor = _block_major(graph, type_, plan.groups, gi, rows, cols, name)
+    # share j of each block on the tile of its j-th reader
+    block, share = (a.ravel() for a in np.indices((size.size, readers), dtype=_I64))
+    reader = plan.tile(gi[block], io[block], share, ik[block]) if lhs else \
+        plan.tile(gi[block], share, io[block], ik[block])
+    lo, hi = start[block] + size[block] * share // readers, start[block] + size[block] * (share + 1) // readers
+    full = np.flatnonzero(hi > lo)
+    graph.map_intervals(flat, lo[full], hi[full], reader[full])
+    return tensor
+
+
+def block_major_output(graph: Graph, plan: MatMulPlan, type_: Type, name: str) -> Tensor:
+    """A new ``[g, m, n]`` product (not mapped) whose output blocks each lie contiguous in one
+    variable, as PopLibs lays out a product: the share of a block each tile holds is one region
+    for the vertices that write it and for every element-wise operation that reads it."""
+    gi, im, jn = (a.ravel() for a in np.indices((plan.groups, plan.splitM, plan.splitN), dtype=_I64))
+    (mb, me), (nb, ne) = _parts(plan.m, plan.splitM), _parts(plan.n, plan.splitN)
+    return _block_major(graph, type_, plan.groups, gi, (mb[im], me[im]), (nb[jn], ne[jn]), name)[3]
+
+
+def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
+                 cols: tuple[np.ndarray, np.ndarray], name: str
+                 ) -> tuple[Tensor, np.ndarray, np.ndarray, Tensor]:
+    """One variable holding the blocks ``[gi, r0:r1, c0:c1]`` (in order, tiling the matrix) one
+    after another: the variable, each block's start and size in it, and the ``[groups, rows,
+    cols]`` view of it (its runs from numpy: a row of each block, in row-major order)."""
+    (r0, r1), (c0, c1) = rows, cols
+    width = c1 - c0
+    size = (r1 - r0) * width
     start = exclusive_cumsum(size)
     flat = graph.addVariable(type_, [int(size.sum())], name)
-    full = np.flatnonzero(size)
-    graph.map_intervals(flat, start[full], start[full] + size[full], tiles[full])
-    blocks = {(int(g), int(a), int(b)): flat.slice(int(lo), int(lo + n)).reshape([int(r), int(c)])
-              for g, a, b, lo, n, r, c in zip(gi, r0, c0, start, size, r1 - r0, c1 - c0) if n}
-    r_starts, c_starts = sorted({int(a) for _, a, _ in blocks}), sorted({int(b) for _, _, b in blocks})
-    groups = [concat([concat([blocks[g, a, b] for b in c_starts], 1) for a in r_starts], 0).expand([0])
-              for g in range(plan.groups)]
-    return concat(groups, 0)
+    block, row = expand_ranges(r0, np.maximum(r1 - r0, 0))
+    order = np.lexsort((c0[block], row, gi[block]))  # row-major: group, row, then column
+    block, row = block[order], row[order]
+    runs = Runs.make(np.full(block.size, int(flat.runs().var[0]), _I64),
+                     start[block] + (row - r0[block]) * width[block], width[block], np.ones(block.size, _I64))
+    shape = (groups, int(r1.max(initial=0)), int(c1.max(initial=0)))
+    return flat, start, size, Tensor.from_boxes(flat.variables, type_, shape, boxes.from_runs(runs, shape), name)
 
 
 @dataclass(frozen=True)

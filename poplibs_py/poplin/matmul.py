@@ -34,10 +34,14 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
-from .blocks import Blocks, Partials, block_major_operand
+from .blocks import Blocks, Partials, Pieces, block_major_operand, block_major_output
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
+#: an operand whose blocks its vertices would read as more regions than this, on average, and
+#: more than _FEW_REGIONS in all, is rearranged (below that, its reads cost less than a copy step)
+_REGIONS_PER_BLOCK = 2
+_FEW_REGIONS = 4096
 _OPTIONS = {"availableMemoryProportion", "fullyConnectedPass", "partialsType", "inputRHSIsPreArranged",
             "use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor"}
 
@@ -227,27 +231,35 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
 
 
 def _new_operand(graph: Graph, plan: MatMulPlan, type_: Type, shape: list[int], lhs: bool,
-                 name: str) -> Tensor:
+                 name: str, spread: bool = False) -> Tensor:
     """A new operand of ``shape`` laid out for the plan: each block contiguous on the tile of the
     plan's first N-split (first M-split) that multiplies it."""
     if plan.m == 0 or plan.n == 0 or plan.k == 0:  # no blocks to read: keep the operand somewhere
         t = graph.addVariable(type_, shape, name)
         graph.setTileMapping(t, 0)
         return t
-    return block_major_operand(graph, plan, type_, lhs, name).reshape(shape)
+    return block_major_operand(graph, plan, type_, lhs, name, spread).reshape(shape)
 
 
-def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, lhs: bool, prog_: prog.Sequence,
+def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, pieces: Pieces, lhs: bool, prog_: prog.Sequence,
               name: str) -> Tensor:
-    """``t3`` itself when its rows are contiguous; else (a transposed or strided view) a copy
+    """``t3`` itself when the vertices can read the blocks ``pieces`` where they lie; else a copy
     laid out as the plan's input, made by a Copy before the product, as PopLibs rearranges an
-    operand whose layout does not suit the plan (each element crosses the exchange once, not
-    once per tile that reads its block)."""
+    operand whose layout does not suit the plan. That is a transposed or strided view, or a large
+    operand whose blocks' rows lie apart (a weight sliced from a buffer, an activation laid out
+    by another plan): each element then crosses the exchange once, each block is one region for
+    its vertices, and each block is shared among the tiles that read it."""
     runs = t3.runs()
     if not ((runs.count > 1) & (runs.stride != 1)).any():
-        return t3
+        runs, owner = t3.flatten().runs().take_ranges(pieces.begin, pieces.end)
+        block = pieces.owner[owner]
+        goes_on = (block[1:] == block[:-1]) & (runs.var[1:] == runs.var[:-1]) \
+            & (runs.offset[1:] == runs.offset[:-1] + runs.count[:-1])
+        regions = runs.var.size - np.count_nonzero(goes_on)
+        if regions <= max(_REGIONS_PER_BLOCK * (int(block.max(initial=-1)) + 1), _FEW_REGIONS):
+            return t3
     arranged = _new_operand(graph, plan, t3.elementType(), t3.shape(), lhs,
-                            f"{name}/arranged{'LHS' if lhs else 'RHS'}")
+                            f"{name}/arranged{'LHS' if lhs else 'RHS'}", spread=True)
     prog_.add(prog.Copy(t3, arranged))
     return arranged
 
@@ -289,14 +301,16 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     name = name or "matMul"
     map_out = out is None or is_unmapped(graph, out)
     if out is None:
-        out = graph.addVariable(out_type, [g, m, n], name)
+        out = block_major_output(graph, plan, out_type, name) if m and n else \
+            graph.addVariable(out_type, [g, m, n], name)
     if m == 0 or n == 0:
         if map_out:
             graph.setTileMapping(out, 0)
         return out
-    A, B = _arranged(graph, plan, A, True, prog_, name), _arranged(graph, plan, B, False, prog_, name)
-    reducing = plan.needsReduction or scale is not None
     blocks = Blocks.of(plan)
+    lhs, rhs = blocks.lhs(plan), blocks.rhs(plan)
+    A, B = _arranged(graph, plan, A, lhs, True, prog_, name), _arranged(graph, plan, B, rhs, False, prog_, name)
+    reducing = plan.needsReduction or scale is not None
     if reducing:
         partials = Partials.add(graph, plan, blocks, name)
         dest, pieces = partials.tensor, partials.products(blocks)
@@ -308,8 +322,8 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
                             *REGISTER_TILE)
     n_blocks = len(blocks)
-    graph.add_vertices(cs, vertex, blocks.tile, {"a": (A.flatten(), blocks.lhs(plan).vector_rows(n_blocks)),
-                                                 "b": (B.flatten(), blocks.rhs(plan).vector_rows(n_blocks)),
+    graph.add_vertices(cs, vertex, blocks.tile, {"a": (A.flatten(), lhs.vector_rows(n_blocks)),
+                                                 "b": (B.flatten(), rhs.vector_rows(n_blocks)),
                                                  "out": (dest, pieces.vector_rows(n_blocks))})
     prog_.add(prog.Execute(cs))
     if reducing:

@@ -71,28 +71,32 @@ def test_operand_and_output_pieces_are_the_blocks_elements(tiles, shape_a, shape
             assert got[i] == array[gi, r0:r1, c0:c1].reshape(-1).tolist()
 
 
+@pytest.mark.parametrize("spread", [False, True])
 @pytest.mark.parametrize("tiles,shape_a,shape_b", PLANS)
-def test_created_operands_hold_each_block_contiguous_on_its_tile(tiles, shape_a, shape_b):
+def test_created_operands_hold_each_block_contiguous_on_its_tiles(tiles, shape_a, shape_b, spread):
+    """Each block is one contiguous region: on the tile of its first reader, or (``spread``) in
+    equal shares on every tile that reads it."""
     model = poplar.IPUModel()
     model.tilesPerIPU = tiles
     graph = poplar.Graph(model.createDevice())
     plan = poplin.getMatMulPlan(graph.getTarget(), poplar.FLOAT, shape_a, shape_b)
     for lhs in (True, False):
-        t = block_major_operand(graph, plan, poplar.FLOAT, lhs, "A" if lhs else "B")
+        t = block_major_operand(graph, plan, poplar.FLOAT, lhs, "A" if lhs else "B", spread)
         assert t.shape() == ([plan.groups, plan.m, plan.k] if lhs else [plan.groups, plan.k, plan.n])
         regions = t.flatten().getVarRegions()
         assert sum(i.size() for _, i in regions) == t.numElements()
         assert len({v.index for v, _ in regions}) == 1 and not t.containsAliases()  # every element, once
+        readers: dict[tuple, list[int]] = {}
         for gi, im, jn, ik, m0, m1, n0, n1, k0, k1, _ in reference_blocks(plan):
-            if lhs and jn == 0:
-                block, tile = t[gi].slice(m0, m1, 0).slice(k0, k1, 1), plan.tile(gi, im, 0, ik)
-            elif not lhs and im == 0:
-                block, tile = t[gi].slice(k0, k1, 0).slice(n0, n1, 1), plan.tile(gi, 0, jn, ik)
-            else:
-                continue
+            key = (gi, m0, m1, k0, k1) if lhs else (gi, k0, k1, n0, n1)
+            readers.setdefault(key, []).append(plan.tile(gi, im, jn, ik))
+        for (gi, r0, r1, c0, c1), tiles_ in readers.items():
+            block = t[gi].slice(r0, r1, 0).slice(c0, c1, 1)
             assert block.isContiguous()
-            mapping = graph.getTileMapping(block)
-            assert sum(i.size() for i in mapping[tile]) == block.numElements()
+            held = [sum(i.size() for i in intervals) for intervals in graph.getTileMapping(block)]
+            share = [held[tile] for tile in tiles_] if spread else [held[tiles_[0]]]
+            assert sum(share) == block.numElements()
+            assert max(share) - min(share) <= 1
 
 
 def test_block_pieces_take_a_share_of_each_block():

@@ -5,7 +5,8 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplibs_py import poplin
+from poplibs_py import poplin, poputil
+from poplibs_py.poplin.blocks import block_major_operand
 from poplibs_py.poputil import PoplibsError
 
 
@@ -88,20 +89,45 @@ def _copies(seq) -> list:
 
 def test_an_operand_whose_rows_are_not_contiguous_is_rearranged_by_one_copy(harness):
     """As PopLibs rearranges an operand that does not suit the plan: the transposed A goes
-    through a Copy into the plan's layout (mapped as createMatMulInputLHS maps it); the
-    contiguous B is read where it lies."""
+    through a Copy into the plan's layout (its blocks as createMatMulInputLHS lays them out,
+    each shared among the tiles that read it); the contiguous B is read where it lies."""
     h = make(harness)
     at, b = operands((11, 6), (11, 5))
     before = {id(c) for c in _copies(h.seq)}
     C = poplin.matMul(h.graph, h.tensor(at).transpose(), h.tensor(b), h.seq, "C")
     added = [c for c in _copies(h.seq) if id(c) not in before]
     assert [{v.name for v, _ in c.dst.getVarRegions()} for c in added] == [{"C/arrangedLHS"}]
-    created = poplin.createMatMulInputLHS(h.graph, poplar.FLOAT, [6, 11], [11, 5], "like")
-    assert h.graph.getTileMapping(added[0].dst) == h.graph.getTileMapping(created)
+    plan = poplin.getMatMulPlan(h.graph.getTarget(), poplar.FLOAT, [6, 11], [11, 5])
+    like = block_major_operand(h.graph, plan, poplar.FLOAT, True, "like", spread=True).reshape([6, 11])
+    assert h.graph.getTileMapping(added[0].dst) == h.graph.getTileMapping(like)
     (c,) = h.run(C)
     np.testing.assert_allclose(c, at.T @ b, rtol=1e-5, atol=1e-5)
     poplin.matMul(h.graph, h.tensor(b.T.copy()), h.tensor(at), h.seq, "D")
     assert len(_copies(h.seq)) == len(before) + 1
+
+
+@pytest.mark.parametrize("mode", ["native"])  # a product too big to interpret quickly
+def test_a_weight_sliced_from_a_linear_buffer_is_rearranged_when_its_blocks_rows_lie_apart(harness):
+    """A [1024, 512] weight sliced from a linearly mapped buffer: each block of the plan (4
+    N-splits) would be read as 128 rows of 128 elements; it is copied once into the plan's
+    layout instead, while the small contiguous A and a [64, 64] weight are read where they lie."""
+    h = make(harness, tiles=64)
+    a, w = operands((64, 1024), (1024, 512))
+    buffer = h.graph.addVariable(poplar.FLOAT, [w.size + 64 * 64], "buffer")
+    poputil.mapTensorLinearly(h.graph, buffer)
+    W = buffer.slice(0, w.size).reshape([1024, 512])
+    small = buffer.slice(w.size, w.size + 64 * 64).reshape([64, 64])
+    A = h.tensor(a)
+    before = len(_copies(h.seq))
+    C = poplin.matMul(h.graph, A, W, h.seq, "C")
+    added = _copies(h.seq)[before:]
+    assert [{v.name for v, _ in c.dst.getVarRegions()} for c in added] == [{"C/arrangedRHS"}]
+    poplin.matMul(h.graph, A.slice(0, 64, 1), small, h.seq, "D")
+    assert len(_copies(h.seq)) == before + 1
+    h.graph.setInitialValue(W, w)
+    h.graph.setInitialValue(small, np.zeros((64, 64), np.float32))
+    (c,) = h.run(C)
+    np.testing.assert_allclose(c, a @ w, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("mode", ["native"])  # the test runs both modes itself
