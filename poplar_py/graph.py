@@ -275,8 +275,8 @@ class Graph:
         if method is not TensorCloneMethod.CREATE_NEW_ORDER and not t.containsAliases() and t.numElements():
             ordered = in_order_of(t.runs(), int(new.runs().var[0]))
             if len(ordered) > 1:  # (one run: the row-major order of new)
-                new = Tensor.from_boxes(self._vars, type_, tuple(t.shape()), boxes.from_runs(ordered, t.shape()),
-                                        name)
+                shape = tuple(t.shape())
+                new = Tensor.from_boxes(self._vars, type_, shape, boxes.from_runs(ordered, shape), name)
         pieces, tiles = self._mapping.tiles_of(t.runs())
         mapped = tiles >= 0
         if mapped.any():

@@ -152,7 +152,8 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
     block, share = (a.ravel() for a in np.indices((size.size, readers), dtype=_I64))
     reader = plan.tile(gi[block], io[block], share, ik[block]) if lhs else \
         plan.tile(gi[block], share, io[block], ik[block])
-    lo, hi = start[block] + size[block] * share // readers, start[block] + size[block] * (share + 1) // readers
+    lo = start[block] + size[block] * share // readers
+    hi = start[block] + size[block] * (share + 1) // readers
     full = np.flatnonzero(hi > lo)
     graph.map_intervals(flat, lo[full], hi[full], reader[full])
     return tensor
@@ -184,7 +185,8 @@ def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: t
     runs = Runs.make(np.full(block.size, int(flat.runs().var[0]), _I64),
                      start[block] + (row - r0[block]) * width[block], width[block], np.ones(block.size, _I64))
     shape = (groups, int(r1.max(initial=0)), int(c1.max(initial=0)))
-    return flat, start, size, Tensor.from_boxes(flat.variables, type_, shape, boxes.from_runs(runs, shape), name)
+    view = Tensor.from_boxes(flat.variables, type_, shape, boxes.from_runs(runs, shape), name)
+    return flat, start, size, view
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,8 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         return out
     blocks = Blocks.of(plan)
     lhs, rhs = blocks.lhs(plan), blocks.rhs(plan)
-    A, B = _arranged(graph, plan, A, lhs, True, prog_, name), _arranged(graph, plan, B, rhs, False, prog_, name)
+    A = _arranged(graph, plan, A, lhs, True, prog_, name)
+    B = _arranged(graph, plan, B, rhs, False, prog_, name)
     reducing = plan.needsReduction or scale is not None
     if reducing:
         partials = Partials.add(graph, plan, blocks, name)
