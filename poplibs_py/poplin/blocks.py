@@ -159,15 +159,6 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
     return tensor
 
 
-def block_major_output(graph: Graph, plan: MatMulPlan, type_: Type, name: str) -> Tensor:
-    """A new ``[g, m, n]`` product (not mapped) whose output blocks each lie contiguous in one
-    variable, as PopLibs lays out a product: the share of a block each tile holds is one region
-    for the vertices that write it and for every element-wise operation that reads it."""
-    gi, im, jn = (a.ravel() for a in np.indices((plan.groups, plan.splitM, plan.splitN), dtype=_I64))
-    (mb, me), (nb, ne) = _parts(plan.m, plan.splitM), _parts(plan.n, plan.splitN)
-    return _block_major(graph, type_, plan.groups, gi, (mb[im], me[im]), (nb[jn], ne[jn]), name)[3]
-
-
 def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
                  cols: tuple[np.ndarray, np.ndarray], name: str
                  ) -> tuple[Tensor, np.ndarray, np.ndarray, Tensor]:

@@ -34,7 +34,7 @@ from ..poputil import (
     templateVertex,
     tensorArgument,
 )
-from .blocks import Blocks, Partials, Pieces, block_major_operand, block_major_output
+from .blocks import Blocks, Partials, Pieces, block_major_operand
 from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
@@ -301,8 +301,7 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     name = name or "matMul"
     map_out = out is None or is_unmapped(graph, out)
     if out is None:
-        out = block_major_output(graph, plan, out_type, name) if m and n else \
-            graph.addVariable(out_type, [g, m, n], name)
+        out = graph.addVariable(out_type, [g, m, n], name)
     if m == 0 or n == 0:
         if map_out:
             graph.setTileMapping(out, 0)
