@@ -24,6 +24,7 @@ import numpy as np
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
+from poplar_py.regions import arithmetic_groups
 from poplar_py.types import asType
 
 from ..poputil import (
@@ -233,7 +234,8 @@ def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None
 def _new_operand(graph: Graph, plan: MatMulPlan, type_: Type, shape: list[int], lhs: bool,
                  name: str, spread: bool = False) -> Tensor:
     """A new operand of ``shape`` laid out for the plan: each block contiguous on the tile of the
-    plan's first N-split (first M-split) that multiplies it."""
+    plan's first N-split (first M-split) that multiplies it, or (``spread``) in equal shares on
+    all the tiles that multiply it."""
     if plan.m == 0 or plan.n == 0 or plan.k == 0:  # no blocks to read: keep the operand somewhere
         t = graph.addVariable(type_, shape, name)
         graph.setTileMapping(t, 0)
@@ -251,11 +253,11 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, pieces: Pieces, lhs: b
     its vertices, and each block is shared among the tiles that read it."""
     runs = t3.runs()
     if not ((runs.count > 1) & (runs.stride != 1)).any():
-        runs, owner = t3.flatten().runs().take_ranges(pieces.begin, pieces.end)
+        read, owner = runs.take_ranges(pieces.begin, pieces.end)
         block = pieces.owner[owner]
-        goes_on = (block[1:] == block[:-1]) & (runs.var[1:] == runs.var[:-1]) \
-            & (runs.offset[1:] == runs.offset[:-1] + runs.count[:-1])
-        regions = runs.var.size - np.count_nonzero(goes_on)
+        # the regions the vertices' edges would be (joined as Graph.add_vertices joins them)
+        regions = arithmetic_groups(read.offset, read.count, read.stride,
+                                    (block[1:] == block[:-1]) & (read.var[1:] == read.var[:-1]))[0].size
         if regions <= max(_REGIONS_PER_BLOCK * (int(block.max(initial=-1)) + 1), _FEW_REGIONS):
             return t3
     arranged = _new_operand(graph, plan, t3.elementType(), t3.shape(), lhs,
