@@ -20,9 +20,9 @@ from ..ir import GraphIR
 from ..regions import IntervalMap, Runs, arithmetic_groups, exclusive_cumsum
 from .liveness import Liveness
 from .mapping import TileMapping
+from .packing import pack
 
 ALIGN = 8
-_PAIRWISE_SEGMENTS = 2048  # a tile packed with more segments compares their lives a row at a time
 _I64 = np.int64
 
 
@@ -258,54 +258,9 @@ def _place(seg_tile: np.ndarray, seg_var: np.ndarray, seg_bytes: np.ndarray, num
     if rest.size:
         assert liveness is not None
         base = align(tile_used)
-        plans: dict[tuple, tuple[list[int], int]] = {}
-        bounds = np.flatnonzero(np.concatenate(([True], seg_tile[rest][1:] != seg_tile[rest][:-1])))
-        for lo, hi in zip(bounds.tolist(), [*bounds[1:].tolist(), rest.size]):
-            mine = rest[lo:hi]
-            key = tuple(zip((seg_var[mine] % nvars).tolist(), seg_bytes[mine].tolist()))
-            plan = plans.get(key)
-            if plan is None:
-                plan = plans[key] = _pack(key, liveness)
-            tile = int(seg_tile[mine[0]])
-            seg_start[mine] = base[tile] + np.asarray(plan[0], _I64)
-            tile_used[tile], shared[tile] = base[tile] + plan[1], plan[1]
+        tiles = seg_tile[rest]
+        offset = pack(tiles, seg_var[rest] % nvars, seg_bytes[rest], liveness)
+        seg_start[rest] = base[tiles] + offset
+        np.maximum.at(shared, tiles, offset + seg_bytes[rest])
+        tile_used[tiles] = base[tiles] + shared[tiles]
     return seg_start, tile_used, packed, shared
-
-
-def _pack(segments: tuple[tuple[int, int], ...], liveness: Liveness) -> tuple[list[int], int]:
-    """First fit, largest first: each segment at the lowest aligned offset where it overlaps no
-    segment already placed whose life meets its own. Offsets (in input order) and the extent."""
-    order = sorted(range(len(segments)), key=lambda k: -segments[k][1])
-    placed = np.asarray([segments[k][0] for k in order], _I64)  # the variables, in placing order
-    earlier = _earlier_meeting(placed, liveness)
-    starts: list[int] = []  # of the segments placed, in placing order
-    ends: list[int] = []  # aligned
-    offsets = [0] * len(segments)
-    extent = 0
-    for n, k in enumerate(order):  # plain Python: a tile's segments meet few others, numpy's calls cost more
-        nbytes = segments[k][1]
-        at = 0
-        for a, b in sorted((starts[i], ends[i]) for i in earlier[n]):
-            if at + nbytes <= a:
-                break
-            at = max(at, b)
-        offsets[k] = at
-        starts.append(at)
-        ends.append(align(at + nbytes))
-        extent = max(extent, at + nbytes)
-    return offsets, extent
-
-
-def _earlier_meeting(placed: np.ndarray, liveness: Liveness) -> list[list[int]]:
-    """For each of the variables ``placed``, the earlier ones whose lives meet its life (a
-    tile's lives meet only a tenth of the others: the placing loop visits those alone)."""
-    n = placed.size
-    if n <= _PAIRWISE_SEGMENTS:  # a tile's few segments: one matrix of whose lives meet
-        row, col = np.nonzero(np.tril(liveness.meeting(placed), -1))
-    else:  # many: a row at a time (memory)
-        pairs = [(i, np.flatnonzero(liveness.meets(int(placed[i]), placed[:i]))) for i in range(n)]
-        row = np.concatenate([np.full(c.size, i, _I64) for i, c in pairs])
-        col = np.concatenate([c for _, c in pairs])
-    bounds = np.searchsorted(row, np.arange(n + 1)).tolist()
-    col_list = col.tolist()
-    return [col_list[bounds[i]:bounds[i + 1]] for i in range(n)]

@@ -35,7 +35,6 @@ from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, So
 
 _I64 = np.int64
 _NONE = np.zeros(0, _I64)
-_PAIRWISE_INTERVALS = 2048  # above this, meeting() compares one variable at a time
 
 
 @dataclass(frozen=True)
@@ -66,21 +65,32 @@ class Liveness:
         hit = (lo[j] < self.hi[k]) & (hi[j] > self.lo[k])
         return np.bincount(owner[hit], minlength=others.size) > 0
 
-    def meeting(self, variables: np.ndarray) -> np.ndarray:
-        """Pairwise, whether the intervals of ``variables[i]`` and ``variables[j]`` meet (a
-        boolean matrix; one comparison of every interval with every other, for a tile's few)."""
-        n = variables.size
-        start = self.bounds[variables]
-        owner, k = expand_ranges(start, self.bounds[variables + 1] - start)
-        out = np.zeros((n, n), dtype=bool)
-        if k.size > _PAIRWISE_INTERVALS:
-            for i in range(n):
-                out[i] = self.meets(int(variables[i]), variables)
-            return out
-        lo, hi = self.lo[k], self.hi[k]
-        i, j = np.nonzero((lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]))
-        out[owner[i], owner[j]] = True
-        return out
+    def interval_counts(self, variables: np.ndarray) -> np.ndarray:
+        return self.bounds[variables + 1] - self.bounds[variables]
+
+    def hulls(self, variables: np.ndarray) -> np.ndarray:
+        """``[2, n]``: where the first interval of each variable starts and its last ends
+        (``0, 0`` for a variable with none)."""
+        a, b = self.bounds[variables], self.bounds[variables + 1]
+        some = b > a
+        if not some.any():
+            return np.zeros((2, variables.size), _I64)
+        return np.stack((np.where(some, self.lo[np.minimum(a, self.lo.size - 1)], 0),
+                         np.where(some, self.hi[np.maximum(b - 1, 0)], 0)))
+
+    def meet(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Pairwise, whether the intervals of variables ``a[k]`` and ``b[k]`` meet."""
+        owner, k = expand_ranges(self.bounds[a], self.bounds[a + 1] - self.bounds[a])
+        if not k.size:
+            return np.zeros(a.size, bool)
+        span = int(self.hi.max()) + 1
+        counts = np.diff(self.bounds)
+        key = np.repeat(np.arange(counts.size, dtype=_I64), counts) * span + self.hi  # sorted
+        other = b[owner]
+        j = np.searchsorted(key, other * span + self.lo[k], side="right")  # first of b's ending after
+        hit = j < self.bounds[other + 1]
+        hit[hit] = self.lo[j[hit]] < self.hi[k[hit]]
+        return np.bincount(owner[hit], minlength=a.size) > 0
 
     def over_steps(self, var_bytes: np.ndarray) -> dict:
         """The device's always-live bytes and, at each step, its not-always-live bytes (each

@@ -151,7 +151,7 @@ def test_exchange_buffers_of_different_compute_sets_share_one_region():
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_meeting_matrix_agrees_with_meets(seed):
+def test_pairwise_meet_and_hulls_agree_with_meets(seed):
     rng = np.random.default_rng(seed)
     counts = rng.integers(0, 4, 12)
     lo, hi = [], []
@@ -164,5 +164,10 @@ def test_meeting_matrix_agrees_with_meets(seed):
                     np.zeros(0, np.int64), ())
     variables = rng.permutation(12)[:9]
     expected = np.stack([live.meets(int(v), variables) for v in variables])
-    assert (live.meeting(variables) == expected).all()
+    a, b = (x.ravel() for x in np.meshgrid(variables, variables, indexing="ij"))
+    assert (live.meet(a, b).reshape(9, 9) == expected).all()
     assert expected.any() and not expected.all()
+    hulls = live.hulls(variables)
+    for v, (first, last) in zip(variables.tolist(), hulls.T.tolist()):
+        assert (first, last) == ((lo[bounds[v]], hi[bounds[v + 1] - 1]) if counts[v] else (0, 0))
+    assert (live.interval_counts(variables) == counts[variables]).all()
