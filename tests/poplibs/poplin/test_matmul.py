@@ -130,6 +130,25 @@ def test_a_weight_sliced_from_a_linear_buffer_is_rearranged_when_its_blocks_rows
     np.testing.assert_allclose(c, a @ w, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["native"])  # a product too big to interpret quickly
+def test_a_transposed_weight_is_rearranged_in_the_order_it_lies_in_memory(harness):
+    """``A @ W^T`` with W [512, 1024] mapped linearly: the copy into the plan's layout reads W
+    row by row (long runs on each tile), writing the transposed blocks, rather than reading
+    a strided element of W for every element it writes."""
+    h = make(harness, tiles=64)
+    a, w = operands((64, 1024), (512, 1024))
+    W = h.graph.addVariable(poplar.FLOAT, [512, 1024], "W")
+    poputil.mapTensorLinearly(h.graph, W)
+    before = len(_copies(h.seq))
+    C = poplin.matMul(h.graph, h.tensor(a), W.transpose(), h.seq, "C")
+    (copy,) = _copies(h.seq)[before:]
+    assert copy.src.isContiguous() and copy.src.shape() == [1, 512, 1024]
+    assert {v.name for v, _ in copy.dst.getVarRegions()} == {"C/arrangedRHS"}
+    h.graph.setInitialValue(W, w)
+    (c,) = h.run(C)
+    np.testing.assert_allclose(c, a @ w.T, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("mode", ["native"])  # the test runs both modes itself
 def test_half_inputs_float_output_alike_in_both_modes(harness):
     """Products and sums in float (``OutT(a)``): the same bits compiled and interpreted."""
