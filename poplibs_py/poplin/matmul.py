@@ -24,7 +24,7 @@ import numpy as np
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
-from poplar_py.regions import arithmetic_groups, exclusive_cumsum, unique_sorted
+from poplar_py.regions import arithmetic_groups
 from poplar_py.types import asType
 
 from ..poputil import (
@@ -262,20 +262,13 @@ def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, pieces: Pieces, lhs: b
             return t3
     arranged = _new_operand(graph, plan, t3.elementType(), t3.shape(), lhs,
                             f"{name}/arranged{'LHS' if lhs else 'RHS'}", spread=True)
-    # copied in the element order that cuts it into fewer pieces (a transposed view: the order it
-    # lies in memory, where each piece is a long run of it)
-    swapped = t3.dimShuffle([0, 2, 1]), arranged.dimShuffle([0, 2, 1])
-    src, dst = min((t3, arranged), swapped, key=lambda pair: _copy_pieces(graph, *pair))
+    src, dst = t3, arranged
+    if len(t3.dimShuffle([0, 2, 1]).runs()) <= t3.dim(0):
+        # the transposed view of contiguous matrices: copied in the order they lie in memory, a
+        # piece is a tile's run of them (in the view's order, a piece would be an element or two)
+        src, dst = t3.dimShuffle([0, 2, 1]), arranged.dimShuffle([0, 2, 1])
     prog_.add(prog.Copy(src, dst))
     return arranged
-
-
-def _copy_pieces(graph: Graph, src: Tensor, dst: Tensor) -> int:
-    """The pieces a copy from ``src`` to ``dst`` (both mapped) is cut into: its elements in
-    flattened order, cut wherever either side starts a run of its variables or a tile."""
-    cuts = [exclusive_cumsum(t.runs().count) for t in (src, dst)]
-    cuts += [graph.tile_intervals(t)[0] for t in (src, dst)]
-    return int(unique_sorted(np.concatenate(cuts)).size)
 
 
 def is_unmapped(graph: Graph, t: Tensor) -> bool:
