@@ -98,8 +98,9 @@ def test_an_operand_whose_rows_are_not_contiguous_is_rearranged_by_one_copy(harn
     added = [c for c in _copies(h.seq) if id(c) not in before]
     assert [{v.name for v, _ in c.dst.getVarRegions()} for c in added] == [{"C/arrangedLHS"}]
     plan = poplin.getMatMulPlan(h.graph.getTarget(), poplar.FLOAT, [6, 11], [11, 5])
-    like = block_major_operand(h.graph, plan, poplar.FLOAT, True, "like", spread=True).reshape([6, 11])
-    assert h.graph.getTileMapping(added[0].dst) == h.graph.getTileMapping(like)
+    like = block_major_operand(h.graph, plan, poplar.FLOAT, True, "like", spread=True)
+    arranged, like = (h.graph.getVariable(t.getVarRegions()[0][0]) for t in (added[0].dst, like))
+    assert h.graph.getTileMapping(arranged) == h.graph.getTileMapping(like)
     (c,) = h.run(C)
     np.testing.assert_allclose(c, at.T @ b, rtol=1e-5, atol=1e-5)
     poplin.matMul(h.graph, h.tensor(b.T.copy()), h.tensor(at), h.seq, "D")
