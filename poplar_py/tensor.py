@@ -83,8 +83,8 @@ class Tensor:
     live in tile memory.
     """
 
-    __slots__ = ("_aliases", "_boxes", "_name", "_offset", "_runs", "_shape", "_strides", "_type", "_var",
-                 "_vars")
+    __slots__ = ("_aliases", "_boxes", "_name", "_offset", "_runs", "_same_elements", "_shape", "_strides",
+                 "_type", "_var", "_vars")
 
     def __init__(self, variables: VariableTable, type_: Type, shape: tuple[int, ...], var: int, offset: int,
                  strides: tuple[int, ...], name: str) -> None:
@@ -97,7 +97,9 @@ class Tensor:
         self._strides = strides
         self._name = name
         # Set when needed: _runs and _aliases (caches), _boxes (views of several blocks of rank
-        # 2 and more; views of rank 0 and 1 that are not one block are their runs)
+        # 2 and more; views of rank 0 and 1 that are not one block are their runs), and
+        # _same_elements (a view of several blocks that a reshape or dimShuffle made: the tensor
+        # it reorders, which answers containsAliases without the reordered runs)
 
     @staticmethod
     def from_boxes(variables: VariableTable, type_: Type, shape: tuple[int, ...], boxes: bx.Boxes,
@@ -267,6 +269,8 @@ class Tensor:
         except AttributeError:
             if self._var >= 0:
                 self._aliases = any(d > 1 and s == 0 for d, s in zip(self._shape, self._strides))
+            elif hasattr(self, "_same_elements"):
+                self._aliases = self._same_elements.containsAliases()
             else:
                 runs = self.runs()
                 if bool(((runs.stride == 0) & (runs.count > 1)).any()):
@@ -498,8 +502,10 @@ class Tensor:
             if strides is not None:
                 return self._block_view(new, self._offset, strides, name)
         if len(new) <= 1:
-            return Tensor.from_runs(self._vars, self._type, new, self.runs(), name)
-        return self._general_view(new, bx.from_runs(self.runs(), new), name)
+            view = Tensor.from_runs(self._vars, self._type, new, self.runs(), name)
+        else:
+            view = self._general_view(new, bx.from_runs(self.runs(), new), name)
+        return view._reordering(self)
 
     def _element(self, i: int, name: str) -> Tensor:
         """Element ``i`` of a tensor of rank 1 held as runs, as a scalar view."""
@@ -532,7 +538,13 @@ class Tensor:
         shape = tuple(self._shape[p] for p in perm)
         if self._var >= 0:
             return self._block_view(shape, self._offset, tuple(self._strides[p] for p in perm), name)
-        return self._general_view(shape, bx.permute(self._as_boxes(), perm), name)
+        return self._general_view(shape, bx.permute(self._as_boxes(), perm), name)._reordering(self)
+
+    def _reordering(self, source: Tensor) -> Tensor:
+        """This view, made of ``source``'s elements in another order (as a view of several blocks)."""
+        if self._var < 0:
+            self._same_elements = source
+        return self
 
     def dimShuffle(self, permutation: Sequence[int]) -> Tensor:
         """Output dim ``i`` is input dim ``permutation[i]``."""

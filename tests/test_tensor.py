@@ -470,6 +470,11 @@ def test_aliases_and_constants():
         assert aliased.containsAliases()
         assert not aliased.containsConstant()
         assert not aliased.isParallelWriteable()
+        # reordered (the answer comes from the tensor they reorder), still aliased
+        square = aliased.flatten().reshape([2, aliased.numElements() // 2])
+        assert square.containsAliases() and square.transpose().containsAliases()
+    blocks = poplar.concat([t[:, 2:], t[:, :2]], 1)  # reordered, distinct elements
+    assert not blocks.reshape([4, 3]).transpose().containsAliases()
     # Size-1 broadcasts and upsample by 1 are not aliases.
     assert not t.broadcast(1, 0).containsAliases()
     assert not t.upsample(1, 1).containsAliases()

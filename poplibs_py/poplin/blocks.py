@@ -132,12 +132,13 @@ class Blocks:
 
 
 def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, name: str,
-                        spread: bool = False) -> Tensor:
+                        spread: bool = False, shape: list[int] | None = None) -> Tensor:
     """A new ``[g, m, k]`` LHS (``[g, k, n]`` RHS) whose blocks each lie contiguous in one variable,
     as PopLibs lays out a created matMul input: a vertex then reads a block as one region, not
     row by row. Each block lies on the tile of the plan's first N-split (first M-split) that
     multiplies it; with ``spread``, in equal shares on all the tiles that multiply it (each sends
-    its share to the others once, rather than one tile sending the whole block)."""
+    its share to the others once, rather than one tile sending the whole block). ``shape``: the
+    view's shape, if not ``[g, m, k]`` (``[g, k, n]``), with as many elements."""
     outer_size, outer_split = (plan.m, plan.splitM) if lhs else (plan.n, plan.splitN)
     readers = (plan.splitN if lhs else plan.splitM) if spread else 1
     (ob, oe), (kb, ke) = _parts(outer_size, outer_split), _parts(plan.k, plan.splitK)
@@ -147,7 +148,7 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
         rows, cols = (ob[io], oe[io]), (kb[ik], ke[ik])
     else:
         rows, cols = (kb[ik], ke[ik]), (ob[io], oe[io])
-    flat, start, size, tensor = _block_major(graph, type_, plan.groups, gi, rows, cols, name)
+    flat, start, size, tensor = _block_major(graph, type_, plan.groups, gi, rows, cols, name, shape)
     # share j of each block on the tile of its j-th reader
     block, share = (a.ravel() for a in np.indices((size.size, readers), dtype=_I64))
     reader = plan.tile(gi[block], io[block], share, ik[block]) if lhs else \
@@ -160,11 +161,12 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
 
 
 def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
-                 cols: tuple[np.ndarray, np.ndarray], name: str
+                 cols: tuple[np.ndarray, np.ndarray], name: str, shape: list[int] | None = None
                  ) -> tuple[Tensor, np.ndarray, np.ndarray, Tensor]:
     """One variable holding the blocks ``[gi, r0:r1, c0:c1]`` (in order, tiling the matrix) one
     after another: the variable, each block's start and size in it, and the ``[groups, rows,
-    cols]`` view of it (its runs from numpy: a row of each block, in row-major order)."""
+    cols]`` view of it, or of ``shape`` (its runs from numpy: a row of each block, in row-major
+    order)."""
     (r0, r1), (c0, c1) = rows, cols
     width = c1 - c0
     size = (r1 - r0) * width
@@ -175,8 +177,8 @@ def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: t
     block, row = block[order], row[order]
     runs = Runs.make(np.full(block.size, int(flat.runs().var[0]), _I64),
                      start[block] + (row - r0[block]) * width[block], width[block], np.ones(block.size, _I64))
-    shape = (groups, int(r1.max(initial=0)), int(c1.max(initial=0)))
-    view = Tensor.from_boxes(flat.variables, type_, shape, boxes.from_runs(runs, shape), name)
+    dims = tuple(shape) if shape is not None else (groups, int(r1.max(initial=0)), int(c1.max(initial=0)))
+    view = Tensor.from_boxes(flat.variables, type_, dims, boxes.from_runs(runs, dims), name)
     return flat, start, size, view
 
 

@@ -240,7 +240,7 @@ def _new_operand(graph: Graph, plan: MatMulPlan, type_: Type, shape: list[int], 
         t = graph.addVariable(type_, shape, name)
         graph.setTileMapping(t, 0)
         return t
-    return block_major_operand(graph, plan, type_, lhs, name, spread).reshape(shape)
+    return block_major_operand(graph, plan, type_, lhs, name, spread, shape)
 
 
 def _arranged(graph: Graph, plan: MatMulPlan, t3: Tensor, pieces: Pieces, lhs: bool, prog_: prog.Sequence,
