@@ -268,7 +268,7 @@ class Tensor:
             return self._aliases
         except AttributeError:
             if self._var >= 0:
-                self._aliases = any(d > 1 and s == 0 for d, s in zip(self._shape, self._strides))
+                self._aliases = self._block_aliases()
             elif hasattr(self, "_same_elements"):
                 self._aliases = self._same_elements.containsAliases()
             else:
@@ -280,6 +280,18 @@ class Tensor:
                     ulo, uhi = union(lo, hi)
                     self._aliases = int((uhi - ulo).sum()) < runs.num_elements
             return self._aliases
+
+    def _block_aliases(self) -> bool:
+        """Whether this strided block holds an element twice: not when each dimension's step
+        passes everything the shorter steps reach (rows apart, as almost every view); else (a
+        reshape of overlapping rows, say) its elements are counted."""
+        reach = 1
+        for step, size in sorted((abs(s), d) for d, s in zip(self._shape, self._strides) if d > 1):
+            if step < reach:
+                offset = self.runs().elements()[1]
+                return unique_sorted(offset).size < offset.size
+            reach += step * (size - 1)
+        return False
 
     def containsConstant(self) -> bool:
         if self._var >= 0:

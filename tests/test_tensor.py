@@ -475,6 +475,9 @@ def test_aliases_and_constants():
         assert square.containsAliases() and square.transpose().containsAliases()
     blocks = poplar.concat([t[:, 2:], t[:, :2]], 1)  # reordered, distinct elements
     assert not blocks.reshape([4, 3]).transpose().containsAliases()
+    # one strided block over overlapping rows (rows 0-1 and 1-2 of t, as [2, 8] with rows 4 apart)
+    overlapping = poplar.concat([t[0:2], t[1:3]]).flatten().reshape([2, 8])
+    assert overlapping.containsAliases() and not overlapping.isParallelWriteable()
     # Size-1 broadcasts and upsample by 1 are not aliases.
     assert not t.broadcast(1, 0).containsAliases()
     assert not t.upsample(1, 1).containsAliases()
