@@ -63,13 +63,28 @@ def _where(graph: GraphIR, vid: int, name: str) -> str:
     return f"{graph.vertices.describe(vid)} field '{name}' ({cls.fields[name].describe()})"
 
 
-def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
-    """Every edge field connected (every row of a list), every state field initialised."""
+def _list_sizes(graph: GraphIR, vids: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """Per (class, list field) of these vertices: each vertex's rows (in the order of ``vids``
+    of that class), -1 where the list was never given a size."""
+    cls_of = graph.vertices.cls[vids]
+    sizes = graph.vertices.sizes  # a list field given a size is listed
+    out = {}
+    for c in unique_sorted(cls_of).tolist():
+        ids = vids[cls_of == c].tolist()
+        for f, spec in enumerate(graph.vertices.classes[c].fields.values()):
+            if spec.kind is FieldKind.VECTOR_LIST and spec.is_edge:
+                out[c, f] = np.fromiter((sizes.get((v, f), -1) for v in ids), _I64, len(ids))
+    return out
+
+
+def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments,
+                  list_sizes: dict[tuple[int, int], np.ndarray]) -> None:
+    """Every edge field connected (every row of a list, ``list_sizes``), every state field initialised."""
     cls_of = graph.vertices.cls[vids]
     width = max(len(c.fields) for c in graph.vertices.classes)
     counts = np.bincount(seg.vertex * width + seg.field, minlength=vids.size * width)
     _, first = np.unique(cls_of, return_index=True)
-    state, sizes, listed = graph.vertices.state, graph.vertices.sizes, graph.vertices.listed
+    state = graph.vertices.state
     for c in cls_of[np.sort(first)].tolist():
         positions = np.flatnonzero(cls_of == c)
         ids = vids[positions].tolist()
@@ -86,7 +101,7 @@ def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments) -> None:
                     missing = ids[int(np.flatnonzero(have == 0)[0])]
                     raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
                 continue
-            want = np.asarray([sizes[(v, f)] if (v, f) in listed else -1 for v in ids], _I64)
+            want = list_sizes[c, f]
             if (want < 0).any():
                 missing = ids[int(np.flatnonzero(want < 0)[0])]
                 raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
@@ -298,12 +313,13 @@ def state_vector_bytes(n: int | np.ndarray, size: int) -> int | np.ndarray:
     return -(-n * size // 8) * 8
 
 
-def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, layout: MemoryLayout
-                          ) -> np.ndarray:
-    """Room on each vertex's tile for its list-field entry tables and state vectors."""
+def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, layout: MemoryLayout,
+                          list_sizes: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
+    """Room on each vertex's tile for its list-field entry tables (``list_sizes`` rows) and state
+    vectors."""
     need = np.zeros(vids.size, dtype=_I64)
     cls_of = graph.vertices.cls[vids]
-    sizes, state = graph.vertices.sizes, graph.vertices.state
+    state = graph.vertices.state
     for c, cls in enumerate(graph.vertices.classes):
         extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
                  if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
@@ -314,7 +330,7 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
         mine = vids[positions].tolist()
         for f, spec in extra:
             if spec.is_edge:  # a list's entry table: 16 bytes a row
-                need[positions] += 16 * np.fromiter((sizes.get((v, f), 0) for v in mine), _I64, len(mine))
+                need[positions] += 16 * np.maximum(list_sizes[c, f], 0)
             else:
                 counts = np.fromiter((state[(v, f)].size for v in mine), _I64, len(mine))
                 need[positions] += state_vector_bytes(counts, spec.type.size)
@@ -347,13 +363,14 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         vids = graph.vertices.in_compute_set(cs_id)
         name = graph.compute_sets[cs_id]
         seg, sruns = build_segments(graph, cs_id, vids, tables)
+        list_sizes = _list_sizes(graph, vids)
         if vids.size:
-            _check_fields(graph, vids, seg)
+            _check_fields(graph, vids, seg, list_sizes)
         tiles = _vertex_tiles(graph, vids, seg, sruns, layout, strict)
         check_races(name, graph, vids, seg, sruns)
         place = _place(seg, sruns, tiles[seg.vertex], layout)
         staged = _assign_buffers(seg, sruns, place, tiles, layout, graph.variables.bases)
-        state_offset = _reserve_vertex_state(graph, vids, tiles, layout)
+        state_offset = _reserve_vertex_state(graph, vids, tiles, layout, list_sizes)
         cls_of = graph.vertices.cls[vids]
         _, first = np.unique(cls_of, return_index=True)
         order = cls_of[np.sort(first)].tolist()

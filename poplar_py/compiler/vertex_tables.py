@@ -207,6 +207,14 @@ def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndar
             for i, (a, b) in enumerate(threads.split(table.size, 4))]
 
 
+#: the shape of a scalar or vector state value in a vertex's shape (its bytes give the length)
+_RANK = (b"s", b"v")
+
+
+def _shape_key(v: np.ndarray) -> bytes:
+    return _RANK[v.ndim] if v.ndim < 2 else str(v.shape).encode()
+
+
 def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
                      ) -> tuple[np.ndarray, dict[str, int]]:
     """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count);
@@ -256,11 +264,11 @@ def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarr
     fields, lengths = (np.ascontiguousarray(a, _I64).tobytes() for a in (seg.field, seg.length))
     out = [fields[a:b] + lengths[a:b] for a, b in zip(first, last)]
     values = graph.vertices.state
+    vids = plan.vertices[positions].tolist()
     for f, spec in enumerate(cls.fields.values()):
-        if spec.direction is Direction.STATE:
-            for k, vid in enumerate(plan.vertices[positions].tolist()):
-                v = values.get((vid, f))
-                out[k] += b"-" if v is None else v.dtype.str.encode() + v.tobytes() + str(v.shape).encode()
+        if spec.direction is Direction.STATE:  # values of the field's type: bytes and shape tell them
+            for k, v in enumerate(values.get((vid, f)) for vid in vids):
+                out[k] += b"-" if v is None else v.tobytes() + _shape_key(v)
     return out
 
 
