@@ -320,8 +320,8 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
     need = np.zeros(vids.size, dtype=_I64)
     cls_of = graph.vertices.cls[vids]
     state = graph.vertices.state
-    for c, cls in enumerate(graph.vertices.classes):
-        extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
+    for c in unique_sorted(cls_of).tolist():
+        extra = [(f, spec) for f, spec in enumerate(graph.vertices.classes[c].fields.values())
                  if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
                  or (spec.kind is FieldKind.VECTOR and not spec.is_edge)]
         if not extra:
