@@ -140,6 +140,26 @@ def test_vector_list_from_2d_tensor_and_list(mode):
     np.testing.assert_array_equal(engine.readTensor("out3"), [1.0, host[1].sum(), host[2].sum()])
 
 
+def test_a_compute_set_without_the_list_vertices_of_another():
+    """Each compute set reserves the list tables of the classes it holds: here one of RowSums
+    (a list field) and one of Scale alone."""
+    device, graph = make()
+    m = graph.addVariable(poplar.FLOAT, [2, 3], "m")
+    sums, scaled = (graph.addVariable(poplar.FLOAT, [2], name) for name in ("sums", "scaled"))
+    for t in (m, sums, scaled):
+        graph.setTileMapping(t, 0)
+    first, second = graph.addComputeSet("sums"), graph.addComputeSet("scale")
+    graph.setTileMapping(graph.addVertex(first, "RowSums", {"rows": m, "out": sums}), 0)
+    v = graph.addVertex(second, "Scale", {"x": sums, "y": scaled})
+    graph.setInitialValue(v["k"], 2.0)
+    graph.setTileMapping(v, 0)
+    graph.setInitialValue(m, np.arange(6, dtype=np.float32).reshape(2, 3))
+    graph.createHostRead("scaled", scaled)
+    _, out = run(device, graph, prog.Sequence([prog.Execute(first), prog.Execute(second)]), "native",
+                 reads=("scaled",))
+    np.testing.assert_array_equal(out["scaled"], [6.0, 24.0])
+
+
 def test_vector_list_from_a_concatenation_of_nine_views():
     """A window with a halo, as a stencil builds it: each row's runs are cut from the view's
     runs (not found row by row), and every row reads its own elements."""
