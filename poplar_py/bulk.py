@@ -19,7 +19,7 @@ from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .regions import arithmetic_groups, exclusive_cumsum
 from .tensor import Tensor
 from .vertex import FieldKind
-from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable
+from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable, frozen
 
 _I64 = np.int64
 
@@ -118,7 +118,7 @@ def add_list_vertices(table: VertexTable, class_id: int, compute_set: int, sourc
 def set_shared_state(table: VertexTable, first: int, n: int, slot: FieldSlot, values: np.ndarray) -> None:
     """State field ``slot`` of vertices ``first, ..., first + n - 1``: the same ``values`` (converted)."""
     keys = [(vid, slot.index) for vid in range(first, first + n)]
-    table.state.update(dict.fromkeys(keys, values))
+    table.state.update(dict.fromkeys(keys, frozen(values)))
     if slot.spec.kind is not FieldKind.SCALAR:
         table.sizes.update(dict.fromkeys(keys, values.size))
 
@@ -139,7 +139,7 @@ def set_vector_state(table: VertexTable, first: int, slot: FieldSlot, values: np
                      per_vertex: np.ndarray) -> None:
     """State vector ``slot`` of vertices ``first, ...``: vertex ``v`` takes the next
     ``per_vertex[v]`` of ``values``."""
-    values = np.asarray(values).astype(slot.spec.type.dtype)
+    values = frozen(np.asarray(values).astype(slot.spec.type.dtype))
     bounds = np.concatenate(([0], np.cumsum(per_vertex))).tolist()
     for v in range(per_vertex.size):
         key = (first + v, slot.index)

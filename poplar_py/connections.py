@@ -24,7 +24,7 @@ from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
 from .vertex import Direction, FieldKind
-from .vertex_table import NO_ROW, FieldSlot, VertexTable
+from .vertex_table import NO_ROW, FieldSlot, VertexTable, frozen
 
 #: makes the constant for a field of a vertex connected to a value: (type, shape, values (checked
 #: numbers: a plain number or an array), name, vertex) -> tensor
@@ -202,6 +202,6 @@ class FieldConnector:
     def set_state(self, vid: int, name: str, values: Any) -> None:
         """The value of a state field (vertex data that is not an edge)."""
         slot, arr = self.state_values(vid, name, values)
-        self._vertices.state[(vid, slot.index)] = arr
+        self._vertices.state[(vid, slot.index)] = frozen(arr)
         if slot.spec.kind is not FieldKind.SCALAR:
             self._vertices.sizes[(vid, slot.index)] = arr.size

@@ -198,10 +198,9 @@ def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list
     cs = rows[:, 1]
     by_cs = np.argsort(cs, kind="stable").astype(_I64)
     bounds = np.searchsorted(cs[by_cs], np.arange(num_cs + 1)).astype(_I64)
-    frozen_state = {k: _readonly(v) for k, v in state.items()}
     return VerticesIR(tuple(classes), rows[:, 0].copy(), cs.copy(), rows[:, 2].copy(), rows[:, 3].copy(),
                       rows[:, 4].copy(), tuple(sources), by_cs, bounds, pytypes.MappingProxyType(dict(sizes)),
-                      frozenset(listed), pytypes.MappingProxyType(frozen_state), num_edges)
+                      frozenset(listed), pytypes.MappingProxyType(dict(state)), num_edges)
 
 
 #: the edge columns (indices into ``vertex_table.EDGE_COLUMNS``) :func:`edge_order` reads: the
@@ -257,13 +256,6 @@ def freeze_edges(cols: list[np.ndarray], vertex_cs: np.ndarray, num_cs: int) -> 
     return EdgesIR(*cols, bounds)
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    """``a`` itself, made read-only: the graph replaces its value arrays, never writes them
-    once frozen (``Graph.setInitialValue`` copies one first)."""
-    a.flags.writeable = False
-    return a
-
-
 def freeze_variables(table: VariableTable) -> VariablesIR:
     return VariablesIR(tuple(table.names), tuple(table.types), tuple(table.shapes),
                        np.asarray(table.sizes, _I64), table.bases.copy(), table.constant.copy(),
@@ -273,5 +265,5 @@ def freeze_variables(table: VariableTable) -> VariablesIR:
 def freeze_initial(initial: dict[int, np.ndarray]) -> tuple[tuple[int, np.ndarray], ...]:
     items = tuple(sorted(initial.items()))
     for _, values in items:
-        values.flags.writeable = False  # as _readonly: the graph's own arrays, not copies
+        values.flags.writeable = False  # the graph's own arrays: it replaces them, never writes them
     return items

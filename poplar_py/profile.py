@@ -195,18 +195,25 @@ def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:
     keys, inverse = np.unique(key, return_inverse=True)
     sizes = np.bincount(inverse, weights=nbytes).astype(np.int64)
     order = np.lexsort((-sizes, keys // (2 * len(names))))  # by tile, then largest first
-    for k, size in zip(keys[order].tolist(), sizes[order].tolist()):
-        if not size:
-            continue
+    keys, sizes = keys[order], sizes[order]
+    keys, sizes = keys[sizes > 0], sizes[sizes > 0]
+    group = keys // len(names) // 2 * 2 + keys % 2  # (tile, kind)
+    by_group = np.argsort(group, kind="stable")
+    rank = np.empty(keys.size, np.int64)  # within its tile and kind, largest first
+    rank[by_group] = np.arange(keys.size) - np.searchsorted(group[by_group], group[by_group])
+    omitted = rank >= MAX_NAMES_PER_TILE
+    groups = 2 * layout.num_tiles
+    count = np.bincount(group[omitted], minlength=groups).tolist()
+    dropped = np.bincount(group[omitted], weights=sizes[omitted], minlength=groups).astype(np.int64)
+    # the names kept and each group's first name left out, in order (the dicts' order)
+    for k, size, r in zip(*(a[rank <= MAX_NAMES_PER_TILE].tolist() for a in (keys, sizes, rank))):
         tile, rest = divmod(k, 2 * len(names))
         kind = "constants" if rest % 2 else "variables"
-        held = out[tile].setdefault(kind, {})
-        if len(held) < MAX_NAMES_PER_TILE:
-            held[str(names[rest // 2])] = size
+        if r < MAX_NAMES_PER_TILE:
+            out[tile].setdefault(kind, {})[str(names[rest // 2])] = size
         else:
-            omitted = out[tile].setdefault(kind + "Omitted", {"count": 0, "bytes": 0})
-            omitted["count"] += 1
-            omitted["bytes"] += size
+            g = 2 * tile + rest % 2
+            out[tile][kind + "Omitted"] = {"count": count[g], "bytes": int(dropped[g])}
     return out
 
 

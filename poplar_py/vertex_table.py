@@ -29,6 +29,14 @@ _EDGE_ROW = struct.Struct(f"{_NE}q").pack
 _BITS_SET = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1).astype(np.int64)
 
 
+def frozen(values: np.ndarray) -> np.ndarray:
+    """``values`` (the table's own array) made read-only before it goes into ``state``, with the
+    views taken of it later: the graph replaces a state value, never writes one, so a frozen graph
+    shares them."""
+    values.flags.writeable = False
+    return values
+
+
 @dataclass(frozen=True)
 class FieldSlot:
     """One field of a vertex class as ``connect`` checks it (plain attributes, read per call)."""
@@ -66,7 +74,8 @@ class VertexTable:
         self._source_index: dict[tuple[str, int], int] = {}
         self.sizes: dict[tuple[int, int], int] = {}  # (vertex, field) -> list length or state vector size
         self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
-        self.state: dict[tuple[int, int], np.ndarray] = {}  # (vertex, state field) -> values
+        # (vertex, state field) -> values, read-only (:func:`frozen`)
+        self.state: dict[tuple[int, int], np.ndarray] = {}
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
         # (constant, vertex) per field connected to a value: the Engine maps the constant to the
         # tile its vertex finally runs on (a vertex removed again leaves vertex -1: tile 0)
