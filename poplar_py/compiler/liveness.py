@@ -226,16 +226,7 @@ class _Builder:
         ok = (runs.var >= 0) & (runs.var < self.fixed.size)
         ok[ok] &= ~self.fixed[runs.var[ok]]
         touched = unique_sorted(runs.var[ok])
-        plain = ok & ((runs.stride == 1) | (runs.count == 1))
-        offset = runs.offset[plain]
-        var, lo, hi = union_grouped(runs.var[plain], offset, offset + runs.count[plain])
-        alone = np.ones(var.size, bool)  # the variable's only interval
-        if var.size > 1:
-            same = var[1:] == var[:-1]
-            alone[1:] &= ~same
-            alone[:-1] &= ~same
-        sizes = self.graph.variables.sizes
-        return touched, var[alone & (lo == 0) & (hi >= sizes[var])]
+        return touched, touched[_distinct_elements(runs, ok, touched) >= self.graph.variables.sizes[touched]]
 
     def compute_set(self, cs: int) -> Events:
         """What a compute set's vertices read and write (a write kills a variable that the
@@ -330,3 +321,33 @@ def _stabbed(var: np.ndarray, lo: np.ndarray, hi: np.ndarray, points: np.ndarray
     """The variables whose intervals hold one of the sorted ``points``."""
     hit = np.searchsorted(points, hi) > np.searchsorted(points, lo)
     return unique_sorted(var[hit])
+
+
+def _distinct_elements(runs: Runs, ok: np.ndarray, variables: np.ndarray) -> np.ndarray:
+    """How many distinct elements of each of ``variables`` (sorted) the runs where ``ok`` hold.
+
+    A run is an arithmetic progression: those of one step and one residue are intervals of the
+    quotient line, so their union is a sort (a transposed view's runs all share one step). A
+    variable whose runs take several steps has its elements counted one by one."""
+    single = (runs.count == 1) | (runs.stride == 0)
+    count = np.where(single, 1, runs.count)[ok]
+    step = np.where(single, 1, np.abs(runs.stride))[ok]
+    first = np.where(runs.stride < 0, runs.offset + (runs.count - 1) * runs.stride, runs.offset)[ok]
+    which = np.searchsorted(variables, runs.var[ok])
+    least, most = np.full(variables.size, np.iinfo(_I64).max), np.zeros(variables.size, _I64)
+    np.minimum.at(least, which, step)
+    np.maximum.at(most, which, step)
+    mixed = (least != most)[which]
+    out = np.zeros(variables.size, _I64)
+    one = ~mixed  # per (variable, residue): intervals of the quotient line
+    width = int(most.max(initial=1))
+    key, lo, hi = union_grouped(which[one] * width + first[one] % step[one], first[one] // step[one],
+                                first[one] // step[one] + count[one])
+    np.add.at(out, key // width, hi - lo)
+    if mixed.any():  # element by element
+        owner, k = expand_ranges(np.zeros(int(mixed.sum()), _I64), count[mixed])
+        elements = first[mixed][owner] + k * step[mixed][owner]
+        span = int(elements.max()) + 1
+        distinct = unique_sorted(which[mixed][owner] * span + elements)
+        out += np.bincount(distinct // span, minlength=variables.size)
+    return out

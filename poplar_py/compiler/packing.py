@@ -17,7 +17,7 @@ from .liveness import Liveness
 
 _I64 = np.int64
 _ALIGN = 8
-_PAIRS_PER_CHUNK = 1 << 22  # pairs of meeting segments held at once (memory)
+_PAIRS_PER_CHUNK = 1 << 20  # pairs of meeting segments held at once (memory)
 
 
 def pack(tile: np.ndarray, var: np.ndarray, nbytes: np.ndarray, liveness: Liveness) -> np.ndarray:

@@ -46,6 +46,34 @@ def test_always_live_and_interference_over_sequences_loops_branches_and_calls():
     assert not lv.interfere(1, 2) and not lv.interfere(1, 4) and not lv.interfere(2, 4)
 
 
+def test_a_copy_through_strided_views_writes_whole_only_when_it_covers_every_element():
+    """A Copy into ``t.transpose()`` (runs of one step), into both strided halves of ``t``, or
+    into runs of steps 1 and 2 that cover ``t`` starts t's life; one element short, it does not."""
+    _, graph = _graph()
+    (a,) = _vars(graph, "a", n=24)
+    graph.createHostWrite("a", a)
+    ts = [graph.addVariable(poplar.FLOAT, [4, 6], n) for n in ("w", "h", "m", "s")]
+    for t in ts:
+        graph.setTileMapping(t, 0)
+    w, h, m, s = ts
+    h, m, s = (t.flatten() for t in (h, m, s))
+
+    def steps_1_and_2(t, end):  # t[0:12] by ones, then t[12:24] by twos, the odd ones up to end
+        return poplar.concat([t.slice(0, 12), t.slice(12, 24).subSample(2, 0),
+                              t.slice(13, end).subSample(2, 0)])
+
+    into = {"w": w.transpose(), "h": poplar.concat([h.subSample(2, 0), h[1::2]]), "m": steps_1_and_2(m, 24),
+            "s": steps_1_and_2(s, 23)}
+    steps = []
+    for name, t in zip(into, ts):
+        dst = into[name]
+        steps += [prog.Copy(a.slice(0, dst.numElements()).reshape(dst.shape()), dst),
+                  prog.Copy(t.flatten(), a)]
+    lv = analyse_liveness(graph.freeze(), [prog.Sequence(steps)])
+    always = dict(zip(["a", "w", "h", "m", "s"], lv.always.tolist()))
+    assert always == {"a": True, "w": False, "h": False, "m": False, "s": True}
+
+
 def test_a_value_carried_around_a_loop_is_live_for_the_whole_loop():
     _, graph = _graph()
     a, acc, tmp = _vars(graph, "a", "acc", "tmp")
