@@ -66,6 +66,7 @@ class Liveness:
         return np.bincount(owner[hit], minlength=others.size) > 0
 
     def interval_counts(self, variables: np.ndarray) -> np.ndarray:
+        """How many intervals each variable's life has."""
         return self.bounds[variables + 1] - self.bounds[variables]
 
     def hulls(self, variables: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ that meet it. Tiles are taken in chunks so that the pairs held at once stay boun
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..regions import expand_ranges
@@ -27,10 +29,11 @@ def pack(tile: np.ndarray, var: np.ndarray, nbytes: np.ndarray, liveness: Livene
     if not tile.size:
         return offset
     rank = _ranks(tile, var, nbytes)
-    life = liveness.hulls(var)
-    # the tiles in chunks whose candidate pairs stay under the budget
+    candidates = _Candidates.of(tile, liveness.hulls(var))
+    # the tiles in chunks whose candidate pairs stay under the budget (a chunk's segments are
+    # consecutive both as given and in the candidates' order, which sorts by tile first)
     tile_first = np.flatnonzero(np.concatenate(([True], tile[1:] != tile[:-1])))
-    per_tile = np.add.reduceat(_Candidates.of(tile, life).count, tile_first).tolist()
+    per_tile = np.add.reduceat(candidates.count, tile_first).tolist()
     bounds = np.append(tile_first, tile.size).tolist()
     lo = 0
     while lo < len(per_tile):
@@ -38,9 +41,9 @@ def pack(tile: np.ndarray, var: np.ndarray, nbytes: np.ndarray, liveness: Livene
         while hi < len(per_tile) and total + per_tile[hi] <= _PAIRS_PER_CHUNK:
             total += per_tile[hi]
             hi += 1
-        part = slice(bounds[lo], bounds[hi])
-        later, earlier = _meeting_pairs(tile[part], var[part], rank[part], life[:, part], liveness)
-        offset[part] = _place_by_rank(rank[part], nbytes[part], later, earlier)
+        a, b = bounds[lo], bounds[hi]
+        later, earlier = _meeting_pairs(candidates, a, b, var, rank, liveness)
+        offset[a:b] = _place_by_rank(rank[a:b], nbytes[a:b], later - a, earlier - a)
         lo = hi
     return offset
 
@@ -55,13 +58,15 @@ def _ranks(tile: np.ndarray, var: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     return rank
 
 
+@dataclass(frozen=True)
 class _Candidates:
     """The segments in order of (tile, start of life), and for each the segments after it in
     that order that start within its life's hull (``start`` and ``count`` positions): every
     pair of a tile's segments whose lives meet, once (with pairs whose hulls alone meet)."""
 
-    def __init__(self, order: np.ndarray, start: np.ndarray, count: np.ndarray) -> None:
-        self.order, self.start, self.count = order, start, count
+    order: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
 
     @staticmethod
     def of(tile: np.ndarray, life: np.ndarray) -> _Candidates:
@@ -74,12 +79,12 @@ class _Candidates:
         return _Candidates(order, start, np.maximum(end - start, 0))
 
 
-def _meeting_pairs(tile: np.ndarray, var: np.ndarray, rank: np.ndarray, life: np.ndarray,
+def _meeting_pairs(c: _Candidates, first: int, end: int, var: np.ndarray, rank: np.ndarray,
                    liveness: Liveness) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs of segments on one tile whose lives meet, as (later, earlier) in placing order."""
-    c = _Candidates.of(tile, life)
-    owner, other = expand_ranges(c.start, c.count)
-    a, b = c.order[owner], c.order[other]
+    """The pairs of segments ``[first, end)`` (whole tiles) on one tile whose lives meet, as
+    (later, earlier) in placing order."""
+    owner, other = expand_ranges(c.start[first:end], c.count[first:end])
+    a, b = c.order[first + owner], c.order[other]
     keep = np.ones(a.size, bool)
     gaps = liveness.interval_counts(var) != 1  # a hull may meet a life in a gap between intervals
     several = gaps[a] | gaps[b]
@@ -117,7 +122,7 @@ def _first_fits(seg: np.ndarray, a: np.ndarray, b: np.ndarray, nbytes: np.ndarra
     """For each segment of ``seg`` (grouped), the lowest offset from 0 that fits its bytes
     among the spans ``[a, b)`` that group holds: scanning the spans by start, the offset is
     past every span seen so far, until one starts far enough beyond it."""
-    order = np.argsort((seg - seg.min()) * (int(a.max()) + 1) + a)
+    order = np.argsort((seg - seg.min()) * (int(a.max()) + 1) + a)  # (spans starting together: any order)
     seg, a, b = seg[order], a[order], b[order]
     first = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
     group = np.cumsum(np.concatenate(([False], seg[1:] != seg[:-1])))
