@@ -335,16 +335,18 @@ def _distinct_elements(runs: Runs, ok: np.ndarray, variables: np.ndarray) -> np.
     step = np.where(single, 1, np.abs(runs.stride))[ok]
     first = np.where(runs.stride < 0, runs.offset + (runs.count - 1) * runs.stride, runs.offset)[ok]
     which = np.searchsorted(variables, runs.var[ok])
+    if (step == 1).all():  # (most writes: consecutive elements)
+        key, lo, hi = union_grouped(which, first, first + count)
+        return np.bincount(key, weights=hi - lo, minlength=variables.size).astype(_I64)
     least, most = np.full(variables.size, np.iinfo(_I64).max), np.zeros(variables.size, _I64)
     np.minimum.at(least, which, step)
     np.maximum.at(most, which, step)
     mixed = (least != most)[which]
-    out = np.zeros(variables.size, _I64)
     one = ~mixed  # per (variable, residue): intervals of the quotient line
     width = int(most.max(initial=1))
     key, lo, hi = union_grouped(which[one] * width + first[one] % step[one], first[one] // step[one],
                                 first[one] // step[one] + count[one])
-    np.add.at(out, key // width, hi - lo)
+    out = np.bincount(key // width, weights=hi - lo, minlength=variables.size).astype(_I64)
     if mixed.any():  # element by element
         owner, k = expand_ranges(np.zeros(int(mixed.sum()), _I64), count[mixed])
         elements = first[mixed][owner] + k * step[mixed][owner]
