@@ -19,7 +19,7 @@ from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
 from .regions import arithmetic_groups, exclusive_cumsum
 from .tensor import Tensor
 from .vertex import FieldKind
-from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable, frozen
+from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable
 
 _I64 = np.int64
 
@@ -117,10 +117,9 @@ def add_list_vertices(table: VertexTable, class_id: int, compute_set: int, sourc
 
 def set_shared_state(table: VertexTable, first: int, n: int, slot: FieldSlot, values: np.ndarray) -> None:
     """State field ``slot`` of vertices ``first, ..., first + n - 1``: the same ``values`` (converted)."""
-    keys = [(vid, slot.index) for vid in range(first, first + n)]
-    table.state.update(dict.fromkeys(keys, frozen(values)))
+    table.store.share_values(first, n, slot.index, values)
     if slot.spec.kind is not FieldKind.SCALAR:
-        table.sizes.update(dict.fromkeys(keys, values.size))
+        table.store.set_sizes(first, slot.index, np.full(n, values.size, _I64))
 
 
 def add_shared_edges(table: VertexTable, first: int, n: int, field: int,
@@ -139,12 +138,9 @@ def set_vector_state(table: VertexTable, first: int, slot: FieldSlot, values: np
                      per_vertex: np.ndarray) -> None:
     """State vector ``slot`` of vertices ``first, ...``: vertex ``v`` takes the next
     ``per_vertex[v]`` of ``values``."""
-    values = frozen(np.asarray(values).astype(slot.spec.type.dtype))
-    bounds = np.concatenate(([0], np.cumsum(per_vertex))).tolist()
-    for v in range(per_vertex.size):
-        key = (first + v, slot.index)
-        table.state[key] = values[bounds[v]:bounds[v + 1]]
-        table.sizes[key] = bounds[v + 1] - bounds[v]
+    values = np.asarray(values).astype(slot.spec.type.dtype).reshape(-1)
+    table.store.set_values(first, slot.index, values, per_vertex)
+    table.store.set_sizes(first, slot.index, per_vertex)
 
 
 def set_perf_estimates(table: VertexTable, first: int, cycles: np.ndarray) -> None:

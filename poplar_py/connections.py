@@ -24,7 +24,7 @@ from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
 from .vertex import Direction, FieldKind
-from .vertex_table import NO_ROW, FieldSlot, VertexTable, frozen
+from .vertex_table import NO_ROW, FieldSlot, VertexTable
 
 #: makes the constant for a field of a vertex connected to a value: (type, shape, values (checked
 #: numbers: a plain number or an array), name, vertex) -> tensor
@@ -125,8 +125,7 @@ class FieldConnector:
             self._vertices.add_runs(vid, field, row, t.runs())
 
     def _size_list(self, vid: int, slot: FieldSlot, size: int) -> None:
-        self._vertices.sizes[(vid, slot.index)] = size
-        self._vertices.listed.add((vid, slot.index))
+        self._vertices.store.set_size(vid, slot.index, size)
         self._vertices.mark_connected(vid, slot.index)
 
     def _connect_indexed(self, vid: int, slot: FieldSlot, index: int, t: Tensor,
@@ -134,7 +133,7 @@ class FieldConnector:
         if not slot.is_list:
             raise GraphConnectionError(
                 f"{where()} ({slot.describe()}) is not a list field and cannot be indexed")
-        size = self._vertices.sizes.get((vid, slot.index))
+        size = self._vertices.store.size(vid, slot.index)
         if size is None:
             raise GraphConnectionError(
                 f"{where()}: call setFieldSize before connecting {slot.spec.name}[{index}]")
@@ -177,10 +176,10 @@ class FieldConnector:
         if slot.is_list and not slot.state:
             self._size_list(vid, slot, n)
         else:
-            self._vertices.sizes[(vid, slot.index)] = n
+            self._vertices.store.set_size(vid, slot.index, n)
 
     def size(self, vid: int, name: str) -> int:
-        return self._vertices.sizes.get((vid, self._slot(vid, name).index), 0)
+        return self._vertices.store.size(vid, self._slot(vid, name).index) or 0
 
     def state_slot(self, vid: int, name: str) -> FieldSlot:
         """The slot of state field ``name`` of vertex ``vid`` (an error for an edge)."""
@@ -202,6 +201,6 @@ class FieldConnector:
     def set_state(self, vid: int, name: str, values: Any) -> None:
         """The value of a state field (vertex data that is not an edge)."""
         slot, arr = self.state_values(vid, name, values)
-        self._vertices.state[(vid, slot.index)] = frozen(arr)
+        self._vertices.store.set_value(vid, slot.index, arr)
         if slot.spec.kind is not FieldKind.SCALAR:
-            self._vertices.sizes[(vid, slot.index)] = arr.size
+            self._vertices.store.set_size(vid, slot.index, arr.size)

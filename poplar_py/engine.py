@@ -369,11 +369,11 @@ def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
     state and codelet code, the step trees and the layout."""
     v = ir.vertices
     values = [(var, values) for var, values in ir.initial]
-    state = [(key, v.state[key]) for key in sorted(v.state)]
+    state = [x for field, vids, rows in v.store.items() for x in (np.asarray([field]), vids, rows)]
     return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
                       v.tile, v.compute_set, compiled.edges_digest, ir.compute_sets,
                       [codelet_fingerprint(c) for c in v.classes], *(x for pair in values for x in pair),
-                      *(x for pair in state for x in pair),
+                      *state, np.frombuffer(v.store.heap, np.uint8),
                       [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
                       compiled.layout.tile_base])
 

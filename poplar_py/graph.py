@@ -720,8 +720,8 @@ class Graph:
         mapping, tiles = self._mapping.snapshot()
         self._pool.flush(self._initial)
         num_cs = len(self._compute_sets)
-        vertices = ir.freeze_vertices(table.classes, rows, table.sources, num_cs, table.sizes, table.listed,
-                                      table.state, table.num_edges())
+        vertices = ir.freeze_vertices(table.classes, rows, table.sources, num_cs, table.store.freeze(),
+                                      table.num_edges())
         handles = {name: ir.HostHandleIR(name, h.write, h.tensor.runs(), h.tensor.elementType(),
                                          tuple(h.tensor.shape()))
                    for name, h in self._host_handles.items()}

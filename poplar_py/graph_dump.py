@@ -124,8 +124,11 @@ def _document(ir: GraphIR, programs: Sequence[Program] | None) -> dict[str, Any]
                    e.count.tolist(), e.stride.tolist()):
         edges[row[0]].append(list(row[1:]))
     state: list[dict[str, list]] = [{} for _ in range(len(v))]
-    for (vid, field), values in v.state.items():
-        state[vid][list(v.classes[int(v.cls[vid])].fields)[field]] = values.tolist()
+    specs = [list(c.fields.items()) for c in v.classes]
+    for field, vids, _ in v.store.items():
+        for vid in vids.tolist():
+            name, spec = specs[int(v.cls[vid])][field]
+            state[vid][name] = v.store.value(vid, field, spec.type.dtype).tolist()
     out_vertices = []
     for vid in range(len(v)):
         names = list(v.classes[int(v.cls[vid])].fields)

@@ -11,12 +11,12 @@ an Engine is built).
 from __future__ import annotations
 
 import dataclasses
-import types as pytypes
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .field_store import FieldColumns
 from .handles import DataStream
 from .program import Program
 from .regions import IntervalMap, Runs
@@ -64,9 +64,7 @@ class VerticesIR:
     sources: tuple[str, ...]
     by_cs: np.ndarray  # vertex ids grouped by compute set, in id order
     cs_bounds: np.ndarray  # compute set c holds by_cs[cs_bounds[c]:cs_bounds[c + 1]]
-    sizes: Mapping[tuple[int, int], int]  # (vertex, field) -> list length or state vector size
-    listed: frozenset[tuple[int, int]]  # list fields given a size
-    state: Mapping[tuple[int, int], np.ndarray]  # (vertex, state field) -> values
+    store: FieldColumns  # list lengths, state vector sizes and state values
     num_edges: int
 
     def __len__(self) -> int:
@@ -194,13 +192,12 @@ class GraphIR:
 
 
 def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list[str], num_cs: int,
-                    sizes: dict, listed: set, state: dict, num_edges: int) -> VerticesIR:
+                    store: FieldColumns, num_edges: int) -> VerticesIR:
     cs = rows[:, 1]
     by_cs = np.argsort(cs, kind="stable").astype(_I64)
     bounds = np.searchsorted(cs[by_cs], np.arange(num_cs + 1)).astype(_I64)
     return VerticesIR(tuple(classes), rows[:, 0].copy(), cs.copy(), rows[:, 2].copy(), rows[:, 3].copy(),
-                      rows[:, 4].copy(), tuple(sources), by_cs, bounds, pytypes.MappingProxyType(dict(sizes)),
-                      frozenset(listed), pytypes.MappingProxyType(dict(state)), num_edges)
+                      rows[:, 4].copy(), tuple(sources), by_cs, bounds, store, num_edges)
 
 
 #: the edge columns (indices into ``vertex_table.EDGE_COLUMNS``) :func:`edge_order` reads: the

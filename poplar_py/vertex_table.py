@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .field_store import FieldStore
 from .regions import Runs
 from .types import Type
 from .vertex import Direction, FieldKind, FieldSpec, Vertex
@@ -27,14 +28,6 @@ NO_ROW = -1  # the row of a field that is not a list
 _FIELD_SPACE = 1 << 16  # more fields than any class has
 _EDGE_ROW = struct.Struct(f"{_NE}q").pack
 _BITS_SET = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).sum(axis=1).astype(np.int64)
-
-
-def frozen(values: np.ndarray) -> np.ndarray:
-    """``values`` (the table's own array) made read-only before it goes into ``state``, with the
-    views taken of it later: the graph replaces a state value, never writes one, so a frozen graph
-    shares them."""
-    values.flags.writeable = False
-    return values
 
 
 @dataclass(frozen=True)
@@ -72,10 +65,7 @@ class VertexTable:
         self._class_index: dict[type, int] = {}
         self.sources: list[str] = []
         self._source_index: dict[tuple[str, int], int] = {}
-        self.sizes: dict[tuple[int, int], int] = {}  # (vertex, field) -> list length or state vector size
-        self.listed: set[tuple[int, int]] = set()  # list fields given a size (connected or not)
-        # (vertex, state field) -> values, read-only (:func:`frozen`)
-        self.state: dict[tuple[int, int], np.ndarray] = {}
+        self.store = FieldStore()  # list lengths, state vector sizes and state values
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
         # (constant, vertex) per field connected to a value: the Engine maps the constant to the
         # tile its vertex finally runs on (a vertex removed again leaves vertex -1: tile 0)
@@ -123,9 +113,7 @@ class VertexTable:
     def size_lists(self, first: int, field: int, sizes: np.ndarray) -> None:
         """Mark list field ``field`` of the vertices ``first, first + 1, ...`` connected, with
         ``sizes`` rows each."""
-        keys = [(vid, field) for vid in range(first, first + sizes.size)]
-        self.sizes.update(zip(keys, sizes.tolist()))
-        self.listed.update(keys)
+        self.store.set_sizes(first, field, sizes)
         self.mark_many(first, sizes.size, field)
 
     def mark_many(self, first: int, n: int, field: int) -> None:
@@ -143,10 +131,7 @@ class VertexTable:
         del self.rows[_NV * vid:]
         del self.connected[vid:]
         del self.edges[edge_bytes:]
-        for keyed in (self.sizes, self.state):
-            for key in [k for k in keyed if k[0] >= vid]:
-                del keyed[key]
-        self.listed = {k for k in self.listed if k[0] < vid}
+        self.store.truncate(vid)
         self._wide = {k for k in self._wide if k[0] < vid}
         k = len(self.values) - 1
         while k > 0 and self.values[k] >= vid:  # their value connections' constants go unused

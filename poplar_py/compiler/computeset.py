@@ -67,13 +67,12 @@ def _list_sizes(graph: GraphIR, vids: np.ndarray) -> dict[tuple[int, int], np.nd
     """Per (class, list field) of these vertices: each vertex's rows (in the order of ``vids``
     of that class), -1 where the list was never given a size."""
     cls_of = graph.vertices.cls[vids]
-    sizes = graph.vertices.sizes  # a list field given a size is listed
     out = {}
     for c in unique_sorted(cls_of).tolist():
-        ids = vids[cls_of == c].tolist()
+        ids = vids[cls_of == c]
         for f, spec in enumerate(graph.vertices.classes[c].fields.values()):
             if spec.kind is FieldKind.VECTOR_LIST and spec.is_edge:
-                out[c, f] = np.fromiter((sizes.get((v, f), -1) for v in ids), _I64, len(ids))
+                out[c, f] = graph.vertices.store.sizes(f, ids)
     return out
 
 
@@ -84,33 +83,32 @@ def _check_fields(graph: GraphIR, vids: np.ndarray, seg: Segments,
     width = max(len(c.fields) for c in graph.vertices.classes)
     counts = np.bincount(seg.vertex * width + seg.field, minlength=vids.size * width)
     _, first = np.unique(cls_of, return_index=True)
-    state = graph.vertices.state
     for c in cls_of[np.sort(first)].tolist():
         positions = np.flatnonzero(cls_of == c)
-        ids = vids[positions].tolist()
+        ids = vids[positions]
         for f, (name, spec) in enumerate(graph.vertices.classes[c].fields.items()):
             if spec.direction is Direction.STATE:
-                missing = next((v for v in ids if (v, f) not in state), None)
-                if missing is not None:
-                    raise GraphConnectionError(f"{_where(graph, missing, name)} is not initialised: "
-                                               "call graph.setInitialValue")
+                missing = np.flatnonzero(graph.vertices.store.value_bytes(f, ids) < 0)
+                if missing.size:
+                    raise GraphConnectionError(f"{_where(graph, int(ids[missing[0]]), name)} is not "
+                                               "initialised: call graph.setInitialValue")
                 continue
             have = counts[positions * width + f]
             if spec.kind is not FieldKind.VECTOR_LIST:
                 if not have.all():
-                    missing = ids[int(np.flatnonzero(have == 0)[0])]
+                    missing = int(ids[np.flatnonzero(have == 0)[0]])
                     raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
                 continue
             want = list_sizes[c, f]
             if (want < 0).any():
-                missing = ids[int(np.flatnonzero(want < 0)[0])]
+                missing = int(ids[np.flatnonzero(want < 0)[0]])
                 raise GraphConnectionError(f"{_where(graph, missing, name)} is not connected")
             short = np.flatnonzero(have != want)
             if short.size:
                 p = int(positions[short[0]])
                 rows = set(seg.row[(seg.vertex == p) & (seg.field == f)].tolist())
                 row = next(r for r in range(int(want[short[0]])) if r not in rows)
-                raise GraphConnectionError(f"{_where(graph, ids[int(short[0])], name)}: entry {row} "
+                raise GraphConnectionError(f"{_where(graph, int(ids[short[0]]), name)}: entry {row} "
                                            "is not connected")
 
 
@@ -319,7 +317,6 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
     vectors."""
     need = np.zeros(vids.size, dtype=_I64)
     cls_of = graph.vertices.cls[vids]
-    state = graph.vertices.state
     for c in unique_sorted(cls_of).tolist():
         extra = [(f, spec) for f, spec in enumerate(graph.vertices.classes[c].fields.values())
                  if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
@@ -327,12 +324,11 @@ def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, l
         if not extra:
             continue
         positions = np.flatnonzero(cls_of == c)
-        mine = vids[positions].tolist()
         for f, spec in extra:
             if spec.is_edge:  # a list's entry table: 16 bytes a row
                 need[positions] += 16 * np.maximum(list_sizes[c, f], 0)
-            else:
-                counts = np.fromiter((state[(v, f)].size for v in mine), _I64, len(mine))
+            else:  # (every state field has values: _check_fields)
+                counts = graph.vertices.store.value_bytes(f, vids[positions]) // spec.type.size
                 need[positions] += state_vector_bytes(counts, spec.type.size)
     offsets = np.full(vids.size, -1, dtype=_I64)
     users = np.flatnonzero(need)

@@ -85,7 +85,7 @@ class VertexIntrospector:
         spec = cls.fields[name]
         f = list(cls.fields).index(name)
         if spec.direction is Direction.STATE:
-            return FieldInfo(spec, 0, self._graph.vertices.state.get((vid, f)))
+            return FieldInfo(spec, 0, self._graph.vertices.store.value(vid, f, spec.type.dtype))
         seg = self._plan.segments  # vertex by vertex: a vertex's segments are found by bisection
         first, last = np.searchsorted(seg.vertex, [self._pos, self._pos + 1])
         mine = np.arange(first, last)
@@ -207,14 +207,6 @@ def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndar
             for i, (a, b) in enumerate(threads.split(table.size, 4))]
 
 
-#: the shape of a scalar or vector state value in a vertex's shape (its bytes give the length)
-_RANK = (b"s", b"v")
-
-
-def _shape_key(v: np.ndarray) -> bytes:
-    return _RANK[v.ndim] if v.ndim < 2 else str(v.shape).encode()
-
-
 def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
                      ) -> tuple[np.ndarray, dict[str, int]]:
     """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count);
@@ -263,12 +255,10 @@ def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarr
     last = (8 * np.searchsorted(seg.vertex, positions + 1)).tolist()
     fields, lengths = (np.ascontiguousarray(a, _I64).tobytes() for a in (seg.field, seg.length))
     out = [fields[a:b] + lengths[a:b] for a, b in zip(first, last)]
-    values = graph.vertices.state
-    vids = plan.vertices[positions].tolist()
+    vids = plan.vertices[positions]
     for f, spec in enumerate(cls.fields.values()):
-        if spec.direction is Direction.STATE:  # values of the field's type: bytes and shape tell them
-            for k, v in enumerate(values.get((vid, f)) for vid in vids):
-                out[k] += b"-" if v is None else v.tobytes() + _shape_key(v)
+        if spec.direction is Direction.STATE:  # flat values of the field's type: their bytes tell them
+            out = [a + b for a, b in zip(out, graph.vertices.store.keys(f, vids))]
     return out
 
 
@@ -313,20 +303,18 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     seg, info = plan.segments, plan.codelets[cls]
     n = positions.size
     table = np.zeros(n, dtype=info.state_dtype)
-    vids = plan.vertices[positions].tolist()
+    vids = plan.vertices[positions]
     cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
     nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
     keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
-    state = graph.vertices.state
     in_buffer = seg.buffer >= 0
     in_buffers = {}
     for fnum, (name, spec) in enumerate(cls.fields.items()):
         if spec.direction is Direction.STATE:
-            values = [state[(v, fnum)] for v in vids]
+            values, lengths = graph.vertices.store.values(fnum, vids, spec.type.dtype)
             if spec.kind is FieldKind.SCALAR:
-                table[name] = np.concatenate(values) if values else []
+                table[name] = values
                 continue
-            lengths = np.asarray([x.size for x in values], dtype=_I64)
             image.add(cursor, lengths, values, spec.type.dtype)
             table[name + ".ptr"] = cursor
             table[name + ".size"] = lengths
