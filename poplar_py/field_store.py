@@ -21,7 +21,6 @@ from .regions import expand_ranges
 
 _I64 = np.int64
 _ALIGN = 8  # values start 8-byte aligned in the heap
-_NONE = np.int64(-1).astype("<i8").tobytes()  # the key of a vertex without values
 
 
 class _Column:
@@ -178,18 +177,15 @@ class FieldColumns:
         start, nbytes = self.value_rows[field][int(at[0])].tolist()
         return np.frombuffer(self.heap, dtype, nbytes // np.dtype(dtype).itemsize, start)
 
-    def keys(self, field: int, vids: np.ndarray) -> list[bytes]:
-        """Per vertex of ``vids``: its values of ``field`` as bytes, after their length (8 bytes,
-        -1 where it has none): equal keys, equal values."""
-        column = self.value_vids.get(field)
-        if column is None:
-            return [_NONE] * vids.size
-        at, present = _positions(column, vids)
-        rows = self.value_rows[field][at]
-        heads = np.where(present, rows[:, 1], -1).astype("<i8").tobytes()
-        heap, starts, sizes = self.heap, rows[:, 0].tolist(), rows[:, 1].tolist()
-        return [heads[8 * k:8 * k + 8] + heap[s:s + n] if p else _NONE
-                for k, (s, n, p) in enumerate(zip(starts, sizes, present.tolist()))]
+    def raw(self, field: int, vids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The bytes of the values of ``field`` of ``vids`` back to back (uint8), and how many each
+        has (-1: no values)."""
+        nbytes = self.value_bytes(field, vids)
+        if field not in self.value_vids:
+            return np.zeros(0, np.uint8), nbytes
+        rows = self.value_rows[field][_positions(self.value_vids[field], vids)[0]]
+        heap = np.frombuffer(self.heap, np.uint8)
+        return heap[expand_ranges(rows[:, 0], np.maximum(nbytes, 0))[1]], nbytes
 
     def items(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(field, vertex ids, their (heap start, bytes) rows) for every field with values."""

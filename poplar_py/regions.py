@@ -64,6 +64,26 @@ def first_equal(columns: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def first_alike(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """For rows of integers of different lengths (row ``k``: the next ``counts[k]`` of ``values``),
+    the index of the first row equal to each."""
+    starts = exclusive_cumsum(counts)
+    owner = np.repeat(np.arange(counts.size, dtype=_I64), counts)
+    pos = np.arange(values.size, dtype=_I64) - starts[owner]
+    token = mix_hash(mix_hash(np.zeros(values.size, np.uint64), [pos]), [values])
+    h = np.zeros(counts.size, np.uint64)  # the sum of a row's tokens (wrapping): its hash
+    filled = counts > 0
+    if filled.any():
+        h[filled] = np.add.reduceat(token, starts[filled])
+    rep = first_equal([counts, h.view(_I64)])
+    # checked element by element; a collision (never seen) falls back to comparing bytes
+    if np.array_equal(values[starts[rep[owner]] + pos], values):
+        return rep
+    rows = [values[a:a + n].tobytes() for a, n in zip(starts.tolist(), counts.tolist())]
+    seen: dict[bytes, int] = {}
+    return np.asarray([seen.setdefault(r, k) for k, r in enumerate(rows)], _I64)
+
+
 def exclusive_cumsum(values: np.ndarray) -> np.ndarray:
     out = np.zeros(values.size, dtype=_I64)
     if values.size > 1:

@@ -35,13 +35,15 @@ def test_shared_ragged_and_single_values_read_back_with_their_type():
     np.testing.assert_array_equal(frozen.value_bytes(2, _ids(0, 4, 6)), [4, 0, -1])
 
 
-def test_keys_are_equal_exactly_when_values_are():
+def test_raw_gives_the_bytes_of_each_vertex_and_none_apart_from_empty():
     store = FieldStore()
-    store.set_values(0, 0, np.array([1, 2, 1, 2, 1, 1], np.int32), np.array([2, 2, 1, 1]))
-    store.set_value(4, 0, np.array([], np.int32))
-    keys = store.freeze().keys(0, _ids(0, 1, 2, 3, 4, 5))
-    assert keys[0] == keys[1] and keys[2] == keys[3]
-    assert len(set(keys)) == 4  # [1, 2], [1], [] and none
+    store.set_values(0, 0, np.array([1, 2, 3], np.int16), np.array([2, 1]))
+    store.set_value(3, 0, np.array([], np.int16))
+    data, nbytes = store.freeze().raw(0, _ids(1, 2, 3, 0))
+    assert nbytes.tolist() == [2, -1, 0, 4]
+    assert data.tobytes() == np.array([3, 1, 2], np.int16).tobytes()
+    data, nbytes = store.freeze().raw(1, _ids(0))
+    assert data.size == 0 and nbytes.tolist() == [-1]
 
 
 def test_truncate_forgets_the_vertices_from_one_on():

@@ -9,6 +9,7 @@ from poplar_py.regions import (
     IntervalMap,
     Runs,
     arithmetic_groups,
+    first_alike,
     paint,
     union,
     union_grouped,
@@ -174,3 +175,13 @@ def test_arithmetic_groups_never_join_across_a_break():
                 for o in [offset[f]] for i in range(c)]
     expected = [x for o, c in zip(offset, count) for x in range(o, o + c)]
     assert sequence == expected
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_first_alike_finds_the_first_equal_row_of_different_lengths(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 4, 300)
+    values = rng.integers(-2, 2, int(counts.sum()))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    rows = [tuple(values[a:a + n]) for a, n in zip(starts, counts)]
+    assert first_alike(values, counts).tolist() == [rows.index(r) for r in rows]

@@ -262,26 +262,31 @@ def gather_into_buffers(src: np.ndarray, dst: np.ndarray, count: np.ndarray, ste
     if big.size < 2:
         return CopyPlan.build(src, dst, count, step, size, size, traffic_, disjoint=True)
     rows = np.stack((src, count, step, size, dst - start), axis=1)
-    ends = (dst - start + count * size)
-    first_of: dict[bytes, int] = {}
-    copies: list[tuple[int, int, int]] = []  # (from buffer start, to buffer start, bytes)
-    drop = np.zeros(src.size, dtype=bool)
-    for b in big.tolist():
-        lo, hi = int(first[b]), int(first[b] + pieces[b])
-        key = rows[lo:hi].tobytes()
-        rep = first_of.setdefault(key, lo)
-        if rep != lo:
-            copies.append((int(start[rep]), int(start[lo]), int(ends[lo:hi].max())))
-            drop[lo:hi] = True
-    if not copies:
+    lo = first[big]
+    rep = _first_alike(rows, lo, pieces[big])
+    copied = rep != lo
+    if not copied.any():
         return CopyPlan.build(src, dst, count, step, size, size, traffic_, disjoint=True)
-    keep = ~drop
+    ends = np.maximum.reduceat(dst - start + count * size, first)[big]
+    dropped = np.zeros(first.size, dtype=bool)
+    dropped[big[copied]] = True  # filled by copying an alike buffer whole
+    keep = np.repeat(~dropped, pieces)
     gather = CopyPlan.build(src[keep], dst[keep], count[keep], step[keep], size[keep], size[keep], traffic_,
                             disjoint=True)
-    frm, to, nbytes = (np.asarray(c, dtype=_I64) for c in zip(*copies))
-    one = np.ones(len(copies), _I64)
-    return SharedGather(gather, CopyPlan.build(frm, to, nbytes, one, one, one, TileTraffic.empty(0),
-                                               disjoint=True))
+    one = np.ones(int(copied.sum()), _I64)
+    return SharedGather(gather, CopyPlan.build(start[rep[copied]], start[lo[copied]], ends[copied], one, one,
+                                               one, TileTraffic.empty(0), disjoint=True))
+
+
+def _first_alike(rows: np.ndarray, lo: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """For the blocks ``rows[lo[k]:lo[k] + n[k]]``: the ``lo`` of the first block equal to each."""
+    rep = lo.copy()
+    for length in np.unique(n).tolist():
+        sel = np.flatnonzero(n == length)
+        block = rows[lo[sel][:, None] + np.arange(length)].reshape(sel.size, -1)
+        _, first, inverse = np.unique(block, axis=0, return_index=True, return_inverse=True)
+        rep[sel] = lo[sel][first[inverse.reshape(-1)]]
+    return rep
 
 
 def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,

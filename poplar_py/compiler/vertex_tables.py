@@ -28,7 +28,7 @@ from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
 from ..options import EngineOptions
 from ..perf_estimate import VertexPerfEstimate
-from ..regions import exclusive_cumsum
+from ..regions import exclusive_cumsum, expand_ranges, first_alike
 from ..target import Target
 from ..vertex import Direction, FieldKind, FieldSpec
 from . import threads
@@ -223,15 +223,17 @@ def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
         todo = positions[out[positions] < 0]
         # An estimator sees fields' sizes and state values only: vertices alike in those (a
         # library operation's vertices come in a few shapes) are estimated once.
-        seen: dict[bytes, tuple[int, int, str]] = {}
-        for pos, shape in zip(todo.tolist(), _shapes(graph, plan, cls, todo)):
-            known = seen.get(shape)
-            if known is None:
-                vertex = VertexIntrospector(graph, plan, pos)
-                known = seen[shape] = _estimate(estimator, vertex, target, cls.vertexName)
-            out[pos] = known[0]
-            if known[1]:
-                flops[known[2]] = flops.get(known[2], 0) + known[1]
+        alike = _first_alike(graph, plan, cls, todo)
+        firsts = np.flatnonzero(alike == np.arange(todo.size))
+        known = [_estimate(estimator, VertexIntrospector(graph, plan, int(todo[k])), target, cls.vertexName)
+                 for k in firsts.tolist()]
+        cycles = np.zeros(todo.size, _I64)
+        cycles[firsts] = [c for c, _, _ in known]
+        out[todo] = cycles[alike]
+        members = np.bincount(alike, minlength=todo.size)[firsts].tolist()
+        for (_, done, kind), n in zip(known, members):
+            if done:
+                flops[kind] = flops.get(kind, 0) + done * n
     return out, flops
 
 
@@ -248,18 +250,23 @@ def _estimate(estimator: PerfEstimator, vertex: VertexIntrospector, target: Targ
     return int(cycles), int(done or 0), kind
 
 
-def _shapes(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray) -> list[bytes]:
-    """Per vertex at these positions: its fields' segment lengths and its state values, as bytes."""
+def _first_alike(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray) -> np.ndarray:
+    """Per vertex at these positions: the first of them alike in what an estimator sees, the
+    lengths of its fields' segments and its state values (an index into ``positions``)."""
     seg = plan.segments
-    first = (8 * np.searchsorted(seg.vertex, positions)).tolist()
-    last = (8 * np.searchsorted(seg.vertex, positions + 1)).tolist()
-    fields, lengths = (np.ascontiguousarray(a, _I64).tobytes() for a in (seg.field, seg.length))
-    out = [fields[a:b] + lengths[a:b] for a, b in zip(first, last)]
+    first = np.searchsorted(seg.vertex, positions)
+    owner, at = expand_ranges(first, np.searchsorted(seg.vertex, positions + 1) - first)
+    owners, tokens = [np.repeat(owner, 2)], [np.stack((seg.field[at], seg.length[at]), axis=1).reshape(-1)]
     vids = plan.vertices[positions]
+    every = np.arange(positions.size, dtype=_I64)
     for f, spec in enumerate(cls.fields.values()):
         if spec.direction is Direction.STATE:  # flat values of the field's type: their bytes tell them
-            out = [a + b for a, b in zip(out, graph.vertices.store.keys(f, vids))]
-    return out
+            data, nbytes = graph.vertices.store.raw(f, vids)
+            owners += [every, np.repeat(every, np.maximum(nbytes, 0))]
+            tokens += [nbytes, data.astype(_I64)]
+    owner = np.concatenate(owners)
+    order = np.argsort(owner, kind="stable")  # vertex by vertex, each part in order
+    return first_alike(np.concatenate(tokens)[order], np.bincount(owner, minlength=positions.size))
 
 
 def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLayout, tiles_per_ipu: int
