@@ -725,7 +725,8 @@ class Graph:
         handles = {name: ir.HostHandleIR(name, h.write, h.tensor.runs(), h.tensor.elementType(),
                                          tuple(h.tensor.shape()))
                    for name, h in self._host_handles.items()}
-        order = ir.edge_order(table.edge_columns(ir.ORDER_COLUMNS), rows[:, 1])
+        repeats = table.edge_columns(ir.REPEAT_COLUMNS) if table.one_by_one else None
+        order = ir.edge_order(*table.edge_columns(ir.ORDER_COLUMNS), rows[:, 1], repeats)
         edges = ir.freeze_edges(table.edge_columns(ir.IR_COLUMNS, order), rows[:, 1], num_cs)
         return ir.GraphIR(
             self._top._target, self._vars, ir.freeze_variables(self._vars), mapping, tiles,

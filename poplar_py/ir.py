@@ -201,36 +201,43 @@ def freeze_vertices(classes: list[type[Vertex]], rows: np.ndarray, sources: list
 
 
 #: the edge columns (indices into ``vertex_table.EDGE_COLUMNS``) :func:`edge_order` reads: the
-#: vertex, field, row and connection; and those the IR keeps: vertex, field, row, var, offset,
-#: count and stride
-ORDER_COLUMNS = (0, 1, 2, 3)
+#: vertex and field, with the row and connection when rows may repeat; and those the IR keeps:
+#: vertex, field, row, var, offset, count and stride
+ORDER_COLUMNS = (0, 1)
+REPEAT_COLUMNS = (2, 3)
 IR_COLUMNS = (0, 1, 2, 4, 5, 6, 7)
 
 
-def edge_order(keys: list[np.ndarray], vertex_cs: np.ndarray) -> np.ndarray | None:
+def edge_order(vertex: np.ndarray, field: np.ndarray, vertex_cs: np.ndarray,
+               repeats: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray | None:
     """The edge rows the IR keeps, in its order: sorted by (compute set, vertex, field, row), a
     list row (or a field) connected more than once keeping its last connection only; None when
-    that is every row where it is. ``keys``: the rows' :data:`ORDER_COLUMNS`."""
-    vertex, field, row, connection = keys
+    that is every row where it is. ``repeats``: the rows' list row and connection, when a field
+    may have been connected again or a list's rows out of order (fields connected vertex by
+    vertex); None when each vertex's rows came once, field by field and in order (built in bulk)."""
     if vertex.size < 2:
         return None
-    vertices, fields = int(vertex.max()) + 1, int(field.max()) + 1
+    fields = int(field.max()) + 1
     if (np.diff(vertex_cs) >= 0).all():  # compute sets in vertex order (vertices built set by set)
         key = vertex * fields + field
-    elif int(vertex_cs.max()) * vertices * fields < 2**62:
-        key = (vertex_cs[vertex] * vertices + vertex) * fields + field
-    else:  # (no graph comes near)
-        key = np.unique(np.stack([vertex_cs[vertex], vertex, field]), axis=1, return_inverse=True)[1].ravel()
-    step = np.diff(key)
+    else:  # each vertex's place in (compute set, vertex) order
+        rank = np.empty(vertex_cs.size, _I64)
+        rank[np.argsort(vertex_cs, kind="stable")] = np.arange(vertex_cs.size)
+        key = rank[vertex]
+        key *= fields
+        key += field
     order = None
-    if (step < 0).any():
+    if (key[1:] < key[:-1]).any():
         # A field's rows usually come in order (bulk-built vertices get theirs field by field over
         # many vertices): one stable sort by (compute set, vertex, field) then orders them all.
         order = np.argsort(key, kind="stable")
+    if repeats is None:
+        return order
+    row, connection = repeats
+    if order is not None:
         key, row = key[order], row[order]
-        step = np.diff(key)
+    tie = np.diff(key) == 0
     rise = np.diff(row)
-    tie = step == 0
     if (rise[tie] < 0).any():  # a list's rows out of order: sort by row too
         by_row = np.lexsort((row, key))
         order = by_row if order is None else order[by_row]

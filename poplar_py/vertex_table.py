@@ -66,6 +66,8 @@ class VertexTable:
         self.sources: list[str] = []
         self._source_index: dict[tuple[str, int], int] = {}
         self.store = FieldStore()  # list lengths, state vector sizes and state values
+        # a field connected vertex by vertex: it may be connected again, or a list's rows out of order
+        self.one_by_one = False
         self._wide: set[tuple[int, int]] = set()  # connected fields with index >= 63
         # (constant, vertex) per field connected to a value: the Engine maps the constant to the
         # tile its vertex finally runs on (a vertex removed again leaves vertex -1: tile 0)
@@ -185,6 +187,7 @@ class VertexTable:
     def add_run(self, vid: int, field: int, row: int, run: tuple[int, int, int, int]) -> None:
         """Connect ``field`` (or one ``row`` of a list field) to one run ``(var, offset, count,
         stride)`` of elements. (A connection's id is where its rows start: later is larger.)"""
+        self.one_by_one = True
         self.edges += _EDGE_ROW(vid, field, row, len(self.edges), *run)
 
     def add_runs(self, vid: int, field: int, row: int | np.ndarray, runs: Runs) -> None:
@@ -194,6 +197,7 @@ class VertexTable:
             self.add_run(vid, field, row, (int(runs.var[0]), int(runs.offset[0]), int(runs.count[0]),
                                            int(runs.stride[0])) if len(runs) else (0, 0, 0, 1))
             return
+        self.one_by_one = True
         block = np.empty((len(runs), _NE), np.int64)
         block[:, 0], block[:, 1], block[:, 2], block[:, 3] = vid, field, row, len(self.edges)
         block[:, 4], block[:, 5], block[:, 6], block[:, 7] = runs.var, runs.offset, runs.count, runs.stride
@@ -201,6 +205,7 @@ class VertexTable:
 
     def add_rows(self, vid: int, field: int, var: int, offsets: np.ndarray, count: int, stride: int) -> None:
         """Connect the rows of a list field to runs of one variable, one run per row."""
+        self.one_by_one = True
         n = offsets.size
         block = np.empty((n, _NE), np.int64)
         block[:, 0], block[:, 1], block[:, 2] = vid, field, np.arange(n)

@@ -72,7 +72,7 @@ def test_edge_order_sorts_and_keeps_last_connections(seed):
     vertex_cs = rng.integers(0, 4, 40)
     if seed % 4 == 2:  # compute sets in vertex order, as bulk-built graphs have them
         vertex_cs.sort()
-    if seed % 4 == 3:  # compute set ids too large to combine with the vertex and field in one key
+    if seed % 4 == 3:  # compute set ids far apart
         vertex_cs = vertex_cs * 2**60
     vertex, field = rng.integers(0, 40, n), rng.integers(0, 3, n)
     row = np.where(rng.random(n) < 0.3, -1, rng.integers(0, 5, n))
@@ -81,6 +81,26 @@ def test_edge_order_sorts_and_keeps_last_connections(seed):
     if seed % 2:  # rows already in order: only duplicates go, or nothing
         by = np.lexsort((row, field, vertex, vertex_cs[vertex]))
         vertex, field, row, connection = vertex[by], field[by], row[by], connection[by]
-    order = edge_order([vertex, field, row, connection], vertex_cs)
+    order = edge_order(vertex, field, vertex_cs, (row, connection))
     got = np.arange(n) if order is None else order
     assert got.tolist() == _reference(vertex, field, row, connection, vertex_cs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_edge_order_of_vertices_built_in_bulk_sorts_by_compute_set_only(seed):
+    """Each vertex's rows once, field by field in order, vertices in blocks (add_vertices calls)
+    whose compute sets interleave."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, 12)
+    vertex_cs = np.repeat(rng.integers(0, 3, sizes.size), sizes)
+    if seed % 2:
+        vertex_cs.sort()
+    rows_of = rng.integers(0, 4, (vertex_cs.size, 2))  # list rows of fields 0 and 1
+    vertex = np.repeat(np.arange(vertex_cs.size), rows_of.sum(axis=1))
+    field = np.concatenate([np.repeat([0, 1], r) for r in rows_of])
+    row = np.concatenate([np.concatenate([np.arange(r[0]), np.arange(r[1])]) for r in rows_of])
+    connection = np.zeros(vertex.size, np.int64)
+    order = edge_order(vertex, field, vertex_cs, None)
+    got = np.arange(vertex.size) if order is None else order
+    assert got.tolist() == _reference(vertex, field, row, connection, vertex_cs)
+    assert (order is None) == bool((np.diff(vertex_cs) >= 0).all())
