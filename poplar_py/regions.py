@@ -44,13 +44,11 @@ def first_equal(columns: list[np.ndarray]) -> np.ndarray:
     """For each row of these equal-length integer columns, the index of the first equal row."""
     if not columns[0].size:
         return np.zeros(0, _I64)
+    packed = _packed(columns)
+    if packed is not None:  # the columns side by side in one integer: exact
+        return _first_of_equal_keys(packed)
     # a hash first (one sort); checked, with an exact sort if it ever collides
-    h = mix_hash(np.zeros(columns[0].size, np.uint64), columns)
-    order = np.argsort(h, kind="stable")  # equal hashes keep their order: the first comes first
-    sh = h[order]
-    group = np.cumsum(np.concatenate(([True], sh[1:] != sh[:-1]))) - 1
-    owner = np.empty_like(order)
-    owner[order] = order[np.searchsorted(group, group)]
+    owner = _first_of_equal_keys(mix_hash(np.zeros(columns[0].size, np.uint64), columns))
     if all(np.array_equal(c[owner], c) for c in columns):
         return owner
     order = np.lexsort(columns[::-1])
@@ -62,6 +60,30 @@ def first_equal(columns: list[np.ndarray]) -> np.ndarray:
     out = np.empty_like(order)
     out[order] = lowest[group]
     return out
+
+
+def _packed(columns: list[np.ndarray]) -> np.ndarray | None:
+    """The columns' values (less each column's least) side by side in one int64 per row, if they
+    fit in 62 bits."""
+    lows = [int(c.min()) for c in columns]
+    bits = [(int(c.max()) - low).bit_length() for c, low in zip(columns, lows)]
+    if sum(bits) > 62:
+        return None
+    key = np.zeros(columns[0].size, _I64)
+    for c, low, b in zip(columns, lows, bits):
+        key <<= b
+        key |= c - low
+    return key
+
+
+def _first_of_equal_keys(key: np.ndarray) -> np.ndarray:
+    """For each row, the index of the first row with its key."""
+    order = np.argsort(key, kind="stable")  # equal keys keep their order: the first comes first
+    sk = key[order]
+    start = np.concatenate(([True], sk[1:] != sk[:-1]))
+    owner = np.empty_like(order)
+    owner[order] = order[np.flatnonzero(start)][np.cumsum(start) - 1]
+    return owner
 
 
 def first_alike(values: np.ndarray, counts: np.ndarray) -> np.ndarray:

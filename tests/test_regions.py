@@ -10,6 +10,7 @@ from poplar_py.regions import (
     Runs,
     arithmetic_groups,
     first_alike,
+    first_equal,
     paint,
     union,
     union_grouped,
@@ -185,3 +186,14 @@ def test_first_alike_finds_the_first_equal_row_of_different_lengths(seed):
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     rows = [tuple(values[a:a + n]) for a, n in zip(starts, counts)]
     assert first_alike(values, counts).tolist() == [rows.index(r) for r in rows]
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_first_equal_finds_the_first_equal_row(wide):
+    """Columns that fit side by side in one integer, and columns that do not (hashed)."""
+    rng = np.random.default_rng(int(wide))
+    columns = [rng.integers(-3, 3, 400), rng.integers(0, 2, 400)]
+    if wide:
+        columns.append(rng.choice([0, 2**62 - 1, -2**62], 400))
+    rows = list(zip(*(c.tolist() for c in columns)))
+    assert first_equal(columns).tolist() == [rows.index(r) for r in rows]
