@@ -30,7 +30,8 @@ from poplar_py.bulk import Rows
 from poplar_py.regions import expand_ranges
 
 from ..codelets import add_library
-from ..poputil import calcLinearTileMapping, templateVertex
+from ..poputil import templateVertex
+from ..poputil.tile_mapping import linear_partitions
 
 #: writes ``f(received, local)`` into ``local``
 Combine = Callable[[Tensor, Tensor, prog_.Sequence], None]
@@ -120,12 +121,11 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
     """A new [rows, cols] tensor whose columns are spread linearly over the tiles, each column's
     rows on one tile."""
     buf = graph.addVariable(type_, [rows, cols], name)
-    size = graph.getTarget().getTypeSize(type_)
-    mapping = calcLinearTileMapping(graph, [cols], max(1, 128 // size),
-                                    graph.getTarget().getVectorWidth(type_))
-    pieces = [(iv.begin(), iv.end(), tile) for tile, intervals in enumerate(mapping) for iv in intervals]
-    begin, end, tile = np.array(pieces, dtype=np.int64).reshape(-1, 3).T
-    graph.map_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tile, rows))
+    target = graph.getTarget()
+    begin, end = linear_partitions(graph, [cols], max(1, 128 // target.getTypeSize(type_)),
+                                   target.getVectorWidth(type_))
+    tile = np.flatnonzero(end > begin)
+    graph.map_intervals(buf, *_every_row(begin[tile], end[tile], rows, cols), np.repeat(tile, rows))
     return buf
 
 

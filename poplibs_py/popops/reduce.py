@@ -37,7 +37,8 @@ from poplar_py.debug import debug_name
 from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, calcLinearTileMapping, computeWithOutput, templateVertex, tensorArgument
+from ..poputil import PoplibsError, computeWithOutput, mapTensorLinearly, templateVertex, tensorArgument
+from ..poputil.tile_mapping import linear_partitions
 from .perf_estimation import registerDefaultEstimator
 from .reduce_cycles import reduceEstimator
 from .reduce_plan import (
@@ -361,12 +362,11 @@ def _output_tiles(graph: Graph, out_flat: Tensor, first: np.ndarray | None) -> n
     begin, end, _ = graph.tile_intervals(out_flat, requireComplete=False)
     if int((end - begin).sum()) == out_flat.numElements():
         return _element_tiles(graph, out_flat)
-    linear = calcLinearTileMapping(graph, out_flat)
-    crowd = max(sum(e - b for b, e in intervals) for intervals in linear)
-    if first is not None and np.bincount(first).max() <= 2 * crowd:
+    begin, end = linear_partitions(graph, out_flat, None, None)
+    if first is not None and np.bincount(first).max() <= 2 * (end - begin).max():
         _map_runs(graph, out_flat, first)
     else:
-        graph.setTileMapping(out_flat, linear)
+        mapTensorLinearly(graph, out_flat)
     return _element_tiles(graph, out_flat)
 
 

@@ -27,6 +27,16 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
     ``calcLinearTileMapping(graph, t)`` uses the type's vector width as the grain and
     128 bytes as the minimum per tile; pass a shape with explicit values otherwise.
     """
+    begin, end = linear_partitions(graph, t, minElementsPerTile, grainSize)
+    mapping: list[list[Interval]] = [[] for _ in range(graph.getTarget().getNumTiles())]
+    for k, (b, e) in enumerate(zip(begin.tolist(), end.tolist())):
+        mapping[k].append(Interval(b, e))
+    return mapping
+
+
+def linear_partitions(graph: Graph, t: Tensor | list[int], minElementsPerTile: int | None,
+                       grainSize: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals ``[begin[k], end[k])`` of partition k (for tile k) of a linear mapping."""
     target = graph.getTarget()
     for value, what in ((minElementsPerTile, "minElementsPerTile"), (grainSize, "grainSize")):
         if value is not None:
@@ -42,27 +52,24 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
         n = int(np.prod(checked_shape(t, "calcLinearTileMapping"), dtype=np.int64))
     grain = max(int(grainSize or 1), 1)
     min_elems = int(minElementsPerTile or 0)
-    num_tiles = target.getNumTiles()
-    mapping: list[list[Interval]] = [[] for _ in range(num_tiles)]
     num_grains = _ceil_div(n, grain)
     if num_grains == 0:
-        return mapping
-    grains_per_partition = _ceil_div(num_grains, num_tiles)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    grains_per_partition = _ceil_div(num_grains, target.getNumTiles())
     min_grains = _ceil_div(min_elems, grain)
     if min_grains:
         grains_per_partition = max(grains_per_partition,
                                    _ceil_div(num_grains, max(1, num_grains // min_grains)))
     partitions = _ceil_div(num_grains, grains_per_partition)
-    for k in range(partitions):
-        begin = k * num_grains // partitions * grain
-        end = min((k + 1) * num_grains // partitions * grain, n)
-        if end > begin:
-            mapping[k].append(Interval(begin, end))
-    return mapping
+    k = np.arange(partitions + 1, dtype=np.int64)
+    bounds = np.minimum(k * num_grains // partitions * grain, n)
+    return bounds[:-1], bounds[1:]
 
 
 def mapTensorLinearly(graph: Graph, t: Tensor, minElementsPerTile: int | None = None,
                       grainSize: int | None = None) -> None:
     """Spread ``t`` evenly over the tiles, low elements on low tiles (PopLibs' algorithm)."""
     tensorArgument(graph, t, "mapTensorLinearly")
-    graph.setTileMapping(t, calcLinearTileMapping(graph, t, minElementsPerTile, grainSize))
+    begin, end = linear_partitions(graph, t, minElementsPerTile, grainSize)
+    keep = end > begin
+    graph.map_intervals(t, begin[keep], end[keep], np.flatnonzero(keep))
