@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import exclusive_cumsum, expand_ranges, first_equal, union, union_grouped, unique_sorted
+from ..regions import (
+    exclusive_cumsum,
+    expand_ranges,
+    first_alike,
+    first_equal,
+    union,
+    union_grouped,
+    unique_sorted,
+)
 from . import native_copy, threads
 
 _I64 = np.int64
@@ -280,13 +288,8 @@ def gather_into_buffers(src: np.ndarray, dst: np.ndarray, count: np.ndarray, ste
 
 def _first_alike(rows: np.ndarray, lo: np.ndarray, n: np.ndarray) -> np.ndarray:
     """For the blocks ``rows[lo[k]:lo[k] + n[k]]``: the ``lo`` of the first block equal to each."""
-    rep = lo.copy()
-    for length in np.unique(n).tolist():
-        sel = np.flatnonzero(n == length)
-        block = rows[lo[sel][:, None] + np.arange(length)].reshape(sel.size, -1)
-        _, first, inverse = np.unique(block, axis=0, return_index=True, return_inverse=True)
-        rep[sel] = lo[sel][first[inverse.reshape(-1)]]
-    return rep
+    piece = expand_ranges(lo, n)[1]
+    return lo[first_alike(rows[piece].reshape(-1), n * rows.shape[1])]
 
 
 def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,
