@@ -21,7 +21,7 @@ from ..codelet.pipeline import CodeletInfo, codelet_info
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import Runs, exclusive_cumsum, expand_ranges, first_equal, mix_hash, unique_sorted
+from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
 from ..vertex import Direction, FieldKind
 from .layout import Located, MemoryLayout
 from .mapping import busiest_tiles
@@ -198,24 +198,17 @@ def _place(seg: Segments, sruns: SegmentRuns, vertex_tile: np.ndarray, layout: M
 
 def _first_equal_runs(segments: np.ndarray, sruns: SegmentRuns, vertex_tile: np.ndarray) -> np.ndarray:
     """For each of these segments, the index (into ``segments``) of the first one on the same tile
-    with the same runs: a hash of each one's runs finds the candidates, then their runs are compared
-    (a candidate whose runs differ keeps itself, a rare duplicate buffer, never a wrong one)."""
-    rows = sruns.rows(segments)
-    runs = sruns.runs
-    first = exclusive_cumsum(sruns.count[segments])
-    position = np.arange(rows.size) - np.repeat(first, sruns.count[segments])
-    h = mix_hash(position.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93),
-                 [runs.var[rows], runs.offset[rows], runs.count[rows], runs.stride[rows]])
-    same = first_equal([vertex_tile[segments], sruns.count[segments], np.add.reduceat(h, first).view(_I64)])
-    moved = np.flatnonzero(same != np.arange(segments.size))
-    if moved.size:
-        mine, theirs = sruns.rows(segments[moved]), sruns.rows(segments[same[moved]])
-        differ = np.zeros(mine.size, dtype=bool)
-        for c in (runs.var, runs.offset, runs.count, runs.stride):
-            differ |= c[mine] != c[theirs]
-        alone = moved[np.unique(np.repeat(np.arange(moved.size), sruns.count[segments[moved]])[differ])]
-        same[alone] = alone
-    return same
+    with the same runs: rows of its tile, then its runs' columns, compared by ``first_alike``."""
+    rows, runs = sruns.rows(segments), sruns.runs
+    count = sruns.count[segments]
+    tokens = np.empty(4 * rows.size + segments.size, _I64)
+    head = 4 * exclusive_cumsum(count) + np.arange(segments.size)  # where each segment's row starts
+    tokens[head] = vertex_tile[segments]
+    body = np.ones(tokens.size, dtype=bool)
+    body[head] = False
+    tokens[body] = np.stack((runs.var[rows], runs.offset[rows], runs.count[rows], runs.stride[rows]),
+                            axis=1).reshape(-1)
+    return first_alike(tokens, 4 * count + 1)
 
 
 def _assign_buffers(seg: Segments, sruns: SegmentRuns, place: Placement, tiles: np.ndarray,
