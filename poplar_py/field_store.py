@@ -180,10 +180,12 @@ class FieldColumns:
     def raw(self, field: int, vids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The bytes of the values of ``field`` of ``vids`` back to back (uint8), and how many each
         has (-1: no values)."""
-        nbytes = self.value_bytes(field, vids)
-        if field not in self.value_vids:
-            return np.zeros(0, np.uint8), nbytes
-        rows = self.value_rows[field][_positions(self.value_vids[field], vids)[0]]
+        column = self.value_vids.get(field)
+        if column is None:
+            return np.zeros(0, np.uint8), np.full(vids.size, -1, _I64)
+        at, present = _positions(column, vids)
+        rows = self.value_rows[field][at]
+        nbytes = np.where(present, rows[:, 1], -1)
         heap = np.frombuffer(self.heap, np.uint8)
         return heap[expand_ranges(rows[:, 0], np.maximum(nbytes, 0))[1]], nbytes
 

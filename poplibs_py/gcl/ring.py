@@ -124,8 +124,7 @@ def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) 
     target = graph.getTarget()
     begin, end = linear_partitions(graph, [cols], max(1, 128 // target.getTypeSize(type_)),
                                    target.getVectorWidth(type_))
-    tile = np.flatnonzero(end > begin)
-    graph.map_intervals(buf, *_every_row(begin[tile], end[tile], rows, cols), np.repeat(tile, rows))
+    graph.map_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(np.arange(begin.size), rows))
     return buf
 
 

@@ -36,7 +36,8 @@ def calcLinearTileMapping(graph: Graph, t: Tensor | list[int], minElementsPerTil
 
 def linear_partitions(graph: Graph, t: Tensor | list[int], minElementsPerTile: int | None,
                        grainSize: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The intervals ``[begin[k], end[k])`` of partition k (for tile k) of a linear mapping."""
+    """The intervals ``[begin[k], end[k])`` of partition k (for tile k) of a linear mapping (none
+    empty: each partition holds at least one grain)."""
     target = graph.getTarget()
     for value, what in ((minElementsPerTile, "minElementsPerTile"), (grainSize, "grainSize")):
         if value is not None:
@@ -71,5 +72,4 @@ def mapTensorLinearly(graph: Graph, t: Tensor, minElementsPerTile: int | None = 
     """Spread ``t`` evenly over the tiles, low elements on low tiles (PopLibs' algorithm)."""
     tensorArgument(graph, t, "mapTensorLinearly")
     begin, end = linear_partitions(graph, t, minElementsPerTile, grainSize)
-    keep = end > begin
-    graph.map_intervals(t, begin[keep], end[keep], np.flatnonzero(keep))
+    graph.map_intervals(t, begin, end, np.arange(begin.size))
