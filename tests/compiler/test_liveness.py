@@ -4,10 +4,11 @@ lives do not meet."""
 import numpy as np
 import pytest
 from liveness_codelets import AddInto, Twice
+from lives import random_lives
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.compiler.liveness import Liveness, analyse_liveness
+from poplar_py.compiler.liveness import analyse_liveness
 
 
 def _graph(tiles=1):
@@ -181,15 +182,9 @@ def test_exchange_buffers_of_different_compute_sets_share_one_region():
 @pytest.mark.parametrize("seed", range(5))
 def test_pairwise_meet_and_hulls_agree_with_meets(seed):
     rng = np.random.default_rng(seed)
-    counts = rng.integers(0, 4, 12)
-    lo, hi = [], []
-    for c in counts:
-        points = np.sort(rng.choice(40, 2 * c, replace=False))
-        lo += points[0::2].tolist()
-        hi += points[1::2].tolist()
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    live = Liveness(np.zeros(12, bool), bounds, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
-                    np.zeros(0, np.int64), ())
+    live = random_lives(rng, 12, 40)
+    bounds, lo, hi = live.bounds, live.lo, live.hi
+    counts = np.diff(bounds)
     variables = rng.permutation(12)[:9]
     expected = np.stack([live.meets(int(v), variables) for v in variables])
     a, b = (x.ravel() for x in np.meshgrid(variables, variables, indexing="ij"))

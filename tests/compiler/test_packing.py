@@ -3,22 +3,10 @@ per-tile loop it replaces."""
 
 import numpy as np
 import pytest
+from lives import random_lives
 
 from poplar_py.compiler.liveness import Liveness
 from poplar_py.compiler.packing import pack
-
-
-def random_lives(rng, num_vars: int) -> Liveness:
-    """Lives of 0 to 3 disjoint intervals over 60 points."""
-    counts = rng.integers(0, 4, num_vars)
-    lo, hi = [], []
-    for c in counts:
-        points = np.sort(rng.choice(60, 2 * c, replace=False))
-        lo += points[0::2].tolist()
-        hi += points[1::2].tolist()
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    return Liveness(np.zeros(num_vars, bool), bounds, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
-                    np.zeros(0, np.int64), ())
 
 
 def reference(tile, var, nbytes, live: Liveness) -> np.ndarray:
@@ -45,7 +33,7 @@ def reference(tile, var, nbytes, live: Liveness) -> np.ndarray:
 def test_pack_places_as_first_fit_largest_first_per_tile(seed):
     rng = np.random.default_rng(seed)
     num_vars = 40
-    live = random_lives(rng, num_vars)
+    live = random_lives(rng, num_vars, 60)
     rows = sorted({(int(t), int(v)) for t, v in zip(rng.integers(0, 5, 150), rng.integers(0, num_vars, 150))})
     tile, var = (np.asarray(c, np.int64) for c in zip(*rows))
     nbytes = rng.choice([4, 8, 12, 40, 96, 100], tile.size).astype(np.int64)
@@ -61,7 +49,7 @@ def test_pack_places_as_first_fit_largest_first_per_tile(seed):
 def test_pack_in_chunks_places_as_in_one(monkeypatch):
     """Tiles taken a few at a time (a small budget of pairs) are placed as all at once."""
     rng = np.random.default_rng(7)
-    live = random_lives(rng, 30)
+    live = random_lives(rng, 30, 60)
     rows = sorted({(int(t), int(v)) for t, v in zip(rng.integers(0, 9, 200), rng.integers(0, 30, 200))})
     tile, var = (np.asarray(c, np.int64) for c in zip(*rows))
     nbytes = rng.integers(1, 200, tile.size).astype(np.int64)
