@@ -105,7 +105,8 @@ def test_an_exception_before_the_first_engine_ends_every_rank(ranks, failing, tm
                            str(out), str(failing)], capture_output=True, text=True, timeout=60, env=_env())
     assert done.returncode != 0
     assert "InvalidTileMappingError: tensor 'x': tile 9 is out of range" in done.stderr
-    assert f"rank {failing} in comm 0" in done.stderr  # MPI_Abort from the failing rank
+    # MPI_Abort from the failing rank (MPICH's own "rank N in comm 0" line can be lost)
+    assert f"poplar-py: MPI rank {failing} ended the job: InvalidTileMappingError" in done.stderr
     assert not any(Path(f"{out}.{r}").exists() for r in range(ranks))  # no rank got past Engine()
 
 

@@ -343,10 +343,7 @@ class MpiWorld(World):
 
     def abort(self, exc: BaseException) -> None:
         code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 1
-        print(f"poplar-py: MPI rank {self.rank} ended the job: {type(exc).__name__}({exc})", file=sys.stderr,
-              flush=True)
-        time.sleep(ABORT_GRACE_SECONDS)
-        self.comm.Abort(code)
+        _end_job(self.comm, self.rank, exc, code)
 
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
         into.counts, into.runs = list(partial.counts), list(partial.runs)
@@ -421,12 +418,19 @@ def _abort_on_uncaught(comm: Any) -> None:
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         previous(kind, value, tb)
-        sys.stderr.flush()
-        time.sleep(ABORT_GRACE_SECONDS)
-        comm.Abort(1)
+        _end_job(comm, comm.Get_rank(), value, 1)
 
     hook.aborts_mpi = True  # type: ignore[attr-defined]
     sys.excepthook = hook
+
+
+def _end_job(comm: Any, rank: int, exc: BaseException, code: int) -> None:
+    """Say which rank ends the job and why, give the launcher time to forward it (MPI_Abort's own
+    message can be lost as the launcher stops the job), then MPI_Abort."""
+    print(f"poplar-py: MPI rank {rank} ended the job: {type(exc).__name__}({exc})", file=sys.stderr,
+          flush=True)
+    time.sleep(ABORT_GRACE_SECONDS)
+    comm.Abort(code)
 
 
 def ir_digest(parts: list[Any]) -> str:
