@@ -3,7 +3,8 @@ one replica.
 
 Each collective adds cross-replica copies (or copies between IPUs) and popops vertices to the
 caller's graph, in ring steps as GCL builds them, so they run on the simulated tiles and
-links and are costed like any other step; nothing is computed on the host.
+links and are costed like any other step; nothing is computed on the host. A cross-replica
+collective can run within replica groups (``CommGroup``), each group on its own ring.
 """
 
 from .cross_replica import (
@@ -13,9 +14,10 @@ from .cross_replica import (
     broadcastCrossReplica,
     reduceScatterCrossReplica,
 )
+from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator
 from .within_replica import allGatherWithinReplica, allReduceWithinReplica
 
-__all__ = ["CollectiveOperator", "allGatherCrossReplica", "allGatherWithinReplica", "allReduceCrossReplica",
-           "allReduceInPlaceCrossReplica", "allReduceWithinReplica", "broadcastCrossReplica",
-           "reduceScatterCrossReplica"]
+__all__ = ["CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
+           "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
+           "allReduceWithinReplica", "broadcastCrossReplica", "reduceScatterCrossReplica"]

@@ -4,7 +4,9 @@ function and the argument, as the rest of the API does."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
@@ -14,7 +16,38 @@ from poplar_py.errors import GraphReplicationError
 
 from ..popops import expr as pe
 from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator, combine_expr
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def group_at(position: int) -> Callable[[F], F]:
+    """A collective that takes a CommGroup at ``position`` (GCL's place, right after ``prog``) and
+    can still be called as before groups: a positional argument there that is not a group (nor a
+    CommGroupType, a likely slip) is the next parameter's, the group left to its default."""
+    def wrap(f: F) -> F:
+        @functools.wraps(f)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > position and not isinstance(args[position], (CommGroup, CommGroupType)):
+                args = (*args[:position], None, *args[position:])
+            return f(*args, **kwargs)
+        return call  # type: ignore[return-value]
+    return wrap
+
+
+def checked_group(group: Any, graph: Graph, what: str) -> tuple[tuple[int, ...], ...]:
+    """The replica groups ``group`` (a CommGroup, None for every replica) makes of ``graph``'s
+    replicas, each in ascending order."""
+    if group is None:
+        group = CommGroup()
+    if not isinstance(group, CommGroup):
+        raise PoplibsArgumentError(f"{what}: group must be a gcl.CommGroup, got {type(group).__name__} "
+                                   f"{group!r:.40}")
+    try:
+        return group.groups(graph.getReplicationFactor())
+    except GraphReplicationError as exc:
+        raise GraphReplicationError(f"{what}: {group!r}: {exc}") from None
 
 
 def checked_call(what: str, graph: Any, t: Any, prog: Any, debugContext: Any,
@@ -58,15 +91,17 @@ def checked_op(op: Any, t: Tensor, what: str) -> CollectiveOperator:
     return op
 
 
-def checked_root(root: Any, graph: Graph, what: str) -> int:
-    """``root`` (an integer, numpy's too), the index of one of ``graph``'s replicas."""
+def checked_root(root: Any, group: Any, groups: tuple[tuple[int, ...], ...], what: str) -> int:
+    """``root`` (an integer, numpy's too), the index of a replica within each of ``groups`` (the
+    replica index for one group of every replica)."""
     if not is_int(root):
         raise PoplibsArgumentError(f"{what}: rootReplica must be an integer, got {type(root).__name__} "
                                    f"{root!r:.40}")
-    replicas = graph.getReplicationFactor()
-    if not 0 <= root < replicas:
-        raise GraphReplicationError(f"{what}: rootReplica {root} is out of range: the graph has {replicas} "
-                                    f"replica(s), 0..{replicas - 1}")
+    size = len(groups[0])
+    if not 0 <= root < size:
+        where = f"the graph has {size} replica(s)" if len(groups) == 1 else \
+            f"each group of {group!r} has {size} replica(s)"
+        raise GraphReplicationError(f"{what}: rootReplica {root} is out of range: {where}, 0..{size - 1}")
     return int(root)
 
 

@@ -1,12 +1,15 @@
 """Cross-replica collectives (GCL's ``Collectives.hpp``), built from ring steps.
 
-Each collective copies its input into a work buffer (a row per replica, columns spread over
-the tiles), rotates it by the replica's ring position, runs ring steps (:mod:`.ring`) in which
-every replica sends one row to the next over the IPU-Links with a ``CrossReplicaCopy`` and
-popops vertices combine what arrived with a local row, rotates back and copies the result
-out. An all-reduce is a reduce-scatter then an all-gather: each replica sends ``2 (R - 1) / R``
-of the data, the ring's bandwidth bound. ``options`` (GCL's option flags) are accepted and
-ignored.
+Each collective copies its input into a work buffer (a row per replica of its group, columns
+spread over the tiles), rotates it by the replica's ring position, runs ring steps
+(:mod:`.ring`) in which every replica sends one row to the next over the IPU-Links with a
+``CrossReplicaCopy`` and popops vertices combine what arrived with a local row, rotates back
+and copies the result out. An all-reduce is a reduce-scatter then an all-gather: each replica
+sends ``2 (k - 1) / k`` of the data, the ring's bandwidth bound, k the group's size.
+
+Each takes a ``gcl.CommGroup`` right after ``prog`` (or as ``group=``), every replica by
+default: each group of replicas runs the collective among its own members, on its own ring,
+all groups at once. ``options`` (GCL's option flags) are accepted and ignored.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from poplar_py import program as prog_
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from .arguments import checked_call, checked_op, checked_root, checked_writeable
+from .arguments import checked_call, checked_group, checked_op, checked_root, checked_writeable, group_at
+from .groups import CommGroup, index_in_group
 from .operators import CollectiveOperator, combine_expr
 from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
 
@@ -37,8 +41,8 @@ def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
 
 def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, prog: prog_.Sequence,
           name: str) -> Tensor:
-    """A work buffer holding ``t``'s chunks (squared for SQUARE_ADD), rotated by this replica's
-    ring position."""
+    """A work buffer holding ``t``'s chunks, one per replica of the group (squared for SQUARE_ADD),
+    rotated by this replica's ring position."""
     size, parts = chunks(t, ring.size)
     buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
@@ -74,13 +78,12 @@ def _alone(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator | None, 
         prog.add(prog_.Copy(t, out))
 
 
-def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
-                name: str) -> None:
-    """``out`` = ``t`` combined over every replica (``out`` may be ``t``)."""
-    if op is CollectiveOperator.LOCAL or t.numElements() == 0 or graph.getReplicationFactor() == 1:
+def _all_reduce(graph: Graph, ring: Ring, t: Tensor, out: Tensor, op: CollectiveOperator,
+                prog: prog_.Sequence, name: str) -> None:
+    """``out`` = ``t`` combined over the replica's group (``out`` may be ``t``)."""
+    if op is CollectiveOperator.LOCAL or t.numElements() == 0 or ring.size == 1:
         _alone(graph, t, out, op, prog, name)
         return
-    ring = Ring.of(graph)
     buf = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, buf, _combine(graph, op), prog, f"{name}/reduceScatter")
     if op is CollectiveOperator.MEAN:
@@ -89,42 +92,52 @@ def _all_reduce(graph: Graph, t: Tensor, out: Tensor, op: CollectiveOperator, pr
     _unload(graph, ring, buf, out, prog, name)
 
 
+@group_at(4)
 def allReduceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
-                          debugContext: Any = "", options: dict | None = None) -> Tensor:
-    """A new tensor (mapped like ``t``) holding ``t`` combined by ``op`` over every replica, the
-    same on all of them. On the tiles: a ring reduce-scatter then a ring all-gather, 2 (R - 1)
-    steps, each a cross-replica copy of ``1/R`` of the data and popops vertices combining it."""
+                          group: CommGroup | None = None, debugContext: Any = "",
+                          options: dict | None = None) -> Tensor:
+    """A new tensor (mapped like ``t``) holding ``t`` combined by ``op`` over the replica's group
+    (MEAN divides by its size k), the same on all its replicas. On the tiles: a ring
+    reduce-scatter then a ring all-gather, 2 (k - 1) steps, each a cross-replica copy of ``1/k``
+    of the data and popops vertices combining it."""
     name, t = checked_call("allReduceCrossReplica", graph, t, prog, debugContext, options)
     op = checked_op(op, t, "allReduceCrossReplica")
+    ring = Ring.of(graph, checked_group(group, graph, "allReduceCrossReplica"))
     out = graph.clone(t, f"{name}/out")
-    _all_reduce(graph, t, out, op, prog, name)
+    _all_reduce(graph, ring, t, out, op, prog, name)
     return out
 
 
+@group_at(4)
 def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
-                                 debugContext: Any = "", options: dict | None = None) -> None:
-    """``t`` = ``t`` combined by ``op`` over every replica (as allReduceCrossReplica)."""
+                                 group: CommGroup | None = None, debugContext: Any = "",
+                                 options: dict | None = None) -> None:
+    """``t`` = ``t`` combined by ``op`` over the replica's group (as allReduceCrossReplica)."""
     name, t = checked_call("allReduceInPlaceCrossReplica", graph, t, prog, debugContext, options)
     op = checked_op(op, t, "allReduceInPlaceCrossReplica")
+    ring = Ring.of(graph, checked_group(group, graph, "allReduceInPlaceCrossReplica"))
     checked_writeable(t, op, "allReduceInPlaceCrossReplica")
-    _all_reduce(graph, t, t, op, prog, name)
+    _all_reduce(graph, ring, t, t, op, prog, name)
 
 
+@group_at(4)
 def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
-                              debugContext: Any = "", options: dict | None = None) -> Tensor:
-    """A new 1-D tensor of ``ceil(n / R)`` elements: on replica r, chunk r of the flattened ``t``
-    combined over every replica (past the end of ``t``, the last shards hold zeros combined).
-    On the tiles: R - 1 ring steps of a cross-replica copy and a combine."""
+                              group: CommGroup | None = None, debugContext: Any = "",
+                              options: dict | None = None) -> Tensor:
+    """A new 1-D tensor of ``ceil(n / k)`` elements, k the group's size: on replica r, chunk p of
+    the flattened ``t`` combined over r's group, p r's index in its group (past the end of ``t``,
+    the last shards hold zeros combined). On the tiles: k - 1 ring steps of a cross-replica copy
+    and a combine."""
     name, t = checked_call("reduceScatterCrossReplica", graph, t, prog, debugContext, options)
     op = checked_op(op, t, "reduceScatterCrossReplica")
+    ring = Ring.of(graph, checked_group(group, graph, "reduceScatterCrossReplica"))
     if op is CollectiveOperator.LOCAL:
         raise PoplibsError("reduceScatterCrossReplica: LOCAL is not a reduction; a replica's own shard is "
                            "a slice of t")
-    if graph.getReplicationFactor() == 1:  # the one shard is all of t, mapped like t
+    if ring.size == 1:  # the one shard is all of t, mapped like t
         out = graph.clone(t.flatten(), f"{name}/out")
         _alone(graph, t.flatten(), out, op, prog, name)
         return out
-    ring = Ring.of(graph)
     rotated = _load(graph, ring, t, op, prog, name)
     row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
     if op is CollectiveOperator.MEAN:
@@ -132,45 +145,52 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     return row
 
 
-def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, debugContext: Any = "",
-                          options: dict | None = None) -> Tensor:
-    """A new tensor of shape ``[R, *t.shape()]`` whose row r is replica r's ``t``, on every replica
-    (each row mapped like ``t``). On the tiles: R - 1 ring steps, each a cross-replica copy of
-    the last row received, stored at its place by a dynamicUpdate."""
+@group_at(3)
+def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, group: CommGroup | None = None,
+                          debugContext: Any = "", options: dict | None = None) -> Tensor:
+    """A new tensor of shape ``[k, *t.shape()]``, k the group's size, whose row j is the ``t`` of
+    the group's j-th replica (in ascending order), on each of them (each row mapped like ``t``).
+    On the tiles: k - 1 ring steps, each a cross-replica copy of the last row received into its
+    row of a rotated buffer, rotated back and copied out."""
     name, t = checked_call("allGatherCrossReplica", graph, t, prog, debugContext, options)
-    ring = Ring.of(graph)
+    ring = Ring.of(graph, checked_group(group, graph, "allGatherCrossReplica"))
     out = graph.cloneN(t, ring.size, f"{name}/out")
     if t.numElements() == 0:
         return out
-    if graph.getReplicationFactor() == 1:
+    if ring.size == 1:
         _alone(graph, t, out[0], None, prog, name)
         return out
     rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
     prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
     all_gather(ring, rotated, 0, prog)
     ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
-    copy_rows(prog, [out[r].flatten() for r in ring.order], _rows(rotated), to_rows=False)
+    copy_rows(prog, [out[j].flatten() for j in ring.order], _rows(rotated), to_rows=False)
     return out
 
 
-def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, rootReplica: int = 0,
-                          debugContext: Any = "", options: dict | None = None) -> Tensor:
-    """A new tensor (mapped like ``t``) holding replica ``rootReplica``'s ``t`` on every replica.
-    On the tiles: a ring reduce-scatter whose combine keeps the root's row as it passes (a
-    popops select), then a ring all-gather: 2 (R - 1) steps of ``1/R`` of the data."""
+@group_at(3)
+def broadcastCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, group: CommGroup | None = None,
+                          rootReplica: int = 0, debugContext: Any = "",
+                          options: dict | None = None) -> Tensor:
+    """A new tensor (mapped like ``t``) holding, on each replica, the ``t`` of its group's replica
+    ``rootReplica`` (an index within the group: the replica index for every replica). On the
+    tiles: a ring reduce-scatter whose combine keeps the root's row as it passes (a popops select
+    on whether this replica's index in its group, from its replication index, is the root), then
+    a ring all-gather: 2 (k - 1) steps of ``1/k`` of the data."""
     name, t = checked_call("broadcastCrossReplica", graph, t, prog, debugContext, options)
-    rootReplica = checked_root(rootReplica, graph, "broadcastCrossReplica")
+    groups = checked_group(group, graph, "broadcastCrossReplica")
+    rootReplica = checked_root(rootReplica, group, groups, "broadcastCrossReplica")
+    ring = Ring.of(graph, groups)
     out = graph.clone(t, f"{name}/out")
     if t.numElements() == 0:
         return out
-    if graph.getReplicationFactor() == 1:
+    if ring.size == 1:
         _alone(graph, t, out, None, prog, name)
         return out
-    ring = Ring.of(graph)
     buf = _load(graph, ring, t, None, prog, name)
     index = graph.addReplicationIndexConstant(f"{name}/replicationIndex")
-    is_root = popops.map(graph, pe.Equal(pe.PlaceHolder(1), pe.Const(rootReplica)), [index], prog,
-                         f"{name}/isRoot")
+    in_group = index_in_group(group or CommGroup(), graph.getReplicationFactor())
+    is_root = popops.map(graph, pe.Equal(in_group, pe.Const(rootReplica)), [index], prog, f"{name}/isRoot")
     keep_root = pe.Select(pe.PlaceHolder(1), pe.PlaceHolder(2), pe.PlaceHolder(3))
 
     def combine(received: Tensor, local: Tensor, body: prog_.Sequence) -> None:

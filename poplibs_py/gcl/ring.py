@@ -1,20 +1,24 @@
-"""The ring that cross-replica collectives run on, as GCL builds it.
+"""The rings that cross-replica collectives run on, as GCL builds them.
 
 Replicas pass fragments to their neighbour on a ring that follows the IPU-Links: with one
 IPU per replica the ladder's Hamiltonian cycle (0, 1, 3, 5, ..., 6, 4, 2), so that every
 hop is one link group; with whole rungs per replica the replicas in order (the way back
-runs against the forward traffic, on idle link directions).
+runs against the forward traffic, on idle link directions). Replica groups (gcl.CommGroup)
+each have their own ring, laid the same way over the group's members, and all the rings run
+at once: a hop's replica map sends each replica to the next on its group's ring (a cycle per
+group), so a step is still one cross-replica copy, whose bytes load the links between the
+replicas that each group pairs.
 
 Every replica runs the same program, but which fragment a replica sends at a step depends on
 its place on the ring. So each replica first rotates its buffer of fragments (one row each), in
 place, by its ring position, found at run time from its replication index: row j of the rotated
 buffer is fragment ``position + j``. Then every step names the same rows on every replica: at
 reduce-scatter step k each replica sends row ``-k`` and combines what arrives into row
-``-k - 1`` (mod R); at all-gather step k it sends row ``1 - k`` into the next replica's row
-``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices; the buffer's columns are
-spread over the tiles with every row of a column on one tile, and each tile has its own copy
-of the replication index, so it stays on the tile. Each ring step is one cross-replica copy
-over the links and, when reducing, one compute set of popops vertices.
+``-k - 1`` (mod the group's size); at all-gather step k it sends row ``1 - k`` into the next
+replica's row ``-k``. Rotating is one compute set of ``gcl::Rotate`` vertices; the buffer's
+columns are spread over the tiles with every row of a column on one tile, and each tile has its
+own copy of the replication index, so it stays on the tile. Each ring step is one cross-replica
+copy over the links and, when reducing, one compute set of popops vertices.
 """
 
 from __future__ import annotations
@@ -39,39 +43,48 @@ Combine = Callable[[Tensor, Tensor, prog_.Sequence], None]
 
 @dataclass(frozen=True)
 class Ring:
-    """The replicas in ring order; each sends to the next."""
+    """One ring per group of replicas, all as long and run at once. ``groups``: each group's
+    replicas in ascending order; ``order``: the ring over a group's indices (index i standing for
+    the group's i-th replica), the same for every group; each replica sends to the next."""
 
+    groups: tuple[tuple[int, ...], ...]
     order: tuple[int, ...]
 
     @staticmethod
-    def of(graph: Graph) -> Ring:
-        replicas, ipus = graph.getReplicationFactor(), graph.getTarget().getNumIPUs()
-        if ipus == 1 and replicas > 2:
-            odd = list(range(1, replicas, 2))
-            even = [r for r in range(replicas - 1, 0, -1) if r % 2 == 0]
-            return Ring((0, *odd, *even))
-        return Ring(tuple(range(replicas)))
+    def of(graph: Graph, groups: tuple[tuple[int, ...], ...]) -> Ring:
+        size = len(groups[0])
+        if graph.getTarget().getNumIPUs() == 1 and size > 2:
+            odd = list(range(1, size, 2))
+            even = [i for i in range(size - 1, 0, -1) if i % 2 == 0]
+            return Ring(groups, (0, *odd, *even))
+        return Ring(groups, tuple(range(size)))
 
     @property
     def size(self) -> int:
         return len(self.order)
 
+    def _rings(self) -> np.ndarray:
+        """[group, position]: the replica at each position of each group's ring."""
+        return np.asarray(self.groups, np.int64)[:, list(self.order)]
+
     @property
     def forward(self) -> dict[int, int]:
         """The replica map of one hop."""
-        return {r: self.order[(i + 1) % self.size] for i, r in enumerate(self.order)}
+        rings = self._rings()
+        return dict(zip(rings.ravel().tolist(), np.roll(rings, -1, axis=1).ravel().tolist()))
 
     def rotate(self, graph: Graph, buf: Tensor, prog: prog_.Sequence, name: str,
                inverse: bool = False) -> None:
-        """Rotate ``buf`` in place: its row j becomes its row ``p + j`` (mod R), p this replica's
-        ring position (``-p``: ``inverse`` undoes a rotation). One compute set of one
+        """Rotate ``buf`` in place: its row j becomes its row ``p + j`` (mod k), p this replica's
+        position on its group's ring (``-p``: ``inverse`` undoes a rotation). One compute set of one
         ``gcl::Rotate`` MultiVertex per tile, its workers sharing the tile's columns, each reading
         the replication index from a constant on its tile."""
         vertex = templateVertex("gcl::Rotate", buf.elementType())
         if not graph.hasCodelet(vertex):
             add_library(graph, "gcl")
-        positions = np.empty(self.size, np.int64)
-        positions[list(self.order)] = np.arange(self.size)
+        rings = self._rings()
+        positions = np.empty(rings.size, np.int64)
+        positions[rings] = np.arange(self.size)
         cs = graph.addComputeSet(name)
         begin, end, tile = graph.tile_intervals(buf[0])
         order = np.argsort(tile, kind="stable")
@@ -92,12 +105,13 @@ class Ring:
         prog.add(prog_.Execute(cs))
 
     def row(self, rotated: Tensor, k: int) -> Tensor:
-        """Row ``k`` (mod R) of a rotated buffer."""
+        """Row ``k`` (mod the ring's size) of a rotated buffer."""
         return rotated[k % self.size]
 
     def fragment_order(self) -> list[int]:
         """The chunk each buffer row holds: row j holds chunk ``order[j - 1]``, so that the replica
-        that ends a reduce-scatter holding row ``position + 1`` holds its own chunk."""
+        that ends a reduce-scatter holding row ``position + 1`` holds its own chunk (its index in
+        its group)."""
         return [self.order[(j - 1) % self.size] for j in range(self.size)]
 
 
@@ -153,9 +167,9 @@ def copy_rows(prog: prog_.Sequence, sources: list[Tensor], rows: list[Tensor], t
 
 def reduce_scatter(graph: Graph, ring: Ring, rotated: Tensor, combine: Combine, prog: prog_.Sequence,
                    name: str) -> Tensor:
-    """Ring reduce-scatter of a rotated buffer's rows: R - 1 steps, each a cross-replica copy of one
+    """Ring reduce-scatter of a rotated buffer's rows: k - 1 steps, each a cross-replica copy of one
     row and a combine into another. Returns row 1 (fragment ``position + 1``), combined over
-    every replica."""
+    the replica's group."""
     received = graph.clone(rotated[0], f"{name}/received")
     for k in range(ring.size - 1):
         prog.add(prog_.CrossReplicaCopy(ring.row(rotated, -k), received, ring.forward))
@@ -164,7 +178,7 @@ def reduce_scatter(graph: Graph, ring: Ring, rotated: Tensor, combine: Combine, 
 
 
 def all_gather(ring: Ring, rotated: Tensor, first: int, prog: prog_.Sequence) -> None:
-    """Ring all-gather in a rotated buffer whose row ``first`` is this replica's: R - 1 steps, each
+    """Ring all-gather in a rotated buffer whose row ``first`` is this replica's: k - 1 steps, each
     passing the row received last (first this replica's) into the next replica's row before it."""
     for k in range(ring.size - 1):
         prog.add(prog_.CrossReplicaCopy(ring.row(rotated, first - k), ring.row(rotated, first - k - 1),
