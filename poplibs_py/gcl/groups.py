@@ -40,9 +40,11 @@ class CommGroupType(enum.Enum):
 
 
 def _count(value: object, what: str) -> int:
-    if not is_int(value) or value < 0:  # type: ignore[operator]
-        raise PoplibsArgumentError(f"CommGroup: {what} must be an integer of at least 0, got "
-                                   f"{type(value).__name__} {value!r:.40}")
+    if not is_int(value):
+        raise PoplibsArgumentError(f"CommGroup: {what} must be an integer, got {type(value).__name__} "
+                                   f"{value!r:.40}")
+    if value < 0:  # type: ignore[operator]
+        raise PoplibsArgumentError(f"CommGroup: {what} must be at least 0, got {value}")
     return int(value)  # type: ignore[call-overload]
 
 
