@@ -29,6 +29,13 @@ def checked_int(x: object, what: str, minimum: int | None = 0) -> int:
     return int(x)  # type: ignore[call-overload]
 
 
+def checked_bool(x: object, what: str) -> bool:
+    """``x`` if it is a bool (Python's or numpy's); InvalidArgumentError otherwise."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{what} must be a bool, got {type(x).__name__} {x!r:.60}")
+    return bool(x)
+
+
 def checked_str(x: object, what: str) -> str:
     """``x`` if it is a string (a handle, a name); InvalidArgumentError otherwise."""
     if not isinstance(x, str):

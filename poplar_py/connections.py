@@ -20,6 +20,7 @@ from .errors import (
     TensorCreationError,
     UnknownFieldError,
 )
+from .handles import RemoteBuffer
 from .tensor import Tensor
 from .types import Type
 from .variables import VariableTable
@@ -74,6 +75,9 @@ class FieldConnector:
             return
         if value is None:
             raise ConnectionArgumentError(f"{where()} ({slot.describe()}) cannot be connected to None")
+        if isinstance(value, RemoteBuffer):  # vertices read tile memory only
+            raise ConnectionArgumentError(f"{where()} cannot be connected to remote buffer '{value.handle()}': "
+                                          "copy its rows into a tensor with prog.Copy(buffer, tensor)")
         if not isinstance(value, Tensor):
             value = self._value(vid, slot, value, where)
             run = value.as_run()

@@ -25,6 +25,7 @@ from .codelet.pipeline import codelet_fingerprint
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
+from .compiler.streaming_memory import StreamingMemory
 from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
 from .debug import debug_name
 from .errors import (
@@ -33,12 +34,13 @@ from .errors import (
     InvalidOptionError,
     PoplarError,
     ProgramError,
+    RemoteBufferError,
     StreamArgumentError,
     StreamError,
 )
 from .executable import Executable, compileGraph
 from .graph import Graph
-from .handles import DataStream
+from .handles import DataStream, RemoteBuffer
 from .host_buffers import host_values, read_into, stream_array
 from .host_memory import release_freed_heap
 from .ir import GraphIR
@@ -81,7 +83,8 @@ class Engine:
         world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.runners,
                    _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
-        self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world)
+        self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world,
+                                remote=StreamingMemory(self._exe.remote_buffers))
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
@@ -278,6 +281,64 @@ class Engine:
         self._machine.world.gather(t.plan, self._base(), values, replica)
         return values if out is None else read_into(values, out, f"readTensor('{handle}')")
 
+    # ---- remote buffers (Streaming Memory) ----------------------------------------------------
+    def listRemoteBuffers(self) -> list[str]:
+        """The handles of the graph's remote buffers."""
+        return list(self._exe.remote_buffers)
+
+    def _remote_row(self, handle: Any, repeatIndex: Any, replicaIndex: Any, what: str
+                    ) -> tuple[RemoteBuffer, int, int]:
+        """The buffer, row and replica a host access names, checked."""
+        checked_str(handle, f"{what}: the handle")
+        buffer = self._exe.remote_buffers.get(handle)
+        if buffer is None:
+            raise RemoteBufferError(f"{what}: no remote buffer '{handle}' (remote buffers: "
+                                    f"{', '.join(self._exe.remote_buffers) or 'none'})")
+        rows = buffer.getRepeats()
+        if not is_int(repeatIndex) or not 0 <= repeatIndex < rows:
+            raise RemoteBufferError(f"{what}('{handle}'): row {repeatIndex!r:.40} is out of range: the "
+                                    f"buffer has {rows} row(s), 0..{rows - 1}")
+        replica = self._replica(replicaIndex, f"{what}('{handle}')")
+        self._base()
+        return buffer, int(repeatIndex), replica
+
+    @staticmethod
+    def _row_array(buffer: RemoteBuffer, array: Any, what: str) -> np.ndarray:
+        """``array`` if it holds one row of ``buffer``: a numpy array of its element type and size."""
+        dtype, n = buffer.elementType().dtype, buffer.numElements()
+        if not isinstance(array, np.ndarray):
+            raise InvalidArgumentError(f"{what}('{buffer.handle()}'): the host buffer must be a numpy array, "
+                                       f"got {type(array).__name__} {array!r:.40}")
+        if array.dtype != dtype or array.size != n:
+            raise RemoteBufferError(f"{what}('{buffer.handle()}'): a row is {n} {buffer.elementType()} "
+                                    f"({dtype}) element(s), got an array of {array.size} {array.dtype}")
+        return array
+
+    def copyToRemoteBuffer(self, buffer: Any, handle: str, repeatIndex: int, replicaIndex: int = 0) -> None:
+        """Write ``buffer`` (a numpy array of one row: the remote buffer's element type and
+        ``numElements``) into row ``repeatIndex`` of replica ``replicaIndex``'s rows of remote buffer
+        ``handle``, in Streaming Memory (no tile memory changes)."""
+        remote, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, "copyToRemoteBuffer")
+        data = self._row_array(remote, buffer, "copyToRemoteBuffer")
+        m = self._machine
+        if m.world.holds(replica):  # under MPI: the ranks running the replica hold its rows
+            m.remote.write(handle, replica, row)[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+    def copyFromRemoteBuffer(self, handle: str, buffer: Any, repeatIndex: int, replicaIndex: int = 0) -> None:
+        """Fill ``buffer`` (a writeable numpy array of one row) with row ``repeatIndex`` of replica
+        ``replicaIndex``'s rows of remote buffer ``handle`` (zeros if it was never written); under
+        MPI every rank gets it."""
+        remote, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, "copyFromRemoteBuffer")
+        out = self._row_array(remote, buffer, "copyFromRemoteBuffer")
+        if not out.flags.writeable:
+            raise RemoteBufferError(f"copyFromRemoteBuffer('{handle}'): the host buffer is read-only")
+        m = self._machine
+        data = np.empty(remote.row_bytes, np.uint8)
+        if m.world.holds(replica):
+            data[:] = m.remote.read(handle, replica, row)
+        m.world.from_holders(replica, data)
+        np.copyto(out, data.view(out.dtype).reshape(out.shape))
+
     # ---- printing and profiling --------------------------------------------------------------
     def setPrintTensorStream(self, stream: IO[str]) -> None:
         """Where PrintTensor writes (default: standard output)."""
@@ -369,13 +430,15 @@ def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
     state and codelet code, the step trees and the layout."""
     v = ir.vertices
     values = [(var, values) for var, values in ir.initial]
+    remote = sorted((b.handle(), str(b.elementType()), b.numElements(), b.getRepeats())
+                    for b in compiled.remote_buffers.values())
     state = [x for field, vids, rows in v.store.items() for x in (np.asarray([field]), vids, rows)]
     return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
                       v.tile, v.compute_set, compiled.edges_digest, ir.compute_sets,
                       [codelet_fingerprint(c) for c in v.classes], *(x for pair in values for x in pair),
                       *state, np.frombuffer(v.store.heap, np.uint8),
                       [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
-                      compiled.layout.tile_base])
+                      compiled.layout.tile_base, remote])
 
 
 _REPORTS: list[weakref.finalize] = []  # each live engine's report writer, in the order built

@@ -109,3 +109,9 @@ class GraphReplicationError(PoplarError, ValueError):
     """An invalid use of replication (Poplar's ``graph_replication_error``): a replication factor
     that does not divide the IPUs, a replica map that is not a permutation, a replica index out
     of range."""
+
+
+class RemoteBufferError(PoplarError):
+    """A remote buffer (Streaming Memory) used wrongly: a handle given twice, a target without
+    Streaming Memory, a copy whose type, shape or offset does not fit the buffer (at run time, an
+    offset past its rows), or a host access with a wrong size, row or replica."""

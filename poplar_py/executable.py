@@ -42,8 +42,9 @@ from .options import EngineOptions, parseEngineOptions
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
 #: 2: one compiled replica for every replica; 3: liveness as intervals, value constants in the IR;
-#: 4: shared exchange buffers (list entries flagged), cross-replica copies by replica pairs
-FORMAT_VERSION = 4
+#: 4: shared exchange buffers (list entries flagged), cross-replica copies by replica pairs;
+#: 5: remote buffers (their declarations, and remote copy steps)
+FORMAT_VERSION = 5
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]

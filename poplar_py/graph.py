@@ -21,6 +21,7 @@ import numpy as np
 from . import boxes, constant_pool, graph_dump, ir
 from .arguments import (
     cast_values,
+    checked_bool,
     checked_int,
     checked_intervals,
     checked_ints,
@@ -49,9 +50,19 @@ from .errors import (
     InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
+    RemoteBufferError,
     TensorCreationError,
 )
-from .handles import ComputeSet, DataStream, FieldRef, Function, HostHandle, ReplicatedStreamMode, VertexRef
+from .handles import (
+    ComputeSet,
+    DataStream,
+    FieldRef,
+    Function,
+    HostHandle,
+    RemoteBuffer,
+    ReplicatedStreamMode,
+    VertexRef,
+)
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import in_order_of, unique_sorted
@@ -61,7 +72,8 @@ from .types import UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
-__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "ReplicatedStreamMode",
+__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "RemoteBuffer",
+           "ReplicatedStreamMode",
            "TensorCloneMethod", "VariableMappingMethod", "VertexRef", "replication_factor"]
 
 
@@ -131,6 +143,7 @@ class Graph:
         self._perf_estimators: dict[str, PerfEstimator] = {}
         self._host_handles: dict[str, HostHandle] = {}
         self._streams: dict[str, DataStream] = {}
+        self._remote_buffers: dict[str, RemoteBuffer] = {}
         self._functions: list[Program] = []
 
     # ---- target and variables ----------------------------------------------------------------
@@ -641,10 +654,11 @@ class Graph:
         return vertexType in self._perf_estimators
 
     # ---- host exchange -----------------------------------------------------------------------
-    def _new_handle(self, handle: str, what: str) -> None:
+    def _new_handle(self, handle: str, what: str, error: type[PoplarError] = PoplarError) -> None:
         checked_str(handle, f"{what}: the handle")
-        if handle in self._host_handles or handle in self._streams:
-            raise PoplarError(f"handle '{handle}' is already used by another stream or host read/write")
+        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers:
+            raise error(f"{what}: handle '{handle}' is already used by another stream, host read/write or "
+                        "remote buffer")
 
     def createHostWrite(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
         """Let ``engine.writeTensor(handle, array)`` write ``t`` from the host."""
@@ -680,6 +694,26 @@ class Graph:
                        toDevice=False, replicationFactor_=self._replicas)
         self._streams[handle] = s
         return s
+
+    def addRemoteBuffer(self, handle: str, type_: Type | object, numElements: int, repeats: int = 1,
+                        rearrangeOnHost: bool = False, optimisedForMemory: bool = False) -> RemoteBuffer:
+        """A buffer of ``repeats`` rows of ``numElements`` elements in Streaming Memory, the DRAM
+        beside the IPUs: each replica has rows of its own, which programs copy to and from tile
+        memory (``program.Copy``) and the host reads and writes by row. No tile memory is used;
+        rows take host memory when first written (a row never written reads as zeros).
+        ``rearrangeOnHost`` and ``optimisedForMemory`` are Poplar's layout hints: accepted, with no
+        effect here."""
+        self._new_handle(handle, "addRemoteBuffer", RemoteBufferError)
+        what = f"addRemoteBuffer('{handle}')"
+        hints = [checked_bool(v, f"{what}: {k}") for k, v in (("rearrangeOnHost", rearrangeOnHost),
+                                                               ("optimisedForMemory", optimisedForMemory))]
+        buffer = RemoteBuffer(handle, asType(type_), checked_int(numElements, f"{what}: numElements", 1),
+                              checked_int(repeats, f"{what}: repeats", 1), *hints, owner=self._vars.token)
+        if not self._target.supportsRemoteBuffers():
+            raise RemoteBufferError(f"{what}: the target ({self._target.getTargetArchString()}) has no "
+                                    "Streaming Memory: remote buffers need IPU-Machines (ipu2, ipu21)")
+        self._remote_buffers[handle] = buffer
+        return buffer
 
     def addFunction(self, program: Program) -> Function:
         """Register control code once; run it with ``program.Call(function)``."""
@@ -733,4 +767,4 @@ class Graph:
             ir.freeze_initial(self._initial), vertices, edges, tuple(self._compute_sets),
             tuple(self._functions), handles, dict(self._streams), dict(self._perf_estimators),
             self._replicas, self._device_target, tuple(self._replica_index_constants),
-            np.frombuffer(table.values, np.int64).reshape(-1, 2).copy())
+            np.frombuffer(table.values, np.int64).reshape(-1, 2).copy(), dict(self._remote_buffers))

@@ -27,7 +27,8 @@ included).
   the field (``row`` of a list field, else -1) is connected to ``count`` elements of the variable
   from ``offset``, every ``stride``) and ``state`` (field: values);
 - ``"hostHandles"`` (``name``, ``write``, ``type``, ``shape``), ``"streams"`` (``name``, ``type``,
-  ``numElements``, ``toDevice``), ``"functions"`` (their programs) and ``"programs"`` (the
+  ``numElements``, ``toDevice``), ``"remoteBuffers"`` (``name``, ``type``, ``numElements``,
+  ``repeats``), ``"functions"`` (their programs) and ``"programs"`` (the
   programs given): each program is ``{"type", "name", ...}`` with ``children``, and ``computeSet``
   (Execute), ``count`` (Repeat), ``function`` (Call), ``cases`` (Switch values) where they apply.
 """
@@ -150,6 +151,8 @@ def _document(ir: GraphIR, programs: Sequence[Program] | None) -> dict[str, Any]
                         for h in ir.host_handles.values()],
         "streams": [{"name": s.handle(), "type": str(s.elementType()), "numElements": s.numElements(),
                      "toDevice": s.toDevice} for s in ir.streams.values()],
+        "remoteBuffers": [{"name": b.handle(), "type": str(b.elementType()), "numElements": b.numElements(),
+                           "repeats": b.getRepeats()} for b in ir.remote_buffers.values()],
         "functions": [_program(p) for p in ir.functions],
         "programs": [_program(p) for p in programs or []],
     }

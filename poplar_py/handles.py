@@ -144,3 +144,49 @@ class HostHandle:
     name: str
     tensor: Tensor
     write: bool
+
+
+@dataclass(frozen=True)
+class RemoteBuffer:
+    """A buffer in Streaming Memory (``graph.addRemoteBuffer``): ``repeats`` rows of
+    ``numElements`` elements of ``type``, each replica with rows of its own. Programs copy rows
+    between it and tile memory (``program.Copy(buffer, t[, offset])``, ``Copy(t, buffer[,
+    offset])``); the host reads and writes rows with ``Engine.copyToRemoteBuffer`` and
+    ``copyFromRemoteBuffer``."""
+
+    handle_: str
+    type_: Type
+    numElements_: int
+    repeats_: int = 1
+    rearrangeOnHost_: bool = False
+    optimisedForMemory_: bool = False
+    owner: int = field(default=0, repr=False)  # the graph's token, as ComputeSet's
+
+    def handle(self) -> str:
+        return self.handle_
+
+    def elementType(self) -> Type:
+        return self.type_
+
+    def numElements(self) -> int:
+        """Elements in one row."""
+        return self.numElements_
+
+    def getRepeats(self) -> int:
+        """Rows of the buffer (on each replica)."""
+        return self.repeats_
+
+    def isRearrangeOnHost(self) -> bool:
+        return self.rearrangeOnHost_
+
+    def isOptimisedForMemory(self) -> bool:
+        return self.optimisedForMemory_
+
+    @property
+    def row_bytes(self) -> int:
+        return self.numElements_ * self.type_.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every row (one replica's)."""
+        return self.row_bytes * self.repeats_

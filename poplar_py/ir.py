@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .field_store import FieldColumns
-from .handles import DataStream
+from .handles import DataStream, RemoteBuffer
 from .program import Program
 from .regions import IntervalMap, Runs
 from .target import Target
@@ -134,6 +134,7 @@ class GraphIR:
     replica_index_constants: tuple[int, ...] = ()  # constants whose value on replica r is r
     # (constant, vertex) per field connected to a value: mapped to the vertex's tile (compiler/mapping.py)
     value_constants: np.ndarray = field(default_factory=lambda: _NO_PAIRS)
+    remote_buffers: Mapping[str, RemoteBuffer] = field(default_factory=dict)  # Streaming Memory, by handle
 
     def __str__(self) -> str:
         return self.text()
@@ -175,7 +176,9 @@ class GraphIR:
                 lines.append(f"    {self.vertices.describe(vid)} on tile {int(self.vertices.tile[vid])}: "
                              + self._edges_text(cs, vid))
         handles, streams = ", ".join(self.host_handles) or "-", ", ".join(self.streams) or "-"
-        lines.append(f"functions: {len(self.functions)}; host handles: {handles}; streams: {streams}")
+        remote = ", ".join(self.remote_buffers) or "-"
+        lines.append(f"functions: {len(self.functions)}; host handles: {handles}; streams: {streams}; "
+                     f"remote buffers: {remote}")
         return "\n".join(lines) + "\n"
 
     def _edges_text(self, cs: int, vid: int) -> str:

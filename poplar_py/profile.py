@@ -8,7 +8,9 @@ Every leaf step of a lowered program is costed per tile in three phases:
   when data came in, one before its exchange out.
 * exchange: on-chip bytes each tile sends or receives at ``exchangeBytesPerCycle``
   (a broadcast is sent once); host transfers at ``hostExchangeBytesPerCycle`` for the
-  whole transfer, every tile waiting, plus each tile taking its share off the exchange.
+  whole transfer, every tile waiting, plus each tile taking its share off the exchange;
+  remote buffer copies (Streaming Memory) likewise, at the bandwidth the IPUs of an
+  IPU-Machine share after a fixed latency (``streamingMemory``).
 * compute: vertex cycles spread over the worker contexts (a tile's plain vertices go
   round-robin to its 6 workers; the tile takes 6 x the busiest worker), MultiVertex
   cycles as given, on-tile copies at ``memcpyBytesPerCycle``.
@@ -96,7 +98,7 @@ class Profile:
         n = t.getNumTiles()
         replicas = self.exe.replication.factor
         by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "globalExchange", "host",
-                                            "sync")}
+                                            "streamingMemory", "sync")}
         total = 0
         step_rows = []
         budget = TILE_CYCLES_BUDGET
@@ -109,12 +111,13 @@ class Profile:
                                 ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync)):
                 by_tile[key] += count * values
             by_tile["globalExchange"] += count * cost.global_exchange
+            by_tile["streamingMemory"] += count * cost.streaming
             total += count * cost.cycles
             step_rows.append({"name": step.label, "type": cost.kind, "count": count, "cycles": cost.cycles,
                               "sync": int(cost.sync.max(initial=0)),
                               "exchange": int(cost.exchange.max(initial=0)),
                               "globalExchange": cost.global_exchange,
-                              "host": int(cost.host.max(initial=0)),
+                              "host": int(cost.host.max(initial=0)), "streamingMemory": cost.streaming,
                               "compute": int(cost.compute.max(initial=0))})
             if isinstance(step, ExecuteStep):
                 step_rows[-1]["computeSet"] = step.runner.name
@@ -150,6 +153,7 @@ class Profile:
                 "autoMappedVariables": list(self.exe.mapping.auto_mapped),
                 "memory": {"byCategory": {k: int(v.sum()) for k, v in usage.items()},
                            "total": int(used.sum()), **self.liveness(),
+                           "streamingMemory": self.streaming_memory(),
                            "perReplica": {"byCategory": {k: int(v.sum()) for k, v in layout.usage.items()},
                                           "total": int(layout.tile_total.sum())}},
                 "ipus": [{"ipu": k, "memory": int(used[tiles].sum())} for k, tiles in enumerate(ipus)],
@@ -173,6 +177,18 @@ class Profile:
             },
         }
 
+
+    def streaming_memory(self) -> dict:
+        """The remote buffers, in Streaming Memory (not tile memory): bytes of every replica's rows
+        (``total``), of one replica's, and each buffer's (one replica's rows), largest first."""
+        buffers = sorted(self.exe.remote_buffers.values(), key=lambda b: (-b.nbytes, b.handle()))
+        per_replica = sum(b.nbytes for b in buffers)
+        target, replicas = self.exe.target, self.exe.replication.factor
+        return {"total": per_replica * replicas, "perReplica": per_replica,
+                "capacity": target.getStreamingMemoryBytesPerIPU() * target.getNumIPUs() // replicas,
+                "buffers": [{"handle": b.handle(), "type": str(b.elementType()),
+                             "numElements": b.numElements(), "repeats": b.getRepeats(), "bytes": b.nbytes}
+                            for b in buffers]}
 
     def _peak(self, kind: str) -> int:
         """The device's peak FLOPs per cycle for ``kind``: a type, or input.partials types."""
@@ -311,6 +327,12 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
     if per_replica is not None and t.get("numReplicas", 1) > 1:
         lines += [f"  Per Replica (each of {t['numReplicas']:,} alike):",
                   f"    Including Gaps:         {per_replica['total']:,} B"]
+    streaming = memory.get("streamingMemory")
+    if streaming and streaming["buffers"]:
+        lines += ["  Streaming Memory (remote buffers, beside the IPUs):",
+                  f"    Total:                  {streaming['total']:,} B in {len(streaming['buffers']):,} "
+                  f"buffer(s), {streaming['perReplica']:,} B a replica "
+                  f"(capacity {streaming['capacity']:,} B)"]
     lines += ["", "  By Tile:", *_histogram(used, per_tile),
               "", f"    Maximum: {used[worst] if used else 0:,} ({(used[worst] if used else 0) / 1024:.1f} K)"
               f" on tile {worst}",
@@ -331,6 +353,8 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               row("Tile average IPU exchange cycles:", avg["exchange"]),
               row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
+              *([row("Tile average Streaming Memory cycles:", avg["streamingMemory"])]
+                if streaming and streaming["buffers"] else []),
               row("Tile average sync cycles:", avg["sync"]),
               *summary_lines(ex.get("flops"))]
     if len(ex.get("ipus", [])) > 1:
@@ -346,10 +370,10 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
         for v in ex["vertexTypes"]:
             lines.append(f"    {v['type']:<{width}}  ({v['instances']:,} instances): {v['cycles']:>14,}")
     if str(options.get("showExecutionSteps", "false")).lower() == "true":
-        lines += ["", "  Execution steps:", f"    {'Step':<48}{'Type':<15}{'Runs':>7}{'Sync':>9}"
+        lines += ["", "  Execution steps:", f"    {'Step':<48}{'Type':<17}{'Runs':>7}{'Sync':>9}"
                   f"{'Exchange':>11}{'Host':>11}{'Compute':>11}{'Cycles':>14}"]
         for s in ex["steps"]:
-            lines.append(f"    {s['name'][:47]:<48}{s['type']:<15}{s['count']:>7,}{s['sync']:>9,}"
+            lines.append(f"    {s['name'][:47]:<48}{s['type']:<17}{s['count']:>7,}{s['sync']:>9,}"
                          f"{s['exchange']:>11,}{s['host']:>11,}{s['compute']:>11,}{s['cycles']:>14,}")
     return "\n".join(lines) + "\n"
 

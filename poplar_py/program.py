@@ -15,8 +15,8 @@ import networkx as nx
 
 from .arguments import is_int
 from .debug import debug_name, label
-from .errors import GraphReplicationError, ProgramArgumentError, ProgramError, StreamError
-from .handles import ComputeSet, DataStream, Function
+from .errors import GraphReplicationError, ProgramArgumentError, ProgramError, RemoteBufferError, StreamError
+from .handles import ComputeSet, DataStream, Function, RemoteBuffer
 from .tensor import Tensor
 from .types import INT, UNSIGNED_INT
 
@@ -78,13 +78,26 @@ class Execute(Program):
 
 class Copy(Program):
     """Copy between tensors of equal element count and type (shapes may differ), from a
-    host-to-device stream into a tensor, or from a tensor to a device-to-host stream."""
+    host-to-device stream into a tensor, from a tensor to a device-to-host stream, or between a
+    remote buffer's rows and a tensor: ``Copy(buffer, t[, offset])``, ``Copy(t, buffer[,
+    offset])`` (see :meth:`_check_remote`)."""
 
-    def __init__(self, src: Tensor | DataStream, dst: Tensor | DataStream, dontOutline: bool = False,
-                 name: Any = "", debugContext: Any = None) -> None:
-        """``dontOutline`` (Poplar's code-sharing hint) changes nothing here: copies are not outlined."""
+    def __init__(self, src: Tensor | DataStream | RemoteBuffer, dst: Tensor | DataStream | RemoteBuffer,
+                 dontOutline: Any = False, name: Any = "", debugContext: Any = None,
+                 offset: Tensor | None = None) -> None:
+        """``dontOutline`` (Poplar's code-sharing hint) changes nothing here: copies are not outlined.
+        For a remote buffer copy the third argument is the ``offset`` tensor, as in Poplar."""
+        remote = isinstance(src, RemoteBuffer) or isinstance(dst, RemoteBuffer)
+        if remote and not isinstance(dontOutline, bool):
+            offset, dontOutline = dontOutline, False
         self.src, self.dst, self.name = src, dst, label(name, debugContext, "Copy")
-        if isinstance(src, DataStream) and isinstance(dst, Tensor):
+        self.offset: Tensor | None = None
+        if remote:
+            self.offset = self._check_remote(src, dst, offset)
+        elif offset is not None:
+            raise ProgramArgumentError("Copy: an offset is given only with a remote buffer, got tensors or "
+                                       f"streams ({type(src).__name__}, {type(dst).__name__})")
+        elif isinstance(src, DataStream) and isinstance(dst, Tensor):
             if not src.toDevice:
                 raise ProgramError(f"Copy: stream '{src.handle()}' goes to the host; it cannot be a source")
             self._check_stream(src, dst)
@@ -100,13 +113,10 @@ class Copy(Program):
             if src.numElements() != dst.numElements():
                 raise ProgramError(f"Copy: source '{src.name}' has {src.numElements()} elements but "
                                    f"destination '{dst.name}' has {dst.numElements()}")
-            if dst.containsConstant():
-                raise ProgramError(f"Copy: destination '{dst.name}' contains constants")
-            if dst.containsAliases():
-                raise ProgramError(f"Copy: destination '{dst.name}' contains aliased elements, "
-                                   "which would be written more than once")
+            _check_writeable(dst)
         else:
-            raise ProgramArgumentError("Copy needs (tensor, tensor), (stream, tensor) or (tensor, stream), "
+            raise ProgramArgumentError("Copy needs (tensor, tensor), (stream, tensor), (tensor, stream), "
+                                       "(remote buffer, tensor) or (tensor, remote buffer), "
                                        f"got ({type(src).__name__}, {type(dst).__name__})")
 
     @staticmethod
@@ -119,6 +129,51 @@ class Copy(Program):
                               f"but tensor '{t.name}' has {t.numElements()}")
         if stream.toDevice and t.containsConstant():
             raise ProgramError(f"Copy: destination '{t.name}' contains constants")
+
+    @staticmethod
+    def _check_remote(src: Any, dst: Any, offset: Any) -> Tensor | None:
+        """A remote buffer copy's checks; returns its offset. Without an offset one row moves (row
+        0); a scalar UNSIGNED_INT offset picks the row; a 1-D one of k offsets moves k rows, to or
+        from a tensor of shape [k, numElements]."""
+        reading = isinstance(src, RemoteBuffer)
+        buffer, t = (src, dst) if reading else (dst, src)
+        where = f"Copy {'from' if reading else 'to'} remote buffer '{buffer.handle()}'"
+        if not isinstance(t, Tensor):
+            raise ProgramArgumentError(f"{where}: the other end must be a tensor, got {type(t).__name__} "
+                                       f"{t!r:.40}")
+        n = buffer.numElements()
+        if t.elementType() != buffer.elementType():
+            raise RemoteBufferError(f"{where}: the buffer holds {buffer.elementType()} but tensor '{t.name}' "
+                                    f"is {t.elementType()}")
+        rows = 1
+        if offset is not None:
+            if not isinstance(offset, Tensor):
+                raise ProgramArgumentError(f"{where}: the offset must be a tensor, got "
+                                           f"{type(offset).__name__} {offset!r:.40}")
+            if offset.elementType() != UNSIGNED_INT or offset.rank() > 1:
+                raise RemoteBufferError(f"{where}: the offset '{offset.name}' must be an UNSIGNED_INT "
+                                        f"scalar or 1-D tensor, got {offset.elementType()} of shape "
+                                        f"{offset.shape()}")
+            if offset.rank() == 1:
+                rows = offset.numElements()
+                if t.shape() != [rows, n]:
+                    raise RemoteBufferError(f"{where}: {rows} offset(s) move {rows} row(s) of {n}, so tensor "
+                                            f"'{t.name}' must have shape {[rows, n]}, not {t.shape()}")
+        if rows == 1 and t.numElements() != n:
+            raise RemoteBufferError(f"{where}: a row has {n} element(s) but tensor '{t.name}' has "
+                                    f"{t.numElements()}")
+        if reading:
+            _check_writeable(t)
+        return offset
+
+
+def _check_writeable(dst: Tensor) -> None:
+    """A copy's destination: no constants, no element twice."""
+    if dst.containsConstant():
+        raise ProgramError(f"Copy: destination '{dst.name}' contains constants")
+    if dst.containsAliases():
+        raise ProgramError(f"Copy: destination '{dst.name}' contains aliased elements, "
+                           "which would be written more than once")
 
 
 class Repeat(Program):
@@ -313,7 +368,8 @@ def step_label(p: Program) -> str:
         if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
             return f"{kind}({p.src.name} -> {p.dst.name})"
         ends = [e.handle() if not isinstance(e, Tensor) else e.name for e in (p.src, p.dst)]
-        return f"StreamCopy({ends[0]} -> {ends[1]})"
+        remote = isinstance(p.src, RemoteBuffer) or isinstance(p.dst, RemoteBuffer)
+        return f"{'RemoteCopy' if remote else 'StreamCopy'}({ends[0]} -> {ends[1]})"
     if isinstance(p, WriteUndef):
         return f"WriteUndef({p.tensor.name})"
     return type(p).__name__

@@ -30,11 +30,25 @@ class TargetType(enum.Enum):
     CPU = "CPU"
 
 
-# Presets from reference/sim.md §3.1.
+# Tile counts, memory and clocks: docs/cycle_model.md. "ipu21" is a Bow IPU: the GC200 die of the
+# Mk2 at the Bow-2000's 1.85 GHz.
 _PRESETS = {
     "ipu1": dict(tilesPerIPU=1216, memoryBytesPerTile=262_144, tileClockFrequency=1.6e9),
     "ipu2": dict(tilesPerIPU=1472, memoryBytesPerTile=638_976, tileClockFrequency=1.33e9),
+    "ipu21": dict(tilesPerIPU=1472, memoryBytesPerTile=638_976, tileClockFrequency=1.85e9),
 }
+
+# Streaming Memory (docs/cycle_model.md, "Streaming Memory"): the DRAM an IPU-Machine's IPU-Gateway
+# holds beside its 4 IPUs (IPU-M2000 and Bow-2000 datasheets: up to 256 GB), reached over the
+# Gateway's PCIe Gen4 x8 link (IPU-M2000 BMC user guide), 15.75 GB/s each way, which the machine's
+# IPUs share. The C2 card of Mk1 IPUs has none.
+_STREAMING_PRESETS = {
+    "ipu1": dict(ipusPerMachine=2, streamingMemoryBytesPerMachine=0),
+    "ipu2": dict(ipusPerMachine=4, streamingMemoryBytesPerMachine=256 * 2**30),
+    "ipu21": dict(ipusPerMachine=4, streamingMemoryBytesPerMachine=256 * 2**30),
+}
+STREAMING_MEMORY_BANDWIDTH = 16e9 * 8 * 128 / 130 / 8  # PCIe Gen4 x8: 16 GT/s a lane, 128b/130b coding
+STREAMING_MEMORY_LATENCY = 2e-6  # seconds a transfer takes to start (an assumption: PCIe and DRAM)
 
 # The Accumulating Matrix Product (AMP) units of a tile, per architecture, under Poplar's IPUModel
 # field names, read off PopLibs: its AMP vertices exist for half inputs with half partials on 8
@@ -49,6 +63,7 @@ _AMP_PRESETS = {
     "ipu2": dict(fp16InFp16OutConvUnitsPerTile=16, fp16InFp32OutConvUnitsPerTile=8,
                  fp32InFp32OutConvUnitsPerTile=16, convUnitCoeffLoadBytesPerCycle=16),
 }
+_AMP_PRESETS["ipu21"] = _AMP_PRESETS["ipu2"]  # the same GC200 tiles
 _AMP_COMMON = dict(fp16ConvUnitInputLoadElemsPerCycle=4, fp32ConvUnitInputLoadElemsPerCycle=2,
                    fp16ConvUnitMaxPipelineDepth=4, fp32ConvUnitMaxPipelineDepth=4)
 #: cycles the AMP takes per field position of one pass (PopLibs' 1x1 core loop), by input type
@@ -68,8 +83,15 @@ def setModelDefaults(**fields: object) -> None:
 class IPUModel:
     """A simulated IPU. Every field may be changed before ``createDevice()``.
 
-    ``IPUModel("ipu2")`` (the default): 1472 tiles of 638,976 bytes;
-    ``IPUModel("ipu1")``: 1216 tiles of 262,144 bytes.
+    ``IPUModel("ipu2")`` (the default): 1472 tiles of 638,976 bytes at 1.33 GHz, 4 to an IPU-M2000;
+    ``IPUModel("ipu21")``: a Bow IPU, the same tiles at 1.85 GHz, 4 to a Bow-2000;
+    ``IPUModel("ipu1")``: 1216 tiles of 262,144 bytes, 2 to a C2 card.
+
+    Streaming Memory, the DRAM beside an IPU-Machine's IPUs that remote buffers live in:
+    ``streamingMemoryBytesPerMachine`` (256 GiB; 0 on Mk1: no remote buffers), each IPU holding an
+    equal share, reached at ``streamingMemoryBandwidth`` bytes/s (15.75 GB/s, the IPU-Gateway's link)
+    that the ``ipusPerMachine`` IPUs of one machine share, after ``streamingMemoryLatency`` seconds
+    per transfer.
 
     The AMP fields (Poplar's names) describe each tile's matrix units, which PopLibs' matMul and
     convolution vertices run on: ``fp16InFp16OutConvUnitsPerTile``, ``fp16InFp32OutConvUnitsPerTile``
@@ -111,6 +133,10 @@ class IPUModel:
         self.globalSyncCycles: int | None = None  # None: PopLibs' model, 2 x 15 ns x f x (1 + numIPUs // 4)
         self.ipuLinkBandwidth = 32e9  # bytes/s each way, per IPU-Link (Mk2: 10 links, 320 GB/s)
         self.ipuLinkTopology = "ladder"  # or "torus" (compiler/fabric.py)
+        self.ipusPerMachine = _STREAMING_PRESETS[version]["ipusPerMachine"]
+        self.streamingMemoryBytesPerMachine = _STREAMING_PRESETS[version]["streamingMemoryBytesPerMachine"]
+        self.streamingMemoryBandwidth = STREAMING_MEMORY_BANDWIDTH  # bytes/s each way, per IPU-Machine
+        self.streamingMemoryLatency = STREAMING_MEMORY_LATENCY  # seconds per transfer
         for name, value in {**_AMP_PRESETS[version], **_AMP_COMMON}.items():
             setattr(self, name, value)
 
@@ -152,20 +178,31 @@ class Target:
     fp16ConvUnitMaxPipelineDepth: int = 4
     fp32ConvUnitMaxPipelineDepth: int = 4
     dataPathWidth: int = 64
+    ipusPerMachine: int = 4
+    streamingMemoryBytesPerMachine: int = 256 * 2**30
+    streamingMemoryBandwidth: float = STREAMING_MEMORY_BANDWIDTH
+    streamingMemoryLatency: float = STREAMING_MEMORY_LATENCY
 
     @staticmethod
     def _from_model(m: IPUModel) -> Target:
         ints = dict(numIPUs=m.numIPUs, tilesPerIPU=m.tilesPerIPU, bytesPerTile=m.memoryBytesPerTile,
-                    numWorkerContexts=m.numWorkerContexts,
+                    numWorkerContexts=m.numWorkerContexts, ipusPerMachine=m.ipusPerMachine,
                     exchangeBytesPerCycle=m.exchangeBytesPerCycle, dataPathWidth=m.dataPathWidth,
                     **{name: getattr(m, name) for name in _AMP_FIELDS})
         for name, value in ints.items():
             if not _is_number(value) or int(value) != value or value < 1:
                 raise InvalidMachineModelError(f"IPUModel.{_model_field(name)} must be a positive "
                                                f"integer, got {value!r}")
-        if not _is_number(m.ipuLinkBandwidth) or m.ipuLinkBandwidth <= 0:
-            raise InvalidMachineModelError(f"IPUModel.ipuLinkBandwidth must be positive, "
-                                           f"got {m.ipuLinkBandwidth!r}")
+        for name in ("ipuLinkBandwidth", "streamingMemoryBandwidth"):
+            value = getattr(m, name)
+            if not _is_number(value) or value <= 0:
+                raise InvalidMachineModelError(f"IPUModel.{name} must be positive, got {value!r}")
+        for name in ("streamingMemoryBytesPerMachine", "streamingMemoryLatency"):
+            value = getattr(m, name)
+            if not _is_number(value) or value < 0 or (name.endswith("Machine") and int(value) != value):
+                raise InvalidMachineModelError(f"IPUModel.{name} must be a non-negative "
+                                               f"{'integer' if name.endswith('Machine') else 'number'}, "
+                                               f"got {value!r}")
         if m.ipuLinkTopology not in ("ladder", "torus"):
             raise InvalidMachineModelError(f"IPUModel.ipuLinkTopology must be 'ladder' or 'torus', "
                                            f"got {m.ipuLinkTopology!r}")
@@ -183,7 +220,10 @@ class Target:
             globalSyncCycles=_global_sync(m),
             ipuLinkBandwidth=float(m.ipuLinkBandwidth), ipuLinkTopology=m.ipuLinkTopology,
             relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO,
-            dataPathWidth=int(m.dataPathWidth),
+            dataPathWidth=int(m.dataPathWidth), ipusPerMachine=int(m.ipusPerMachine),
+            streamingMemoryBytesPerMachine=int(m.streamingMemoryBytesPerMachine),
+            streamingMemoryBandwidth=float(m.streamingMemoryBandwidth),
+            streamingMemoryLatency=float(m.streamingMemoryLatency),
             **{name: int(getattr(m, name)) for name in _AMP_FIELDS})
 
     @staticmethod
@@ -304,6 +344,28 @@ class Target:
     def getTargetArchString(self) -> str:
         return self.arch
 
+    # ---- Streaming Memory ---------------------------------------------------------------------
+    def supportsRemoteBuffers(self) -> bool:
+        """Whether the IPUs have Streaming Memory for remote buffers (Mk2 and Bow: yes; Mk1: no)."""
+        return self.streamingMemoryBytesPerMachine > 0
+
+    def getIPUsPerMachine(self) -> int:
+        """IPUs in one IPU-Machine (4), which share its Streaming Memory and the link to it."""
+        return self.ipusPerMachine
+
+    def getStreamingMemoryBytesPerIPU(self) -> int:
+        """Each IPU's share of its IPU-Machine's Streaming Memory, in bytes (64 GiB on Mk2 and Bow)."""
+        return self.streamingMemoryBytesPerMachine // self.ipusPerMachine
+
+    def getStreamingMemoryBandwidth(self) -> float:
+        """Bytes per second each way between an IPU-Machine's Streaming Memory and its IPUs, shared
+        by the IPUs that transfer at once."""
+        return self.streamingMemoryBandwidth
+
+    def getStreamingMemoryLatencyCycles(self) -> int:
+        """Cycles a Streaming Memory transfer takes before its first bytes move."""
+        return math.ceil(self.streamingMemoryLatency * self.clockFrequency)
+
     def getTargetType(self) -> TargetType:
         return self.targetType
 
@@ -349,6 +411,11 @@ class Device:
 
     def detach(self) -> None:
         return None
+
+    def supportsRemoteBuffers(self) -> bool:
+        """Whether the device has Streaming Memory for remote buffers (IPU-M2000 and Bow-2000 IPUs:
+        yes; Mk1 C2 cards: no)."""
+        return self._target.supportsRemoteBuffers()
 
     def createVirtualDevice(self, tilesPerIPU: int) -> Device:
         tiles = checked_int(tilesPerIPU, "createVirtualDevice: tilesPerIPU", 1)

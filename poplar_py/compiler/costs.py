@@ -21,18 +21,19 @@ from .replicas import Replication
 
 @dataclass(frozen=True)
 class StepCost:
-    kind: str  # "OnTileExecute", "DoExchange", "StreamCopy", "Sync"
+    kind: str  # "OnTileExecute", "DoExchange", "StreamCopy", "RemoteBufferCopy", "Sync"
     sync: np.ndarray  # cycles per tile
     exchange: np.ndarray  # on-chip exchange cycles per tile
     host: np.ndarray  # host exchange cycles per tile
     compute: np.ndarray  # cycles per tile, idle worker slots included
     compute_active: np.ndarray  # cycles per tile, only slots that did work
     global_exchange: int = 0  # cycles of the bytes crossing IPUs, every tile waiting
+    streaming: int = 0  # cycles of a Streaming Memory transfer, every tile waiting
 
     @property
     def cycles(self) -> int:
         return int(self.sync.max(initial=0) + self.exchange.max(initial=0) + self.host.max(initial=0)
-                   + self.compute.max(initial=0)) + self.global_exchange
+                   + self.compute.max(initial=0)) + self.global_exchange + self.streaming
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -78,6 +79,19 @@ class CostModel:
     def local(self, traffic: TileTraffic) -> np.ndarray:
         """Cycles of on-tile copies (memcpy) per tile."""
         return _ceil_div(traffic.bytes_local, self.target.getMemcpyBytesPerCycle())
+
+    def streaming(self, traffic: TileTraffic) -> int:
+        """Cycles of a Streaming Memory transfer: its latency, then the bytes that the IPUs of each
+        IPU-Machine move, at the bandwidth those IPUs share; every tile waits for the slowest
+        machine. Nothing moved costs nothing."""
+        t = self.target
+        moved = traffic.bytes_in + traffic.bytes_out
+        if not moved.any():
+            return 0
+        per_ipu = moved.reshape(t.getNumIPUs(), t.getTilesPerIPU()).sum(axis=1)
+        per_machine = np.bincount(np.arange(per_ipu.size) // t.getIPUsPerMachine(), weights=per_ipu)
+        bytes_per_cycle = t.getStreamingMemoryBandwidth() / t.getTileClockFrequency()
+        return t.getStreamingMemoryLatencyCycles() + int(np.ceil(per_machine.max() / bytes_per_cycle))
 
     def host(self, traffic: TileTraffic) -> np.ndarray:
         """Host exchange cycles: the whole transfer at the host rate, every tile waiting. Each

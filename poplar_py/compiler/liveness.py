@@ -26,7 +26,7 @@ import networkx as nx
 import numpy as np
 
 from .. import program as prog
-from ..handles import DataStream
+from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
 from ..regions import Runs, expand_ranges, union_grouped, unique_sorted
 from ..tensor import Tensor
@@ -204,6 +204,8 @@ class _Builder:
     def leaf(self, p: prog.Program) -> Events:
         if isinstance(p, prog.Execute):
             return self.cached(("cs", p.cs.id), lambda: self.compute_set(p.cs.id))
+        if isinstance(p, prog.Copy) and (isinstance(p.src, RemoteBuffer) or isinstance(p.dst, RemoteBuffer)):
+            return self.cached(id(p), lambda: self.remote_copy(p))
         if isinstance(p, (prog.Copy, prog.CrossReplicaCopy)):
             if isinstance(p.src, DataStream) or isinstance(p.dst, DataStream):
                 return NO_EVENTS  # its tensor is always live
@@ -215,6 +217,16 @@ class _Builder:
         if isinstance(p, prog.WriteUndef):
             return self.cached(id(p), lambda: self.accesses(kill=self.vars_of(p.tensor.runs())[1]))
         return NO_EVENTS  # Sync, AssumeEqualAcrossReplicas
+
+    def remote_copy(self, p: prog.Copy) -> Events:
+        """A remote buffer copy reads its offset, and writes its tensor (from the buffer) or reads
+        it (to the buffer): Streaming Memory is what lets a tensor be dead between uses."""
+        offset = self.vars_of(p.offset.runs())[0] if p.offset is not None else _NONE
+        if isinstance(p.src, RemoteBuffer):
+            assert isinstance(p.dst, Tensor)
+            return self.accesses(offset, *self.vars_of(p.dst.runs()))
+        assert isinstance(p.src, Tensor)
+        return self.accesses(var_union(offset, self.vars_of(p.src.runs())[0]))
 
     @staticmethod
     def accesses(use: np.ndarray = _NONE, define: np.ndarray = _NONE, kill: np.ndarray = _NONE) -> Events:

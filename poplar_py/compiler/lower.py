@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import program as prog
-from ..errors import GraphReplicationError, ProgramError
-from ..handles import DataStream
+from ..errors import GraphReplicationError, ProgramError, RemoteBufferError
+from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
 from ..regions import Runs, unique_sorted
 from ..tensor import Tensor
@@ -37,6 +37,7 @@ from .steps import (
     ExecuteStep,
     IfStep,
     PrintStep,
+    RemoteCopyStep,
     RepeatStep,
     ScalarRef,
     SequenceStep,
@@ -150,6 +151,8 @@ def _execute(lw: Lowerer, p: prog.Execute) -> Step:
 
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
+    if isinstance(p.src, RemoteBuffer) or isinstance(p.dst, RemoteBuffer):
+        return _remote_copy(lw, p)
     if isinstance(p.src, Tensor) and isinstance(p.dst, Tensor):
         src, dst = lw.runs(p.src, "Copy source"), lw.runs(p.dst, "Copy destination")
         plan = _tensor_copy(lw, p.src, p.dst, src, dst)
@@ -160,6 +163,25 @@ def _copy(lw: Lowerer, p: prog.Copy) -> Step:
     plan, host = lw.host_plan(t, "Copy", to_device)  # each replica's transfer between the host and its tiles
     return lw.leaf(StreamCopyStep(prog.step_label(p), stream.handle(), to_device, plan, stream.isBroadcast(),
                                   t.elementType().dtype, t.numElements()), host)
+
+
+def _remote_copy(lw: Lowerer, p: prog.Copy) -> Step:
+    """Rows between a remote buffer and a tensor: one host plan per row of the tensor (a row of
+    the buffer is a contiguous host array), and the plan reading the offsets."""
+    reading = isinstance(p.src, RemoteBuffer)
+    buffer, t = (p.src, p.dst) if reading else (p.dst, p.src)
+    assert isinstance(buffer, RemoteBuffer) and isinstance(t, Tensor)
+    if lw.graph.remote_buffers.get(buffer.handle()) != buffer:
+        raise RemoteBufferError(f"Copy: remote buffer '{buffer.handle()}' was not added to this graph")
+    rows = [t] if p.offset is None or p.offset.rank() == 0 else [t[i] for i in range(t.dim(0))]
+    plans, moved = [], TileTraffic.empty(lw.num_tiles)
+    for row in rows:
+        plan, traffic_ = lw.host_plan(row, "Copy", to_device=reading)
+        plans.append(plan)
+        moved = moved + traffic_
+    offsets = None if p.offset is None else lw.host_plan(p.offset, "Copy offset", to_device=False)[0]
+    step = RemoteCopyStep(prog.step_label(p), buffer.handle(), reading, plans, offsets, buffer.getRepeats())
+    return lw.leaf(step, moved)
 
 
 def _tensor_copy(lw: Lowerer, src: Tensor, dst: Tensor, src_runs: Runs, dst_runs: Runs,

@@ -1,7 +1,8 @@
 """The graph compiler: a visible list of passes from the frozen graph IR to a CompiledGraph.
 
     complete tile mapping -> analyse liveness -> lay out variables -> plan compute sets
-    -> release edges -> account control code -> check memory -> fix addresses -> lower programs
+    -> release edges -> account control code -> check memory -> check Streaming Memory
+    -> fix addresses -> lower programs
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
 passes before it produced. A replicated graph is compiled once, for one replica
@@ -23,7 +24,7 @@ import numpy as np
 
 from .. import program as prog
 from ..errors import GraphMemoryAllocationError, ProgramArgumentError
-from ..handles import DataStream
+from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions import Runs
@@ -62,6 +63,7 @@ class CompiledGraph:
 
     target: Target
     streams: Mapping[str, DataStream]
+    remote_buffers: Mapping[str, RemoteBuffer]
     options: EngineOptions
     mapping: TileMapping
     layout: MemoryLayout
@@ -146,6 +148,22 @@ def _check_memory(s: _State) -> None:
         "and inspect the profile.")
 
 
+def _check_streaming_memory(s: _State) -> None:
+    """Each replica's remote buffers fit its IPUs' share of their IPU-Machines' Streaming Memory."""
+    buffers = sorted(s.graph.remote_buffers.values(), key=lambda b: -b.nbytes)
+    target = s.graph.target  # one replica's IPUs
+    capacity = target.getStreamingMemoryBytesPerIPU() * target.getNumIPUs()
+    need = sum(b.nbytes for b in buffers)
+    if need <= capacity or s.options.flag("debug.allowOutOfMemory"):
+        return
+    largest = ", ".join(f"'{b.handle()}' {b.nbytes:,} ({b.getRepeats():,} x {b.numElements():,} "
+                        f"{b.elementType()})" for b in buffers[:5])
+    raise GraphMemoryAllocationError(
+        f"Out of Streaming Memory: each replica's remote buffers need {need:,} bytes but its "
+        f"{target.getNumIPUs()} IPU(s) have {capacity:,} ({target.getStreamingMemoryBytesPerIPU():,} each, "
+        f"their share of an IPU-Machine's); largest: {largest}")
+
+
 def _fix_addresses(s: _State) -> None:
     assert s.layout is not None
     s.layout.finalise(s.replication.factor)
@@ -165,6 +183,7 @@ PASSES = [
     ("release edges", _release_edges),
     ("account control code", _account_control_code),
     ("check memory", _check_memory),
+    ("check Streaming Memory", _check_streaming_memory),
     ("fix addresses", _fix_addresses),
     ("lower programs", _lower_programs),
 ]
@@ -195,7 +214,8 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     assert layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,
                                     h.shape) for name, h in graph.host_handles.items()}
-    compiled = CompiledGraph(replication.device, graph.streams, options, state.mapping, layout, state.lowered,
+    compiled = CompiledGraph(replication.device, graph.streams, graph.remote_buffers, options, state.mapping,
+                             layout, state.lowered,
                              _initial_values(graph, layout), _index_constants(graph, layout), transfers,
                              replication, state.liveness, times, state.edges_digest)
     return graph, compiled

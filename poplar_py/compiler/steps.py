@@ -22,12 +22,13 @@ from typing import IO, ClassVar
 
 import numpy as np
 
-from ..errors import StreamError
+from ..errors import RemoteBufferError, StreamError
 from ..printing import format_tensor
 from ..streams import HostStream
 from ..types import Type
 from .costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan, TileTraffic
+from .streaming_memory import StreamingMemory
 from .vertex_tables import ComputeSetRunner
 from .world import COPY, GATHER, SCATTER, Move, World
 
@@ -36,8 +37,9 @@ from .world import COPY, GATHER, SCATTER, Move, World
 class Machine:
     """The running device: tile memories (every replica's), the vertex state the replicas share,
     connected host streams (per stream, one host end per replica, or one for a broadcast
-    stream), where PrintTensor writes, the lowered functions, the record of what ran and the
-    processes that run it (under MPI, this rank's tiles only: the record holds their cycles)."""
+    stream), Streaming Memory, where PrintTensor writes, the lowered functions, the record of what
+    ran and the processes that run it (under MPI, this rank's tiles only: the record holds their
+    cycles)."""
 
     arena: np.ndarray
     shared: np.ndarray
@@ -45,6 +47,7 @@ class Machine:
     functions: list[Step]
     world: World = field(default_factory=World)
     streams: dict[str, list[HostStream | None]] = field(default_factory=dict)
+    remote: StreamingMemory = field(default_factory=lambda: StreamingMemory({}))
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
 
@@ -257,6 +260,57 @@ class PrintStep(HostStep):
 
     def moves(self) -> list[Move]:
         return [(GATHER, self.plan, True)]
+
+
+@dataclass
+class RemoteCopyStep(Step):
+    """Rows between a remote buffer in Streaming Memory and a tensor, on every replica: tensor row
+    ``i`` and the buffer's row ``offsets[i]``, the offsets read from each replica's own offset
+    tensor (without one, row 0). Every replica's offsets are checked before anything moves: one
+    past the buffer's rows raises RemoteBufferError on every rank and nothing is copied."""
+
+    handle: str
+    to_device: bool  # from the buffer into tile memory
+    rows: list[CopyPlan]  # plan i: a host row <-> the tensor's row i on a replica
+    offsets: CopyPlan | None  # a replica's offset tensor -> a host buffer of UNSIGNED_INTs
+    repeats: int
+    kind: ClassVar[str] = "RemoteBufferCopy"
+
+    def run(self, m: Machine) -> None:
+        chosen: dict[int, list[int]] = {}
+        m.on_replicas(lambda r: chosen.__setitem__(r, self._offsets(m, r)))
+        m.on_replicas(lambda r: self._move(m, r, chosen[r]))
+        m.record.counts[self.id] += 1
+
+    def _offsets(self, m: Machine, replica: int) -> list[int]:
+        if self.offsets is None:
+            return [0]
+        values = np.empty(len(self.rows), np.uint32)
+        m.world.gather_local(self.offsets, m.base, values, replica)
+        bad = np.flatnonzero(values >= self.repeats)
+        if bad.size:
+            raise RemoteBufferError(
+                f"remote buffer '{self.handle}': offset {int(values[bad[0]])} (element {int(bad[0])} of the "
+                f"offsets) on replica {replica} is out of range: the buffer has {self.repeats} row(s), "
+                f"0..{self.repeats - 1}; nothing was copied")
+        return values.tolist()
+
+    def _move(self, m: Machine, replica: int, offsets: list[int]) -> None:
+        for plan, row in zip(self.rows, offsets):
+            if self.to_device:
+                m.world.scatter(plan, m.remote.read(self.handle, replica, row).ctypes.data, m.base, replica)
+            else:
+                m.world.gather_local(plan, m.base, m.remote.write(self.handle, replica, row), replica)
+
+    def moves(self) -> list[Move]:
+        rows = [(SCATTER if self.to_device else GATHER, plan, True) for plan in self.rows]
+        return rows + ([(GATHER, self.offsets, True)] if self.offsets is not None else [])
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        assert self.traffic is not None
+        traffic = model.device(self.traffic)
+        return StepCost(self.kind, model.barrier, model.exchange(traffic), model.zero, model.zero, model.zero,
+                        streaming=model.streaming(traffic))
 
 
 @dataclass

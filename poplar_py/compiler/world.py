@@ -146,7 +146,21 @@ class World:
 
     def gather(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
         """``replica``'s tiles to a host buffer: every rank's buffer receives all of it."""
+        if self.holds(replica):
+            self.gather_local(plan, base, out, replica)
+        self.from_holders(replica, out)
+
+    def holds(self, replica: int) -> bool:
+        """Whether this process takes part in running ``replica`` (and holds its Streaming Memory)."""
+        return replica in self.replicas
+
+    def gather_local(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
+        """``replica``'s tiles to a host buffer, on the processes that take part in ``replica``
+        only (each of them receives all of it)."""
         plan.execute(base + self.offset(replica), out.ctypes.data)
+
+    def from_holders(self, replica: int, out: np.ndarray) -> None:
+        """``out`` on every process as the processes taking part in ``replica`` filled it."""
 
     def read_scalar(self, arena: np.ndarray, address: int, dtype: np.dtype) -> int | float:
         """One element of tile memory, the same on every rank."""
@@ -292,12 +306,9 @@ class MpiWorld(World):
         part: HostScatter = self._share_of(SCATTER, plan, replica)
         part.own.execute(host, base)
 
-    def gather(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
-        if self._whole(replica):
-            owner = int(self.owner[replica])
-            if owner == self.rank:
-                super().gather(plan, base, out, replica)
-            self.comm.Bcast(out.reshape(-1).view(np.uint8), root=owner)
+    def gather_local(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
+        if self._whole(replica):  # its owner alone
+            super().gather_local(plan, base, out, replica)
             return
         part: HostGather = self._share_of(GATHER, plan, replica)
         mine = np.empty(part.pack.nbytes, np.uint8)
@@ -305,6 +316,10 @@ class MpiWorld(World):
         every = np.empty(int(part.counts.sum()), np.uint8)
         self.comm.Allgatherv(mine, self._spec(every, part.counts))
         part.unpack.execute(every.ctypes.data, out.ctypes.data)
+
+    def from_holders(self, replica: int, out: np.ndarray) -> None:
+        if self._whole(replica):  # (a replica split over ranks is held by every rank)
+            self.comm.Bcast(out.reshape(-1).view(np.uint8), root=int(self.owner[replica]))
 
     def read_scalar(self, arena: np.ndarray, address: int, dtype: np.dtype) -> int | float:
         value = np.zeros(1, dtype)

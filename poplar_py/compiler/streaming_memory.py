@@ -1,0 +1,49 @@
+"""Streaming Memory as the running device holds it: every remote buffer's rows, per replica.
+
+On hardware each replica's IPUs have their own rows in the DRAM of their IPU-Machine. Here a
+row is a host array made when the row is first written (by a remote copy or
+``Engine.copyToRemoteBuffer``), so a program may declare far more Streaming Memory than the
+host has and touch a few rows; a row never written reads as zeros. Under MPI a process holds
+the rows of the replicas it runs (a replica split over ranks: every one of them, each a copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..handles import RemoteBuffer
+
+
+class StreamingMemory:
+    """The rows of ``buffers`` (by handle) that this process holds, each replica's its own."""
+
+    def __init__(self, buffers: Mapping[str, RemoteBuffer]) -> None:
+        self.buffers = buffers
+        self._rows: dict[tuple[str, int, int], np.ndarray] = {}
+        self._zeros: dict[str, np.ndarray] = {}
+
+    def read(self, handle: str, replica: int, row: int) -> np.ndarray:
+        """A row's bytes (zeros, never to be written, if it was never written)."""
+        found = self._rows.get((handle, replica, row))
+        if found is not None:
+            return found
+        zeros = self._zeros.get(handle)
+        if zeros is None:  # calloc'd: the pages are the kernel's zero page until written
+            zeros = self._zeros[handle] = np.zeros(self.buffers[handle].row_bytes, np.uint8)
+            zeros.flags.writeable = False
+        return zeros
+
+    def write(self, handle: str, replica: int, row: int) -> np.ndarray:
+        """A row's bytes to write, made now if it was never written."""
+        key = (handle, replica, row)
+        found = self._rows.get(key)
+        if found is None:
+            found = self._rows[key] = np.empty(self.buffers[handle].row_bytes, np.uint8)
+        return found
+
+    @property
+    def allocated(self) -> int:
+        """Host bytes the rows written so far take."""
+        return sum(row.nbytes for row in self._rows.values())
