@@ -468,6 +468,48 @@ def fuzz() -> None:
     say("cycles", engine.getProfile()["execution"]["totalCycles"])
 
 
+def remote_buffers() -> None:
+    """Rows of a remote buffer per replica (R from argv, over 2 IPUs each so that one replica may
+    span ranks): written by the host, gathered into a tensor by offsets, changed and scattered
+    back; every replica's rows and tensor, the cycles; then an offset out of range on the last
+    replica, raised on every rank."""
+    replicas = int(sys.argv[3])
+    device = model(4, 2 * replicas)
+    graph = poplar.Graph(device, replication_factor=replicas)
+    popops.addCodelets(graph)
+    rb = graph.addRemoteBuffer("rows", poplar.FLOAT, 10, repeats=4)
+    u = graph.addVariable(poplar.FLOAT, [2, 10], "u")
+    poputil.mapTensorLinearly(graph, u)
+    offs = graph.addVariable(poplar.UNSIGNED_INT, [2], "offs")
+    graph.setTileMapping(offs, graph.getTarget().getNumTiles() - 1)  # on the replica's last IPU
+    graph.createHostWrite("offs", offs)
+    graph.createHostRead("u", u)
+    seq = prog.Sequence([prog.Copy(rb, u, offs)])
+    popops.addInPlace(graph, u, 0.5, seq)
+    seq.add(prog.Copy(u, rb, offs))
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    for r in range(replicas):
+        for row in range(4):
+            engine.copyToRemoteBuffer(np.arange(10, dtype=np.float32) + 100 * r + 10 * row, "rows", row,
+                                      replicaIndex=r)
+        engine.writeTensor("offs", np.array([r % 4, 3], np.uint32), replicaIndex=r)
+    engine.run()
+    out = np.empty(10, np.float32)
+    for r in range(replicas):
+        rows = []
+        for row in range(4):
+            engine.copyFromRemoteBuffer("rows", out, row, replicaIndex=r)
+            rows.append(out.tolist())
+        say(r, engine.readTensor("u", replicaIndex=r).tolist(), rows)
+    say("cycles", engine.getProfile()["execution"]["totalCycles"])
+    engine.writeTensor("offs", np.array([0, 9], np.uint32), replicaIndex=replicas - 1)
+    try:
+        engine.run()
+    except poplar.PoplarError as e:
+        say(type(e).__name__, e)
+
+
 if __name__ == "__main__":
     {"control": control, "vertex_error": vertex_error, "different_graphs": different_graphs,
      "different_programs": different_programs,
@@ -475,4 +517,4 @@ if __name__ == "__main__":
      "spin": spin, "replicas": replicas, "unconnected_elsewhere": unconnected_elsewhere,
      "host_code_fails": host_code_fails, "exit_in_callback": exit_in_callback,
      "values_differ": values_differ, "raises_before_engine": raises_before_engine,
-     "fuzz": fuzz}[sys.argv[1]]()
+     "fuzz": fuzz, "remote_buffers": remote_buffers}[sys.argv[1]]()

@@ -148,6 +148,15 @@ def test_ranks_own_whole_replicas_or_share_them_alike(replicas, ipus, ranks, tmp
     assert (np.sort(calls, axis=0) == [[0] * replicas] * (ranks - 1) + [[2] * replicas]).all(), calls
 
 
+@pytest.mark.parametrize("replicas,ranks", [(1, 2), (2, 2), (4, 2), (2, 3)])
+def test_remote_buffers_rows_are_the_same_for_any_rank_count(replicas, ranks, tmp_path):
+    """Each replica's rows are held by the ranks running it (a replica split over ranks: by each of
+    them); host reads reach every rank, and an offset out of range is raised on every rank."""
+    one = reports(1, "remote_buffers", tmp_path, str(replicas))[0]
+    assert f"offset 9 (element 1 of the offsets) on replica {replicas - 1} is out of range" in one
+    assert reports(ranks, "remote_buffers", tmp_path, str(replicas)) == [one] * ranks
+
+
 def test_a_host_end_left_unconnected_on_its_replicas_rank_is_named_on_every_rank(tmp_path):
     every = reports(2, "unconnected_elsewhere", tmp_path)
     assert every[0] == every[1]
