@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import fuzz_executables
+import fuzz_groups
 import fuzz_replicas
 import pytest
 from fuzz_cases import cases, check
 
-ALL = cases() + fuzz_replicas.cases() + fuzz_executables.cases()
+ALL = cases() + fuzz_replicas.cases() + fuzz_groups.cases() + fuzz_executables.cases()
 IN_PROCESS = [c for c in ALL if not c.isolated]
 ISOLATED = [c for c in ALL if c.isolated]
 HERE = Path(__file__).resolve().parent
@@ -24,6 +25,7 @@ HERE = Path(__file__).resolve().parent
 def test_the_suite_is_large_enough():
     assert len(ALL) >= 600
     assert len(fuzz_replicas.cases()) + len(fuzz_executables.cases()) >= 200
+    assert len(fuzz_groups.cases()) >= 200
     assert sum(c.culprit is None for c in ALL) >= 50  # valid programs checked against a reference
     assert len({c.name for c in ALL}) == len(ALL)
 
