@@ -75,7 +75,8 @@ def snapshot(graph: poplar.Graph) -> tuple:
     arrays = (ir.vertices.cls, ir.vertices.tile, ir.vertices.perf, e.vertex, e.field, e.row, e.var,
               e.offset, e.count, ir.mapping_tiles)
     return (ir.text(10**6), graph.getNumVertices(), tuple(a.tobytes() for a in arrays),
-            tuple(sorted(ir.host_handles)), tuple(sorted(ir.streams)), len(ir.functions))
+            tuple(sorted(ir.host_handles)), tuple(sorted(ir.streams)), tuple(sorted(ir.remote_buffers)),
+            len(ir.functions))
 
 
 @dataclass(frozen=True)

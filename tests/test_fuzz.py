@@ -1,5 +1,6 @@
 """A seeded fuzz suite: several hundred bad inputs, each a PoplarError naming its culprit that
-leaves the graph unchanged, and valid programs around replication and executables, each
+leaves the graph unchanged, and valid programs around replication, replica groups, remote buffers
+and executables, each
 equal to numpy or to the directly built Engine. Cases that compile codelets that might crash
 the process run in subprocesses (a crash there fails the case instead of the test run)."""
 
@@ -12,11 +13,13 @@ from pathlib import Path
 
 import fuzz_executables
 import fuzz_groups
+import fuzz_remote_buffers
 import fuzz_replicas
 import pytest
 from fuzz_cases import cases, check
 
-ALL = cases() + fuzz_replicas.cases() + fuzz_groups.cases() + fuzz_executables.cases()
+ALL = (cases() + fuzz_replicas.cases() + fuzz_groups.cases() + fuzz_remote_buffers.cases()
+       + fuzz_executables.cases())
 IN_PROCESS = [c for c in ALL if not c.isolated]
 ISOLATED = [c for c in ALL if c.isolated]
 HERE = Path(__file__).resolve().parent
@@ -26,6 +29,7 @@ def test_the_suite_is_large_enough():
     assert len(ALL) >= 600
     assert len(fuzz_replicas.cases()) + len(fuzz_executables.cases()) >= 200
     assert len(fuzz_groups.cases()) >= 200
+    assert len(fuzz_remote_buffers.cases()) >= 200
     assert sum(c.culprit is None for c in ALL) >= 50  # valid programs checked against a reference
     assert len({c.name for c in ALL}) == len(ALL)
 

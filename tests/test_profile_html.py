@@ -400,3 +400,39 @@ def test_a_tile_lists_its_largest_variables_and_sums_the_rest():
     assert next(iter(memory["variables"])) == f"v{MAX_NAMES_PER_TILE + 2}"
     assert memory["variablesOmitted"] == {"count": 3, "bytes": 4 * (1 + 2 + 3)}
     assert sum(memory["variables"].values()) + 24 == memory["byCategory"]["variables"]
+
+
+def streaming_report() -> dict:
+    """A program that loads a row of a remote buffer into a tensor, bumps it and stores it back."""
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 8
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets(Bump)
+    rb = graph.addRemoteBuffer("state", poplar.INT, 16, repeats=4)
+    x = graph.addVariable(poplar.INT, [16], "x")
+    cs = graph.addComputeSet("bump")
+    for i in range(16):
+        graph.setTileMapping(x[i], i % 8)
+        graph.setTileMapping(graph.addVertex(cs, "Bump", {"x": x[i]}), i % 8)
+    engine = poplar.Engine(graph, prog.Sequence([prog.Copy(rb, x), prog.Execute(cs), prog.Copy(x, rb)]))
+    engine.load(device)
+    engine.run()
+    return engine.getProfile()
+
+
+def test_streaming_memory_in_the_summary_and_the_steps(browser, tmp_path):
+    report = streaming_report()
+    open_page(browser, report, tmp_path, "streaming")
+    avg = report["execution"]["tileAverages"]["streamingMemory"]
+    assert avg > 0 and text_of(browser, "#avg-streamingMemory").startswith(f"{avg:,.1f} (")
+    assert text_of(browser, "#streaming-total") == "256 B"
+    assert "state" in text_of(browser, "#summary-tables")
+    assert "Streaming Memory" in text_of(browser, "#phase-legend")
+    step = next(i for i, s in enumerate(report["execution"]["steps"]) if s["type"] == "RemoteBufferCopy")
+    click(browser, f'tr.step-row[data-step="{step}"]')
+    cycles = report["execution"]["steps"][step]["streamingMemory"]
+    assert text_of(browser, '#step-figures td[data-phase="streamingMemory"]') == f"{cycles:,}"
+    assert f"Streaming Memory {cycles:,} cycles" in text_of(browser, "#step-streaming")
+    no_console_errors(browser)
+    screenshot(browser, tmp_path, "streaming")

@@ -21,9 +21,12 @@
     {key: "exchange", label: "On-IPU exchange", color: "#f28e2b"},
     {key: "globalExchange", label: "Global exchange", color: "#e15759"},
     {key: "host", label: "Host exchange", color: "#76b7b2"},
+    {key: "streamingMemory", label: "Streaming Memory", color: "#9c755f"},
     {key: "compute", label: "Compute", color: "#4e79a7"},
   ];
-  const TILE_PHASES = PHASES.filter(p => p.key !== "globalExchange");
+  // every tile waits the same for these: the steps hold one number, not one per tile
+  const TILE_PHASES = PHASES.filter(p => p.key !== "globalExchange" && p.key !== "streamingMemory");
+  const STREAMING = COMP.memory.streamingMemory || {buffers: []};
 
   const state = {ipu: -1, selectedTile: null, selectedStep: null, logSteps: false, fitLimit: null};
 
@@ -354,8 +357,16 @@
         row("Tile average compute (incl. idle threads)", "compute"),
         row("Tile average compute (excl. idle threads)", "computeActive"),
         row("Tile average IPU exchange", "exchange"), row("Tile average global exchange", "globalExchange"),
-        row("Tile average host exchange", "host"), row("Tile average sync", "sync")])],
+        row("Tile average host exchange", "host"),
+        ...(STREAMING.buffers.length ? [row("Tile average Streaming Memory", "streamingMemory")] : []),
+        row("Tile average sync", "sync")])],
     ];
+    if (STREAMING.buffers.length) {
+      boxes.push(["Streaming Memory (remote buffers)", kvTable([
+        ["Total, every replica", bytes(STREAMING.total), "streaming-total"],
+        ["Per replica", `${bytes(STREAMING.perReplica)} of ${bytes(STREAMING.capacity)}`],
+        ...STREAMING.buffers.map(b => [b.handle, `${bytes(b.bytes)} (${fmt(b.repeats)} × ${fmt(b.numElements)} ${b.type})`])])]);
+    }
     if ((EX.ipus || []).length > 1) {
       const memory = Object.fromEntries((COMP.ipus || []).map(i => [i.ipu, i.memory]));
       const t = el("table", {class: "data"}, el("thead", {}, el("tr", {}, ["IPU", "Memory", "Compute", "Exchange",
@@ -632,6 +643,10 @@
       `: ${fmt(total[busiest])} cycles (compute ${fmt(series[3].values[busiest])})`));
     if (s.globalExchange) {
       stats.append(el("span", {}, "Global exchange ", el("b", {text: fmt(s.globalExchange)}), " cycles, every tile waiting"));
+    }
+    if (s.streamingMemory) {
+      stats.append(el("span", {id: "step-streaming"}, "Streaming Memory ", el("b", {text: fmt(s.streamingMemory)}),
+        " cycles, every tile waiting"));
     }
     stepChart = new TileChart(chart, {
       label: "cycles per tile", height: 240, yLabel: "Cycles", unit: () => ({div: 1, name: ""}),
