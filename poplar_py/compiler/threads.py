@@ -38,6 +38,8 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 def split(n: int, min_per_piece: int) -> list[tuple[int, int]]:
     """[begin, end) pieces of ``range(n)``: one per thread, each at least ``min_per_piece`` long."""
     k = min(count(), max(1, n // max(min_per_piece, 1)))
+    if k == 1:
+        return [(0, n)]
     bounds = np.linspace(0, n, k + 1).astype(int).tolist()
     return list(itertools.pairwise(bounds))
 
