@@ -76,8 +76,9 @@ class FieldConnector:
         if value is None:
             raise ConnectionArgumentError(f"{where()} ({slot.describe()}) cannot be connected to None")
         if isinstance(value, RemoteBuffer):  # vertices read tile memory only
-            raise ConnectionArgumentError(f"{where()} cannot be connected to remote buffer '{value.handle()}': "
-                                          "copy its rows into a tensor with prog.Copy(buffer, tensor)")
+            raise ConnectionArgumentError(f"{where()} cannot be connected to remote buffer "
+                                          f"'{value.handle()}': copy its rows into a tensor with "
+                                          "prog.Copy(buffer, tensor)")
         if not isinstance(value, Tensor):
             value = self._value(vid, slot, value, where)
             run = value.as_run()
