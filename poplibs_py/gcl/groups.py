@@ -1,6 +1,6 @@
 """GCL's replica groups (``gcl::CommGroup``): which replicas a cross-replica collective combines.
 
-A group of R replicas is cut into groups of k replicas (k = R when the size is 0):
+A graph's R replicas are cut into groups of k replicas (k = R when the size is 0):
 
 - ``ALL``: one group of every replica (the size is ignored);
 - ``CONSECUTIVE`` with stride s: blocks of ``k s`` consecutive replicas, each holding s
@@ -8,7 +8,8 @@ A group of R replicas is cut into groups of k replicas (k = R when the size is 0
   ``{0..k-1}, {k..2k-1}, ...``;
 - ``ORTHOGONAL``: ``m = R / k`` groups, group i = ``{i, i + m, ..., i + (k - 1) m}``, one replica
   of each block of m consecutive replicas (GCL's groups "sliced orthogonal to the replica
-  ordering": with one replica per IPU-Link domain, they talk over the GW-links only).
+  ordering": with k the number of IPU-Link domains, a group holds one replica of each domain
+  and talks over the GW-links only).
 
 Every type is a CONSECUTIVE one: ALL is ``(R, 1)`` and ORTHOGONAL ``(k, R / k)``, so a replica's
 index in its group is ``(r mod k s) / s``. The group checks the kinds of its values when built;
