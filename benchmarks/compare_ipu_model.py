@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Graphcore's IPU Model, `./tut6 10000 1000`, Mk2 (reference/tutorials.md §A.4).
+# Graphcore's IPU Model, `./tut6 10000 1000`, Mk2 (Graphcore's tutorial 6 README).
 PUBLISHED = {
     "Total cycles": 6_681_766,
     "Tile average compute cycles (including idle threads)": 3_801.8,

@@ -371,7 +371,7 @@ class Target:
 
 
 def _global_sync(m: IPUModel) -> int:
-    """A sync across IPUs: the model's field, else PopLibs' test model (reference/sim.md)."""
+    """A sync across IPUs: the model's field, else PopLibs' test model (poplibs_test/Util.cpp)."""
     if m.globalSyncCycles is not None:
         if not _is_number(m.globalSyncCycles) or m.globalSyncCycles < 0:
             raise InvalidMachineModelError(f"IPUModel.globalSyncCycles must be a non-negative number, "

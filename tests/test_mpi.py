@@ -1,4 +1,4 @@
-"""One simulation over K MPI ranks (DESIGN.md section 9): the same output, cycles and profile
+"""One simulation over K MPI ranks: the same output, cycles and profile
 for every K, agreement on errors, and each rank holding its share of the memory.
 
 Each test launches ``mpiexec -n K`` (from the MPICH wheel the test extra installs); a hang

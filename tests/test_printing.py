@@ -1,4 +1,4 @@
-"""PrintTensor: Poplar SDK 3's format (reference/tutorials.md §A.3), printed by a running engine."""
+"""PrintTensor: Poplar SDK 3's format, printed by a running engine."""
 
 from __future__ import annotations
 

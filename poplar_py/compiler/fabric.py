@@ -1,7 +1,7 @@
 """The IPU-Link fabric: how long the bytes that cross IPUs take, in a global exchange phase.
 
 IPUs are joined by IPU-Links (Mk2: 10 per IPU at 32 GB/s each way, ``IPUModel.ipuLinkBandwidth``)
-in the topology PopLibs' multi-IPU test model describes (``reference/sim.md``): a **ladder** of
+in the topology PopLibs' multi-IPU test model describes (``poplibs_test/Util.cpp``): a **ladder** of
 rungs of two IPUs, ``2r`` and ``2r + 1``, joined by 4 links, each IPU joined to the same side of
 the next rung by 2 links; a **torus** (``IPUModel.ipuLinkTopology = "torus"``) also joins the
 last rung to the first. Bytes from IPU ``a`` to IPU ``b`` follow a shortest path (fewest hops,

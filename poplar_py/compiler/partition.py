@@ -1,6 +1,6 @@
 """Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank.
 
-Under MPI (DESIGN.md section 9) each of K ranks holds the memories of one contiguous block
+Under MPI each of K ranks holds the memories of one contiguous block
 of the device's tiles: whole IPUs when the device has at least K, else an even split of the
 tiles. In a replicated graph that is R/K whole replicas per rank when K divides R; a replica's
 plan is cut here only for a replica whose tiles several ranks hold, shifted to its memories. Tile
