@@ -189,12 +189,23 @@ class CopyPlan:
     def __len__(self) -> int:
         return int(self.pieces.shape[0])
 
+    def __getstate__(self) -> dict:
+        """Pickled without the pieces' address, which belongs to this process."""
+        state = dict(self.__dict__)
+        state.pop("address", None)
+        return state
+
+    @functools.cached_property
+    def address(self) -> int:
+        """Where the piece table is (kept: ctypes takes a microsecond to tell it)."""
+        return self.pieces.ctypes.data
+
     def execute(self, src_base: int, dst_base: int) -> None:
         """Run the copy between memories at these addresses."""
         if not len(self):
             return
         if not self.staged:
-            _run(self.pieces, self.steps, self.nbytes, src_base, dst_base)
+            _run(self.pieces, self.address, self.steps, self.nbytes, src_base, dst_base)
             return
         temp = np.empty(self.nbytes + 8, dtype=np.uint8)
         into, out_of = self.staging
@@ -302,18 +313,19 @@ def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.nda
     return np.stack((src, dst, count, src_step, dst_step, size), axis=1).astype(_I64).reshape(-1, 6), None
 
 
-def _run(pieces: np.ndarray, steps: tuple[int, int, int] | None, nbytes: int, src_base: int,
+def _run(pieces: np.ndarray, address: int, steps: tuple[int, int, int] | None, nbytes: int, src_base: int,
          dst_base: int) -> None:
-    """The native copy of these pieces, split over threads when it is large."""
+    """The native copy of these pieces (their table at ``address``), split over threads when it
+    is large."""
     n = pieces.shape[0]
     parts = threads.split(n, _MIN_PIECES_PER_THREAD) if nbytes >= _MIN_BYTES_PER_THREAD else [(0, n)]
     row = pieces.strides[0]
     if steps is None:
         threads.run_all(native_copy.copy_pieces(), [
-            (src_base, dst_base, pieces.ctypes.data + row * a, b - a) for a, b in parts])
+            (src_base, dst_base, address + row * a, b - a) for a, b in parts])
     else:
         threads.run_all(native_copy.copy_uniform(steps[2]), [
-            (src_base, dst_base, pieces.ctypes.data + row * a, b - a, steps[0], steps[1]) for a, b in parts])
+            (src_base, dst_base, address + row * a, b - a, steps[0], steps[1]) for a, b in parts])
 
 
 def _joined(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,

@@ -51,8 +51,9 @@ class Machine:
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
 
-    @property
+    @functools.cached_property
     def base(self) -> int:
+        """The arena's address (it never moves; ctypes takes a microsecond to tell it)."""
         return self.arena.ctypes.data
 
     def on_replicas(self, run: Callable[[int], None], every: bool = False) -> None:
@@ -298,7 +299,7 @@ class RemoteCopyStep(Step):
     def _move(self, m: Machine, replica: int, offsets: list[int]) -> None:
         for plan, row in zip(self.rows, offsets):
             if self.to_device:
-                m.world.scatter(plan, m.remote.read(self.handle, replica, row).ctypes.data, m.base, replica)
+                m.world.scatter(plan, m.remote.address(self.handle, replica, row), m.base, replica)
             else:
                 m.world.gather_local(plan, m.base, m.remote.write(self.handle, replica, row), replica)
 

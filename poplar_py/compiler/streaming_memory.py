@@ -23,6 +23,7 @@ class StreamingMemory:
         self.buffers = buffers
         self._rows: dict[tuple[str, int, int], np.ndarray] = {}
         self._zeros: dict[str, np.ndarray] = {}
+        self._addresses: dict[tuple[str, int, int] | str, int] = {}  # of the rows and the zero rows
 
     def read(self, handle: str, replica: int, row: int) -> np.ndarray:
         """A row's bytes (zeros, never to be written, if it was never written)."""
@@ -34,6 +35,16 @@ class StreamingMemory:
             zeros = self._zeros[handle] = np.zeros(self.buffers[handle].row_bytes, np.uint8)
             zeros.flags.writeable = False
         return zeros
+
+    def address(self, handle: str, replica: int, row: int) -> int:
+        """Where :meth:`read`'s bytes are (kept: ctypes takes a microsecond to tell it)."""
+        key: tuple[str, int, int] | str = (handle, replica, row)
+        if key not in self._rows:
+            key = handle  # the buffer's zero row
+        found = self._addresses.get(key)
+        if found is None:
+            found = self._addresses[key] = self.read(handle, replica, row).ctypes.data
+        return found
 
     def write(self, handle: str, replica: int, row: int) -> np.ndarray:
         """A row's bytes to write, made now if it was never written."""
