@@ -27,7 +27,8 @@ def main() -> None:
 @click.argument("program", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tiles", type=click.IntRange(min=1), help="Tiles per IPU that IPUModel() starts with.")
 @click.option("--ipus", type=click.IntRange(min=1), help="Number of IPUs that IPUModel() starts with.")
-@click.option("--arch", type=click.Choice(["ipu1", "ipu2"]), help="IPU version IPUModel() defaults to.")
+@click.option("--arch", type=click.Choice(["ipu1", "ipu2", "ipu21"]),
+              help="IPU version IPUModel() defaults to (ipu21: a Bow IPU).")
 @click.option("--profile", "profile_file", type=click.Path(dir_okay=False),
               help="Write the JSON profile report of every Engine to this file.")
 @click.option("--profile-html", "profile_html", type=click.Path(dir_okay=False),

@@ -133,8 +133,8 @@ class Copy(Program):
     @staticmethod
     def _check_remote(src: Any, dst: Any, offset: Any) -> Tensor | None:
         """A remote buffer copy's checks; returns its offset. Without an offset one row moves (row
-        0); a scalar UNSIGNED_INT offset picks the row; a 1-D one of k offsets moves k rows, to or
-        from a tensor of shape [k, numElements]."""
+        0); a scalar UNSIGNED_INT offset (or one of shape [1]) picks the row; a 1-D one of k
+        offsets moves k rows, to or from a tensor of shape [k, numElements]."""
         reading = isinstance(src, RemoteBuffer)
         buffer, t = (src, dst) if reading else (dst, src)
         where = f"Copy {'from' if reading else 'to'} remote buffer '{buffer.handle()}'"
@@ -156,7 +156,7 @@ class Copy(Program):
                                         f"{offset.shape()}")
             if offset.rank() == 1:
                 rows = offset.numElements()
-                if t.shape() != [rows, n]:
+                if rows != 1 and t.shape() != [rows, n]:
                     raise RemoteBufferError(f"{where}: {rows} offset(s) move {rows} row(s) of {n}, so tensor "
                                             f"'{t.name}' must have shape {[rows, n]}, not {t.shape()}")
         if rows == 1 and t.numElements() != n:

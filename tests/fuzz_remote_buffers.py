@@ -292,7 +292,7 @@ COPIES: list[tuple[str, Callable[[Remote], Any], tuple[str, ...], type[Exception
     (
         "rows-count",
         lambda w: prog.Copy(w.rb, w.u, w.offs.slice(0, 1)),
-        ("'rb'", "1 offset"),
+        ("'rb'", "a row has 6", "'u' has 12"),
         poplar.RemoteBufferError,
     ),
     (

@@ -135,6 +135,20 @@ def test_rows_move_as_the_offsets_say_and_match_numpy():
             np.testing.assert_array_equal(h.row(e, r), model[r], err_msg=f"step {step} row {r}")
 
 
+def test_an_offset_of_one_element_picks_a_row_for_a_tensor_of_any_shape():
+    h = Rows()
+    one = h.graph.addVariable(poplar.UNSIGNED_INT, [1], "one")
+    h.graph.setTileMapping(one, 0)
+    h.graph.createHostWrite("one", one)
+    e = h.engine([prog.Copy(h.rb, h.t.reshape([3, 4]), one), prog.Copy(h.rb, h.u[1:2], one)])
+    e.copyToRemoteBuffer(np.arange(12, dtype=np.float32), "rb", 2)
+    e.writeTensor("one", np.array([2], np.uint32))
+    e.run(0)
+    e.run(1)
+    np.testing.assert_array_equal(e.readTensor("t/r"), np.arange(12))
+    np.testing.assert_array_equal(e.readTensor("u/r")[1], np.arange(12))
+
+
 def test_a_row_never_written_reads_zeros():
     h = Rows()
     e = h.engine([prog.Copy(h.rb, h.u, h.offs)])

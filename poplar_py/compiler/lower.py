@@ -173,7 +173,7 @@ def _remote_copy(lw: Lowerer, p: prog.Copy) -> Step:
     assert isinstance(buffer, RemoteBuffer) and isinstance(t, Tensor)
     if lw.graph.remote_buffers.get(buffer.handle()) != buffer:
         raise RemoteBufferError(f"Copy: remote buffer '{buffer.handle()}' was not added to this graph")
-    rows = [t] if p.offset is None or p.offset.rank() == 0 else [t[i] for i in range(t.dim(0))]
+    rows = [t] if p.offset is None or p.offset.numElements() == 1 else [t[i] for i in range(t.dim(0))]
     plans, moved = [], TileTraffic.empty(lw.num_tiles)
     for row in rows:
         plan, traffic_ = lw.host_plan(row, "Copy", to_device=reading)
