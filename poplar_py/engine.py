@@ -25,7 +25,7 @@ from .codelet.pipeline import codelet_fingerprint
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
-from .compiler.streaming_memory import StreamingMemory
+from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
 from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
 from .debug import debug_name
 from .errors import (
@@ -40,7 +40,7 @@ from .errors import (
 )
 from .executable import Executable, compileGraph
 from .graph import Graph
-from .handles import DataStream, RemoteBuffer
+from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
 from .host_memory import release_freed_heap
 from .ir import GraphIR
@@ -286,40 +286,20 @@ class Engine:
         """The handles of the graph's remote buffers."""
         return list(self._exe.remote_buffers)
 
-    def _remote_row(self, handle: Any, repeatIndex: Any, replicaIndex: Any, what: str
-                    ) -> tuple[RemoteBuffer, int, int]:
-        """The buffer, row and replica a host access names, checked."""
-        checked_str(handle, f"{what}: the handle")
-        buffer = self._exe.remote_buffers.get(handle)
-        if buffer is None:
-            raise RemoteBufferError(f"{what}: no remote buffer '{handle}' (remote buffers: "
-                                    f"{', '.join(self._exe.remote_buffers) or 'none'})")
-        rows = buffer.getRepeats()
-        if not is_int(repeatIndex) or not 0 <= repeatIndex < rows:
-            raise RemoteBufferError(f"{what}('{handle}'): row {repeatIndex!r:.40} is out of range: the "
-                                    f"buffer has {rows} row(s), 0..{rows - 1}")
+    def _remote_row(self, handle: Any, repeatIndex: Any, replicaIndex: Any, array: Any, what: str
+                    ) -> tuple[np.ndarray, int, int]:
+        """The host array, row and replica a host access names, checked."""
+        buffer, row = checked_row(self._exe.remote_buffers, handle, repeatIndex, what)
         replica = self._replica(replicaIndex, f"{what}('{handle}')")
         self._base()
-        return buffer, int(repeatIndex), replica
-
-    @staticmethod
-    def _row_array(buffer: RemoteBuffer, array: Any, what: str) -> np.ndarray:
-        """``array`` if it holds one row of ``buffer``: a numpy array of its element type and size."""
-        dtype, n = buffer.elementType().dtype, buffer.numElements()
-        if not isinstance(array, np.ndarray):
-            raise InvalidArgumentError(f"{what}('{buffer.handle()}'): the host buffer must be a numpy array, "
-                                       f"got {type(array).__name__} {array!r:.40}")
-        if array.dtype != dtype or array.size != n:
-            raise RemoteBufferError(f"{what}('{buffer.handle()}'): a row is {n} {buffer.elementType()} "
-                                    f"({dtype}) element(s), got an array of {array.size} {array.dtype}")
-        return array
+        return row_array(buffer, array, what), row, replica
 
     def copyToRemoteBuffer(self, buffer: Any, handle: str, repeatIndex: int, replicaIndex: int = 0) -> None:
         """Write ``buffer`` (a numpy array of one row: the remote buffer's element type and
         ``numElements``) into row ``repeatIndex`` of replica ``replicaIndex``'s rows of remote buffer
         ``handle``, in Streaming Memory (no tile memory changes)."""
-        remote, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, "copyToRemoteBuffer")
-        data = self._row_array(remote, buffer, "copyToRemoteBuffer")
+        data, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, buffer,
+                                              "copyToRemoteBuffer")
         m = self._machine
         if m.world.holds(replica):  # under MPI: the ranks running the replica hold its rows
             m.remote.write(handle, replica, row)[:] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
@@ -328,12 +308,12 @@ class Engine:
         """Fill ``buffer`` (a writeable numpy array of one row) with row ``repeatIndex`` of replica
         ``replicaIndex``'s rows of remote buffer ``handle`` (zeros if it was never written); under
         MPI every rank gets it."""
-        remote, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, "copyFromRemoteBuffer")
-        out = self._row_array(remote, buffer, "copyFromRemoteBuffer")
+        out, row, replica = self._remote_row(handle, repeatIndex, replicaIndex, buffer,
+                                             "copyFromRemoteBuffer")
         if not out.flags.writeable:
             raise RemoteBufferError(f"copyFromRemoteBuffer('{handle}'): the host buffer is read-only")
         m = self._machine
-        data = np.empty(remote.row_bytes, np.uint8)
+        data = np.empty(out.nbytes, np.uint8)
         if m.world.holds(replica):
             data[:] = m.remote.read(handle, replica, row)
         m.world.from_holders(replica, data)

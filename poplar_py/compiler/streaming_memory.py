@@ -10,9 +10,12 @@ the rows of the replicas it runs (a replica split over ranks: every one of them,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from ..arguments import checked_str, is_int
+from ..errors import InvalidArgumentError, RemoteBufferError
 from ..handles import RemoteBuffer
 
 
@@ -58,3 +61,30 @@ class StreamingMemory:
     def allocated(self) -> int:
         """Host bytes the rows written so far take."""
         return sum(row.nbytes for row in self._rows.values())
+
+
+def checked_row(buffers: Mapping[str, RemoteBuffer], handle: Any, repeatIndex: Any, what: str
+                ) -> tuple[RemoteBuffer, int]:
+    """The buffer ``handle`` names and its row ``repeatIndex``, for a host access ``what``."""
+    checked_str(handle, f"{what}: the handle")
+    buffer = buffers.get(handle)
+    if buffer is None:
+        raise RemoteBufferError(f"{what}: no remote buffer '{handle}' (remote buffers: "
+                                f"{', '.join(buffers) or 'none'})")
+    rows = buffer.getRepeats()
+    if not is_int(repeatIndex) or not 0 <= repeatIndex < rows:
+        raise RemoteBufferError(f"{what}('{handle}'): row {repeatIndex!r:.40} is out of range: the buffer "
+                                f"has {rows} row(s), 0..{rows - 1}")
+    return buffer, int(repeatIndex)
+
+
+def row_array(buffer: RemoteBuffer, array: Any, what: str) -> np.ndarray:
+    """``array`` if it holds one row of ``buffer``: a numpy array of its element type and size."""
+    dtype, n = buffer.elementType().dtype, buffer.numElements()
+    if not isinstance(array, np.ndarray):
+        raise InvalidArgumentError(f"{what}('{buffer.handle()}'): the host buffer must be a numpy array, got "
+                                   f"{type(array).__name__} {array!r:.40}")
+    if array.dtype != dtype or array.size != n:
+        raise RemoteBufferError(f"{what}('{buffer.handle()}'): a row is {n} {buffer.elementType()} "
+                                f"({dtype}) element(s), got an array of {array.size} {array.dtype}")
+    return array
