@@ -59,15 +59,13 @@ class ReplicatedStreamMode(enum.Enum):
 
 
 @dataclass(frozen=True)
-class DataStream:
-    """A host FIFO: each stream copy moves ``numElements`` elements of ``type``."""
+class StreamHandle:
+    """What a stream and a remote buffer have in common: a handle and ``numElements`` elements of
+    ``type`` a copy moves (Poplar implements a remote buffer as two streams)."""
 
     handle_: str
     type_: Type
     numElements_: int
-    toDevice: bool
-    replicatedMode_: ReplicatedStreamMode = ReplicatedStreamMode.REPLICATE
-    replicationFactor_: int = 1
 
     def handle(self) -> str:
         return self.handle_
@@ -77,6 +75,15 @@ class DataStream:
 
     def numElements(self) -> int:
         return self.numElements_
+
+
+@dataclass(frozen=True)
+class DataStream(StreamHandle):
+    """A host FIFO: each stream copy moves ``numElements`` elements of ``type``."""
+
+    toDevice: bool
+    replicatedMode_: ReplicatedStreamMode = ReplicatedStreamMode.REPLICATE
+    replicationFactor_: int = 1
 
     def replicatedMode(self) -> ReplicatedStreamMode:
         return self.replicatedMode_
@@ -147,30 +154,17 @@ class HostHandle:
 
 
 @dataclass(frozen=True)
-class RemoteBuffer:
+class RemoteBuffer(StreamHandle):
     """A buffer in Streaming Memory (``graph.addRemoteBuffer``): ``repeats`` rows of
     ``numElements`` elements of ``type``, each replica with rows of its own. Programs copy rows
     between it and tile memory (``program.Copy(buffer, t[, offset])``, ``Copy(t, buffer[,
     offset])``); the host reads and writes rows with ``Engine.copyToRemoteBuffer`` and
     ``copyFromRemoteBuffer``."""
 
-    handle_: str
-    type_: Type
-    numElements_: int
     repeats_: int = 1
     rearrangeOnHost_: bool = False
     optimisedForMemory_: bool = False
     owner: int = field(default=0, repr=False)  # the graph's token, as ComputeSet's
-
-    def handle(self) -> str:
-        return self.handle_
-
-    def elementType(self) -> Type:
-        return self.type_
-
-    def numElements(self) -> int:
-        """Elements in one row."""
-        return self.numElements_
 
     def getRepeats(self) -> int:
         """Rows of the buffer (on each replica)."""
