@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from .compiler.costs import CostModel, RunRecord
+from .compiler.costs import CostModel, RunRecord, StepCost
 from .compiler.layout import MemoryLayout
 from .compiler.pipeline import CompiledGraph
 from .compiler.steps import ExecuteStep
+from .compiler.timeline import Span, Timeline, replay
 from .flops import add_flops, run_flops, share_rows, summary_lines
 from .ir import GraphIR, VerticesIR
 from .regions import unique_sorted
@@ -45,6 +46,8 @@ from .regions import unique_sorted
 MAX_NAMES_PER_TILE = 48
 # Per-tile cycle arrays of the steps, in numbers: later steps go without once it is spent.
 TILE_CYCLES_BUDGET = 400_000
+# The runs whose places on every IPU the report keeps (compiler/timeline.py), in IPUs involved.
+TIMELINE_BUDGET = 100_000
 _PHASES = ("sync", "exchange", "host", "compute")
 
 
@@ -86,10 +89,25 @@ class Profile:
             out["liveness"] = liveness.over_steps(var_bytes)
         return out
 
+    def costs(self) -> dict[int, StepCost]:
+        """Each leaf step that ran, by id: what one run costs."""
+        return {step.id: step.cost(self.model, self.record) for step in self.exe.lowered.leaves
+                if self.record.counts[step.id]}
+
+    def timeline(self, costs: dict[int, StepCost], keep: int = 0) -> Timeline:
+        """Every IPU's clock over the runs the record holds (:mod:`~poplar_py.compiler.timeline`)."""
+        every, ipus = self.model.every_ipu, self.exe.target.getNumIPUs()
+        spans = {step: Span(every if c.ipus is None else c.ipus, c.syncs, c.cycles)
+                 for step, c in costs.items()}
+        return replay(self.record.trace, spans, ipus, ipus // self.exe.replication.factor, keep)
+
     def total_cycles(self) -> int:
-        """The cycles of everything the record holds (the report's ``totalCycles``)."""
-        return sum(self.record.counts[step.id] * step.cost(self.model, self.record).cycles
-                   for step in self.exe.lowered.leaves if self.record.counts[step.id])
+        """The cycles of everything the record holds (the report's ``totalCycles``): the latest IPU's
+        clock (one IPU's: the sum of every run's cycles)."""
+        costs = self.costs()
+        if self.exe.target.getNumIPUs() == 1:
+            return sum(self.record.counts[step] * cost.cycles for step, cost in costs.items())
+        return self.timeline(costs).total
 
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
@@ -99,20 +117,26 @@ class Profile:
         replicas = self.exe.replication.factor
         by_tile = {k: np.zeros(n) for k in ("compute", "computeActive", "exchange", "globalExchange", "host",
                                             "streamingMemory", "sync")}
-        total = 0
+        per_ipu = t.getTilesPerIPU()
         step_rows = []
         budget = TILE_CYCLES_BUDGET
+        costs = self.costs()
+        timeline = self.timeline(costs, TIMELINE_BUDGET)
+        rows: dict[int, int] = {}  # step id -> its row
         for step in self.exe.lowered.leaves:
-            count = self.record.counts[step.id]
-            if not count:
+            cost = costs.get(step.id)
+            if cost is None:
                 continue
-            cost = step.cost(self.model, self.record)
+            count = self.record.counts[step.id]
+            # a tile's figures count the runs of steps its IPU takes part in
+            runs = count if cost.ipus is None else \
+                count * np.repeat(np.isin(self.model.every_ipu, cost.ipus), per_ipu)
             for key, values in (("compute", cost.compute), ("computeActive", cost.compute_active),
-                                ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync)):
-                by_tile[key] += count * values
-            by_tile["globalExchange"] += count * cost.global_exchange
-            by_tile["streamingMemory"] += count * cost.streaming
-            total += count * cost.cycles
+                                ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync),
+                                ("globalExchange", cost.global_exchange),
+                                ("streamingMemory", cost.streaming)):
+                by_tile[key] += runs * values
+            rows[step.id] = len(step_rows)
             step_rows.append({"name": step.label, "type": cost.kind, "count": count, "cycles": cost.cycles,
                               "sync": int(cost.sync.max(initial=0)),
                               "exchange": int(cost.exchange.max(initial=0)),
@@ -129,10 +153,12 @@ class Profile:
             if numbers <= budget:
                 budget -= numbers
                 step_rows[-1]["tileCycles"] = tile_cycles
+        total = timeline.total
+        if timeline.waiting.any():
+            by_tile["waiting"] = np.repeat(timeline.waiting, per_ipu).astype(float)
         device = self.exe.replication.device_tiles
         used, usage = device(layout.tile_total), self.usage()
         shared = np.zeros(n, np.int64) if layout.not_always_live is None else device(layout.not_always_live)
-        per_ipu = t.getTilesPerIPU()
         ipus = [slice(k * per_ipu, (k + 1) * per_ipu) for k in range(t.getNumIPUs())]
         averages = [{key: float(v[tiles].mean()) for key, v in by_tile.items()} for tiles in ipus]
         compute_sets = _compute_set_rows(step_rows)
@@ -168,7 +194,10 @@ class Profile:
                 "totalCycles": int(total),
                 "tileAverages": {k: float(v.mean()) if n else 0.0 for k, v in by_tile.items()},
                 "cyclesByTile": {k: v.astype(np.int64).tolist() for k, v in by_tile.items()},
-                "ipus": [{"ipu": k, "tileAverages": avg} for k, avg in enumerate(averages)],
+                "ipus": [{"ipu": k, "tileAverages": avg, "cycles": int(timeline.clocks[k]),
+                          "busy": int(timeline.busy[k]), "waiting": int(timeline.waiting[k])}
+                         for k, avg in enumerate(averages)],
+                "timeline": _timeline_rows(timeline, rows),
                 "steps": step_rows,
                 "computeSets": compute_sets,
                 **({"flops": flops} if flops else {}),
@@ -231,6 +260,14 @@ def tile_holdings(graph: GraphIR, layout: MemoryLayout) -> list[dict]:
             g = 2 * tile + rest % 2
             out[tile][kind + "Omitted"] = {"count": count[g], "bytes": int(dropped[g])}
     return out
+
+
+def _timeline_rows(timeline: Timeline, rows: dict[int, int]) -> dict:
+    """The first runs of the trace, each its step's row in ``steps`` and, per IPU it involves, when
+    it arrived, started (later where it waited for other IPUs) and ended."""
+    entries = [{"step": rows[step], "ipus": ipus.tolist(), "arrive": arrive.tolist(), "start": start.tolist(),
+                "end": end.tolist()} for step, ipus, arrive, start, end in timeline.entries]
+    return {"entries": entries, "truncated": timeline.truncated}
 
 
 def compact(values: np.ndarray) -> int | list | dict:
@@ -356,6 +393,8 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               *([row("Tile average Streaming Memory cycles:", avg["streamingMemory"])]
                 if streaming and streaming["buffers"] else []),
               row("Tile average sync cycles:", avg["sync"]),
+              *([row("Tile average waiting cycles (for other IPUs):", avg["waiting"])]
+                if "waiting" in avg else []),
               *summary_lines(ex.get("flops"))]
     if len(ex.get("ipus", [])) > 1:
         memory = {i["ipu"]: i["memory"] for i in comp.get("ipus", [])}
@@ -364,6 +403,10 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
             a = i["tileAverages"]
             lines.append(f"    IPU {i['ipu']}: {memory.get(i['ipu'], 0):,} B; {a['compute']:,.1f}, "
                          f"{a['exchange']:,.1f}, {a['globalExchange']:,.1f}, {a['sync']:,.1f}")
+        clocks = [(i["ipu"], i.get("cycles", total), i.get("waiting", 0)) for i in ex["ipus"]]
+        if any(c != total or w for _, c, w in clocks):  # the IPUs' timelines part
+            lines += ["", "  Per IPU timeline (when its last step ends; cycles waiting for other IPUs):",
+                      *(f"    IPU {k}: {c:,}; waited {w:,}" for k, c, w in clocks)]
     if ex["vertexTypes"]:
         lines += ["", "  Cycles by vertex type (estimated):"]
         width = max(len(v["type"]) for v in ex["vertexTypes"])

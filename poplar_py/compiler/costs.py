@@ -9,6 +9,7 @@ compute cycles the kernels measured).
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,8 @@ class StepCost:
     compute_active: np.ndarray  # cycles per tile, only slots that did work
     global_exchange: int = 0  # cycles of the bytes crossing IPUs, every tile waiting
     streaming: int = 0  # cycles of a Streaming Memory transfer, every tile waiting
+    ipus: np.ndarray | None = None  # the device's IPUs it involves (compiler/timeline.py); None: every one
+    syncs: bool = False  # whether those IPUs synchronise before it
 
     @property
     def cycles(self) -> int:
@@ -54,6 +57,7 @@ class CostModel:
         self.barrier = target.syncCycles + relative  # cycles of one sync, per tile
         self.zero = np.zeros(n, dtype=np.int64)
         self.fabric = Fabric(target) if target.getNumIPUs() > 1 else None
+        self.every_ipu = np.arange(target.getNumIPUs())
 
     def device(self, traffic: TileTraffic) -> TileTraffic:
         """A step's traffic over the device: a replica's counts on every replica
@@ -68,13 +72,27 @@ class CostModel:
 
     def sync(self, traffic: TileTraffic, syncs: int = 1) -> np.ndarray:
         """Barrier cycles per tile: ``syncs`` internal ones, and a global one when bytes cross IPUs."""
-        crossing = traffic.ipu_bytes is not None and bool(traffic.ipu_bytes.any())
-        return self.barrier * syncs + (self.target.globalSyncCycles if crossing else 0)
+        return self.barrier * syncs + (self.target.globalSyncCycles if self.crossing(traffic) else 0)
 
     def exchange(self, traffic: TileTraffic) -> np.ndarray:
         """On-chip exchange cycles per tile."""
         busiest = np.maximum(traffic.bytes_in, traffic.bytes_out)
         return _ceil_div(busiest, self.target.getExchangeBytesPerCycle())
+
+    def ipus(self, traffic: TileTraffic, compute: np.ndarray | None = None) -> np.ndarray:
+        """The device's IPUs a step involves: those whose tiles move bytes or compute (every IPU
+        when none does, as an empty compute set)."""
+        t = self.target
+        active = (traffic.bytes_in + traffic.bytes_out + traffic.bytes_local) > 0
+        if compute is not None:
+            active |= compute > 0
+        involved = np.flatnonzero(active.reshape(t.getNumIPUs(), t.getTilesPerIPU()).any(axis=1))
+        return involved if involved.size else self.every_ipu
+
+    @staticmethod
+    def crossing(traffic: TileTraffic) -> bool:
+        """Whether bytes cross IPUs (the IPUs they join then synchronise)."""
+        return traffic.ipu_bytes is not None and bool(traffic.ipu_bytes.any())
 
     def local(self, traffic: TileTraffic) -> np.ndarray:
         """Cycles of on-tile copies (memcpy) per tile."""
@@ -114,12 +132,23 @@ class RunRecord:
     # for those would take steps x replicas x tiles)
     fixed_runs: dict[int, np.ndarray] = field(default_factory=dict)
     vertex_cycles: dict[str, list[int]] = field(default_factory=dict)  # vertex type -> [instances, cycles]
+    trace: array = field(default_factory=lambda: array("i"))  # leaf steps as they ran (compiler/timeline.py)
 
     def __post_init__(self) -> None:
         self.counts = [0] * self.num_leaves
 
+    def ran(self, step: int) -> None:
+        """Leaf step ``step`` ran once more."""
+        self.counts[step] += 1
+        self.trace.append(step)
+
+    def read_predicate(self, ipu: int) -> None:
+        """Control flow read a predicate held on IPU ``ipu`` of each replica."""
+        self.trace.append(-1 - ipu)
+
     def reset(self) -> None:
         self.counts = [0] * self.num_leaves
+        self.trace = array("i")
         self.runs = []
         self.compute_sums = {}
         self.fixed_runs = {}

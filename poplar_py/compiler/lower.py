@@ -127,7 +127,8 @@ class Lowerer:
         """Replica 0's copy of a one-element tensor (control flow reads it)."""
         located = self.layout.locate(self.runs(t, what))
         address = self.layout.address(located.tile, located.offset)
-        return ScalarRef(int(address[0]), t.elementType().dtype, t.name)
+        ipu = int(located.tile[0]) // self.tiles_per_ipu
+        return ScalarRef(int(address[0]), t.elementType().dtype, t.name, ipu)
 
     def runner(self, cs_id: int) -> ComputeSetRunner:
         """The runner of a compute set, built once however often it is executed."""
@@ -282,7 +283,7 @@ def _cycle_stamp(lw: Lowerer, p: prog.CycleStamp) -> Step:
 
 
 def _sync(lw: Lowerer, p: prog.Sync) -> Step:
-    return lw.leaf(SyncStep(p.name or f"Sync({p.syncType.value})"))
+    return lw.leaf(SyncStep(p.name or f"Sync({p.syncType.value})", p.syncType is not prog.SyncType.INTERNAL))
 
 
 #: The step each kind of program becomes (a subclass uses its base's entry).

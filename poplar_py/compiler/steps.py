@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import IO, ClassVar
 
 import numpy as np
@@ -75,13 +75,16 @@ class Machine:
 @dataclass(frozen=True)
 class ScalarRef:
     """One element in tile memory, read by control flow (predicates, Switch control): every rank
-    gets the value of the rank holding it."""
+    gets the value of the rank holding it, and the other IPUs of each replica wait for ``ipu``,
+    the one holding it there."""
 
     address: int
     dtype: np.dtype
     name: str
+    ipu: int = 0
 
     def read(self, m: Machine) -> int | float:
+        m.record.read_predicate(self.ipu)
         return m.world.read_scalar(m.arena, self.address, self.dtype)
 
 
@@ -131,7 +134,8 @@ class Step:
         traffic = model.device(self.traffic)
         local = model.local(traffic)
         return StepCost(self.kind, model.sync(traffic), model.exchange(traffic), model.zero, local, local,
-                        model.global_exchange(traffic))
+                        model.global_exchange(traffic), ipus=model.ipus(traffic),
+                        syncs=model.crossing(traffic))
 
 
 @dataclass
@@ -154,7 +158,7 @@ class CopyStep(Step):
                 self.run_on(m, replica)
         else:
             m.world.cross_copy(self.plan, m.base, self.pairs)
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def replica_leaves(self) -> list[Step] | None:
         return [self] if self.replicated else None
@@ -176,7 +180,7 @@ class HostStep(Step):
         assert self.traffic is not None
         traffic = model.device(self.traffic)
         return StepCost(self.kind, model.barrier, model.exchange(traffic), model.host(traffic),
-                        model.zero, model.zero)
+                        model.zero, model.zero, ipus=model.ipus(traffic), syncs=True)
 
 
 @dataclass
@@ -230,7 +234,7 @@ class StreamCopyStep(HostStep):
             m.on_replicas(one)
         else:
             m.on_replicas(lambda r: self._receive(m, r), every=True)
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def moves(self) -> list[Move]:
         return [(SCATTER if self.to_device else GATHER, self.plan, True)]
@@ -257,7 +261,7 @@ class PrintStep(HostStep):
             except Exception as exc:  # the user's stream failed: raised on every rank
                 error = exc
         m.world.agree(error)
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def moves(self) -> list[Move]:
         return [(GATHER, self.plan, True)]
@@ -281,7 +285,7 @@ class RemoteCopyStep(Step):
         chosen: dict[int, list[int]] = {}
         m.on_replicas(lambda r: chosen.__setitem__(r, self._offsets(m, r)))
         m.on_replicas(lambda r: self._move(m, r, chosen[r]))
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def _offsets(self, m: Machine, replica: int) -> list[int]:
         if self.offsets is None:
@@ -311,7 +315,7 @@ class RemoteCopyStep(Step):
         assert self.traffic is not None
         traffic = model.device(self.traffic)
         return StepCost(self.kind, model.barrier, model.exchange(traffic), model.zero, model.zero, model.zero,
-                        streaming=model.streaming(traffic))
+                        streaming=model.streaming(traffic), ipus=model.ipus(traffic), syncs=True)
 
 
 @dataclass
@@ -321,7 +325,7 @@ class ExecuteStep(Step):
 
     def run(self, m: Machine) -> None:
         m.on_replicas(lambda r: self.run_on(m, r))
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def replica_leaves(self) -> list[Step] | None:
         return [self]
@@ -339,21 +343,28 @@ class ExecuteStep(Step):
         traffic = model.device(self.traffic)
         local = model.local(traffic)
         return StepCost(self.kind, model.sync(traffic, self.runner.syncs), model.exchange(traffic),
-                        model.zero, compute + local, active + local, model.global_exchange(traffic))
+                        model.zero, compute + local, active + local, model.global_exchange(traffic),
+                        ipus=model.ipus(traffic, compute), syncs=model.crossing(traffic))
 
 
 @dataclass
 class SyncStep(Step):
+    """A barrier: of each IPU's tiles, or (``external``) of every IPU, which wait for the latest."""
+
+    external: bool = False
     kind: ClassVar[str] = "Sync"
 
     def run(self, m: Machine) -> None:
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def replica_leaves(self) -> list[Step] | None:
         return [self]
 
     def run_on(self, m: Machine, replica: int) -> None:
         """A sync moves nothing: only its count (kept by the segment) is recorded."""
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        return replace(super().cost(model, record), ipus=None, syncs=self.external)
 
 
 @dataclass
@@ -378,10 +389,14 @@ class CycleStampStep(Step):
             m.world.scatter(self.write, words.ctypes.data, m.base, replica)
 
         m.on_replicas(one, every=True)  # every rank takes part in every replica's gather
-        m.record.counts[self.id] += 1
+        m.record.ran(self.id)
 
     def moves(self) -> list[Move]:
         return [(SCATTER, self.write, True), *([(GATHER, self.since, True)] if self.since else [])]
+
+    def cost(self, model: CostModel, record: RunRecord) -> StepCost:
+        """A sync of every IPU (the counter is read when all have arrived)."""
+        return replace(super().cost(model, record), ipus=None, syncs=True)
 
 
 @dataclass(frozen=True)
@@ -414,7 +429,7 @@ class ReplicaSegment:
                     m.world.abort(exc)
         done = len(self.steps) if failure is None else failure[0]
         for s in self.steps[:done]:
-            m.record.counts[s.id] += 1
+            m.record.ran(s.id)
         m.world.agree(None if failure is None else failure[2], () if failure is None else failure[:2])
 
 

@@ -361,7 +361,7 @@ class MpiWorld(World):
         _end_job(self.comm, self.rank, exc, code)
 
     def combine(self, partial: RunRecord, into: RunRecord) -> None:
-        into.counts, into.runs = list(partial.counts), list(partial.runs)
+        into.counts, into.runs, into.trace = list(partial.counts), list(partial.runs), partial.trace
         into.compute_sums, into.fixed_runs, into.vertex_cycles = {}, {}, {}
         parts = (partial.compute_sums, partial.fixed_runs, partial.vertex_cycles)
         for sums, fixed, cycles in self.comm.allgather(parts):
