@@ -47,7 +47,7 @@ MAX_NAMES_PER_TILE = 48
 # Per-tile cycle arrays of the steps, in numbers: later steps go without once it is spent.
 TILE_CYCLES_BUDGET = 400_000
 # The runs whose places on every IPU the report keeps (compiler/timeline.py), in IPUs involved.
-TIMELINE_BUDGET = 100_000
+TIMELINE_BUDGET = 50_000
 _PHASES = ("sync", "exchange", "host", "compute")
 
 
@@ -95,19 +95,21 @@ class Profile:
                 if self.record.counts[step.id]}
 
     def timeline(self, costs: dict[int, StepCost], keep: int = 0) -> Timeline:
-        """Every IPU's clock over the runs the record holds (:mod:`~poplar_py.compiler.timeline`)."""
+        """Every IPU's clock over the runs the record holds (:mod:`~poplar_py.compiler.timeline`);
+        one IPU's is the sum of every run's cycles, with no runs' places kept (they follow each
+        other)."""
         every, ipus = self.model.every_ipu, self.exe.target.getNumIPUs()
+        if ipus == 1:
+            total = sum(self.record.counts[step] * c.cycles for step, c in costs.items())
+            return Timeline(np.asarray([total]), np.asarray([total]), np.zeros(1, np.int64))
         spans = {step: Span(every if c.ipus is None else c.ipus, c.syncs, c.cycles)
                  for step, c in costs.items()}
         return replay(self.record.trace, spans, ipus, ipus // self.exe.replication.factor, keep)
 
     def total_cycles(self) -> int:
         """The cycles of everything the record holds (the report's ``totalCycles``): the latest IPU's
-        clock (one IPU's: the sum of every run's cycles)."""
-        costs = self.costs()
-        if self.exe.target.getNumIPUs() == 1:
-            return sum(self.record.counts[step] * cost.cycles for step, cost in costs.items())
-        return self.timeline(costs).total
+        clock."""
+        return self.timeline(self.costs()).total
 
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
