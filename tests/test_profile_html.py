@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import poplar_py as poplar
-from poplar_py import InOut, Vertex, target
+from poplar_py import InOut, Input, Output, Vector, Vertex, target
 from poplar_py import program as prog
 from poplar_py.engine import write_profile_reports
 from poplar_py.profile import MAX_NAMES_PER_TILE, expand
@@ -436,3 +436,215 @@ def test_streaming_memory_in_the_summary_and_the_steps(browser, tmp_path):
     assert f"Streaming Memory {cycles:,} cycles" in text_of(browser, "#step-streaming")
     no_console_errors(browser)
     screenshot(browser, tmp_path, "streaming")
+
+
+# ---- per-IPU timelines ------------------------------------------------------------------------------
+
+class Stage(Vertex):
+    x: Input[Vector[float]]
+    y: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.x)):
+            self.y[i] = self.x[i] * 2.0 + 1.0
+        return True
+
+
+def pipeline_report(stages: int = 4, micro: int = 8, tiles: int = 4) -> dict:
+    """GPipe's forward schedule over ``stages`` IPUs (a stage a virtual graph), as ``pipeline()`` in
+    tests/compiler/test_timeline.py: in time slot t stage s runs micro-batch t - s, then each stage's
+    output is copied to the next stage's IPU. The whole profile report."""
+    m = poplar.IPUModel()
+    m.numIPUs, m.tilesPerIPU = stages, tiles
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets(Stage)
+    ins, outs, runs = [], [], []
+    for s in range(stages):
+        v = graph.createVirtualGraph(s * tiles, (s + 1) * tiles)
+        x = v.addVariable(poplar.FLOAT, [tiles, 4], f"in{s}")
+        y = v.addVariable(poplar.FLOAT, [tiles, 4], f"out{s}")
+        cs = v.addComputeSet(f"stage{s}")
+        for k in range(tiles):
+            v.setTileMapping(x[k], k)
+            v.setTileMapping(y[k], k)
+            vertex = v.addVertex(cs, "Stage", {"x": x[k], "y": y[k]})
+            v.setTileMapping(vertex, k)
+            v.setPerfEstimate(vertex, 100_000)
+        ins.append(x)
+        outs.append(y)
+        runs.append(prog.Execute(cs))
+    seq = prog.Sequence()
+    for t in range(micro + stages - 1):
+        live = [s for s in range(stages) if 0 <= t - s < micro]
+        seq.add(prog.Sequence([runs[s] for s in live]))
+        seq.add(prog.Sequence([prog.Copy(outs[s], ins[s + 1]) for s in live if s + 1 < stages]))
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    engine.run()
+    return engine.getProfile()
+
+
+def replicated_report() -> dict:
+    """2 replicas of 2 IPUs: a long compute set on each replica's first IPU, its result copied to the
+    second IPU (which waits for it), then a short compute set there."""
+    m = poplar.IPUModel()
+    m.numIPUs, m.tilesPerIPU = 4, 4
+    device = m.createDevice()
+    graph = poplar.Graph(device, replication_factor=2)
+    graph.addCodelets(Stage)
+    x, y = graph.addVariable(poplar.FLOAT, [4, 4], "x"), graph.addVariable(poplar.FLOAT, [4, 4], "y")
+    a, b = graph.addVariable(poplar.FLOAT, [4, 4], "a"), graph.addVariable(poplar.FLOAT, [4, 4], "b")
+    first, second = graph.addComputeSet("first"), graph.addComputeSet("second")
+    for k in range(4):
+        for tensor, tile in ((x, k), (y, k), (a, 4 + k), (b, 4 + k)):
+            graph.setTileMapping(tensor[k], tile)
+        for cs, (i, o), tile, cycles in ((first, (x, y), k, 5000), (second, (a, b), 4 + k, 500)):
+            vertex = graph.addVertex(cs, "Stage", {"x": i[k], "y": o[k]})
+            graph.setTileMapping(vertex, tile)
+            graph.setPerfEstimate(vertex, cycles)
+    engine = poplar.Engine(graph, prog.Sequence([prog.Execute(first), prog.Copy(y, a), prog.Execute(second)]))
+    engine.load(device)
+    engine.run()
+    return engine.getProfile()
+
+
+@pytest.fixture(scope="module")
+def pipelined() -> dict:
+    return pipeline_report()
+
+
+def lanes_of(driver) -> list[str]:
+    lanes = driver.find_elements("css selector", "#ipu-timeline .lane")
+    return [lane.get_dom_attribute("data-ipu") for lane in lanes]
+
+
+def runs_on(driver, ipu: int, what: str = ".entry") -> list:
+    return driver.find_elements("css selector", f'#ipu-timeline .lane[data-ipu="{ipu}"] {what}')
+
+
+def test_a_pipeline_has_a_lane_per_ipu_with_its_runs_and_waits(browser, pipelined, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ex = pipelined["execution"]
+    entries = ex["timeline"]["entries"]
+    assert ex["timeline"]["truncated"] == 0
+    open_page(browser, pipelined, tmp_path, "pipeline")
+    assert lanes_of(browser) == ["0", "1", "2", "3"]
+    assert not browser.find_elements("id", "timeline-replica")  # one replica: no choice to make
+    for k in range(4):
+        assert len(runs_on(browser, k)) == sum(k in e["ipus"] for e in entries)
+        ipu = ex["ipus"][k]
+        assert text_of(browser, f'.lane-total[data-ipu="{k}"] .lane-cycles') == f"{ipu['cycles']:,}"
+        assert text_of(browser, f'.lane-total[data-ipu="{k}"] .lane-waiting') == f"{ipu['waiting']:,}"
+    # the last stage waits for the pipeline to fill: a quarter of the run or so, hatched
+    waits = runs_on(browser, 3, ".wait")
+    lane = browser.find_element("css selector", '#ipu-timeline .lane[data-ipu="3"]')
+    assert waits and max(w.rect["width"] for w in waits) > 0.2 * lane.rect["width"]
+    assert not runs_on(browser, 0, ".wait") or max(w.rect["width"] for w in runs_on(browser, 0, ".wait")) < 5
+    widest = max(waits, key=lambda w: w.rect["width"])
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", widest)
+    ActionChains(browser).move_to_element(widest).perform()
+    tip = browser.find_element("id", "tooltip")
+    assert tip.is_displayed() and "IPU 3 waiting" in tip.text and "for IPU 2" in tip.text
+    # the summary's waiting, overall and per IPU
+    avg = ex["tileAverages"]["waiting"]
+    shown = text_of(browser, "#avg-waiting").split(" (")[0]
+    assert avg > 0 and abs(float(shown.replace(",", "")) - avg) < 0.051  # JavaScript rounds halves up
+    for k in range(4):
+        row = f'#ipu-table tr[data-ipu="{k}"]'
+        assert text_of(browser, f'{row} td[data-key="waiting"]') == f"{ex['ipus'][k]['waiting']:,}"
+        assert text_of(browser, f'{row} td[data-key="cycles"]') == f"{ex['ipus'][k]['cycles']:,}"
+    # clicking a run selects its step, and every run of it
+    stage2 = next(i for i, s in enumerate(ex["steps"]) if s["name"] == "stage2")
+    click(browser, f'#ipu-timeline .lane[data-ipu="2"] .entry[data-step="{stage2}"]')
+    assert browser.find_element("id", "step-detail").get_dom_attribute("data-step") == str(stage2)
+    assert "stage2" in text_of(browser, "#step-detail-title")
+    selected = browser.find_elements("css selector", "#ipu-timeline .entry.selected")
+    assert len(selected) == ex["steps"][stage2]["count"] == 8
+    no_console_errors(browser)
+    screenshot(browser, tmp_path, "pipeline")
+
+
+def test_dragging_across_the_lanes_zooms_into_a_range_of_cycles(browser, pipelined, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    open_page(browser, pipelined, tmp_path, "pipeline-zoom")
+    box = browser.find_element("id", "ipu-timeline")
+    end = int(box.get_dom_attribute("data-to"))
+    assert end == pipelined["execution"]["totalCycles"]
+    lane = browser.find_element("css selector", '#ipu-timeline .lane[data-ipu="1"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", lane)
+    width = lane.rect["width"]
+    ActionChains(browser).move_to_element_with_offset(lane, round(-0.3 * width), 0).click_and_hold() \
+        .move_to_element_with_offset(lane, round(-0.2 * width), 0) \
+        .move_to_element_with_offset(lane, round(-0.1 * width), 0).release().perform()
+    lo, hi = int(box.get_dom_attribute("data-from")), int(box.get_dom_attribute("data-to"))
+    assert abs(lo - 0.2 * end) < 0.02 * end and abs(hi - 0.4 * end) < 0.02 * end
+    assert browser.find_element("id", "step-detail").get_dom_attribute("data-step") is None  # no pick
+    entries = pipelined["execution"]["timeline"]["entries"]
+    in_view = [e for e in entries if 1 in e["ipus"] and e["end"][e["ipus"].index(1)] >= lo
+               and e["start"][e["ipus"].index(1)] <= hi]
+    assert len(runs_on(browser, 1)) == len(in_view) < sum(1 in e["ipus"] for e in entries)
+    click(browser, "#timeline-reset")
+    assert (box.get_dom_attribute("data-from"), box.get_dom_attribute("data-to")) == ("0", str(end))
+    no_console_errors(browser)
+
+
+def test_a_replicated_run_shows_one_replica_at_a_time(browser, tmp_path):
+    from selenium.webdriver.support.ui import Select
+
+    report = replicated_report()
+    target_ = report["compilation"]["target"]
+    assert (target_["numReplicas"], target_["ipusPerReplica"]) == (2, 2)
+    entries = report["execution"]["timeline"]["entries"]
+    open_page(browser, report, tmp_path, "replicas-timeline")
+    assert lanes_of(browser) == ["0", "1"]
+    select = Select(browser.find_element("id", "timeline-replica"))
+    assert [o.text for o in select.options] == ["Replica 0 (IPUs 0\u20131)", "Replica 1 (IPUs 2\u20133)"]
+    select.select_by_value("1")
+    assert lanes_of(browser) == ["2", "3"]
+    for k in (2, 3):
+        assert len(runs_on(browser, k)) == sum(k in e["ipus"] for e in entries) > 0
+    assert runs_on(browser, 3, ".wait")  # the second IPU waits for the first's copy
+    assert browser.find_element("id", "ipu-timeline").get_dom_attribute("data-replica") == "1"
+    # the header's IPU picker brings its replica back
+    Select(browser.find_element("id", "ipu-select")).select_by_value("1")
+    assert lanes_of(browser) == ["0", "1"] and select.first_selected_option.get_attribute("value") == "0"
+    no_console_errors(browser)
+    screenshot(browser, tmp_path, "replicas-timeline")
+
+
+def test_a_report_without_timelines_says_so(browser, pipelined, tmp_path):
+    report = copy.deepcopy(pipelined)
+    del report["execution"]["timeline"]
+    for ipu in report["execution"]["ipus"]:
+        for key in ("cycles", "busy", "waiting"):
+            del ipu[key]
+    open_page(browser, report, tmp_path, "no-timeline")
+    assert "not in this report" in text_of(browser, "#ipu-timeline-missing")
+    assert not browser.find_elements("css selector", "#ipu-timeline .lane")
+    assert "Waiting" not in text_of(browser, "#ipu-table thead")
+    click(browser, 'tr.step-row[data-step="0"]')
+    assert browser.find_element("id", "step-detail").get_dom_attribute("data-step") == "0"
+    no_console_errors(browser)
+
+
+def test_one_ipu_has_no_lanes_its_runs_follow_one_another(browser, tut7_small, tmp_path):
+    assert tut7_small["execution"]["timeline"]["entries"] == []  # nothing to replay on one IPU
+    open_page(browser, tut7_small, tmp_path, "one-ipu")
+    assert "One IPU runs every step in turn" in text_of(browser, "#ipu-timeline-missing")
+    assert not browser.find_elements("css selector", "#ipu-timeline .lane")
+    no_console_errors(browser)
+
+
+def test_a_truncated_timeline_says_how_many_runs_are_not_drawn(browser, pipelined, tmp_path):
+    report = copy.deepcopy(pipelined)
+    timeline = report["execution"]["timeline"]
+    kept = timeline["entries"][:20]
+    timeline["entries"], timeline["truncated"] = kept, len(timeline["entries"]) - 20
+    open_page(browser, report, tmp_path, "truncated")
+    assert f"{timeline['truncated']} later runs are not drawn" in text_of(browser, "#timeline-truncated")
+    for k in range(4):
+        assert len(runs_on(browser, k)) == sum(k in e["ipus"] for e in kept)
+    no_console_errors(browser)

@@ -359,7 +359,9 @@
         row("Tile average IPU exchange", "exchange"), row("Tile average global exchange", "globalExchange"),
         row("Tile average host exchange", "host"),
         ...(STREAMING.buffers.length ? [row("Tile average Streaming Memory", "streamingMemory")] : []),
-        row("Tile average sync", "sync")])],
+        row("Tile average sync", "sync"),
+        // only reports whose IPUs waited at syncs for one another have it
+        ...("waiting" in avg ? [row("Tile average waiting (for other IPUs)", "waiting")] : [])])],
     ];
     if (STREAMING.buffers.length) {
       boxes.push(["Streaming Memory (remote buffers)", kvTable([
@@ -369,11 +371,16 @@
     }
     if ((EX.ipus || []).length > 1) {
       const memory = Object.fromEntries((COMP.ipus || []).map(i => [i.ipu, i.memory]));
-      const t = el("table", {class: "data"}, el("thead", {}, el("tr", {}, ["IPU", "Memory", "Compute", "Exchange",
-        "Global exch.", "Sync"].map((h, i) => el("th", {class: i ? "num" : "", text: h})))),
-      el("tbody", {}, EX.ipus.map(i => el("tr", {}, el("td", {text: "IPU " + i.ipu}),
+      // older reports have one clock for every IPU: no end or waiting per IPU
+      const clocks = EX.ipus.every(i => typeof i.cycles === "number");
+      const t = el("table", {class: "data", id: "ipu-table"}, el("thead", {}, el("tr", {}, ["IPU", "Memory", "Compute",
+        "Exchange", "Global exch.", "Sync", ...(clocks ? ["Waiting", "Ends at"] : [])].map((h, i) =>
+        el("th", {class: i ? "num" : "", text: h})))),
+      el("tbody", {}, EX.ipus.map(i => el("tr", {"data-ipu": i.ipu}, el("td", {text: "IPU " + i.ipu}),
         el("td", {class: "num", text: bytes(memory[i.ipu] || 0)}),
-        ...["compute", "exchange", "globalExchange", "sync"].map(k => el("td", {class: "num", text: fmt1(i.tileAverages[k])}))))));
+        ...["compute", "exchange", "globalExchange", "sync"].map(k => el("td", {class: "num", text: fmt1(i.tileAverages[k])})),
+        ...(clocks ? [el("td", {class: "num", "data-key": "waiting", text: fmt(i.waiting || 0)}),
+          el("td", {class: "num", "data-key": "cycles", text: fmt(i.cycles)})] : [])))));
       boxes.push(["Per IPU (tile averages, cycles)", t]);
     }
     document.getElementById("summary-tables").replaceChildren(...boxes.map(([title, ...body]) =>
@@ -567,7 +574,8 @@
       el("span", {}, "Programs executed ", el("b", {text: [...new Set(EX.runs.map(r => r.program))].join(", ") || "none"})),
       el("span", {}, "Tile average compute ", el("b", {text: fmt1(avg.compute)})),
       el("span", {}, "exchange ", el("b", {text: fmt1(avg.exchange)})),
-      el("span", {}, "sync ", el("b", {text: fmt1(avg.sync)})));
+      el("span", {}, "sync ", el("b", {text: fmt1(avg.sync)})),
+      ...("waiting" in avg ? [el("span", {}, "waiting ", el("b", {text: fmt1(avg.waiting)}))] : []));
     legend(document.getElementById("phase-legend"), PHASES);
     const timeline = document.getElementById("timeline");
     const grand = steps.reduce((a, s) => a + s.cycles * s.count, 0);
@@ -582,8 +590,9 @@
     const logBox = el("input", {type: "checkbox", id: "steps-log"});
     logBox.addEventListener("change", () => { state.logSteps = logBox.checked; renderStepRows(); });
     document.getElementById("steps-toolbar").replaceChildren(el("label", {}, logBox, " Logarithmic bar lengths"),
-      el("span", {class: "note"}, "The bar above spans the whole run; each row below is one run of a step."));
+      el("span", {class: "note"}, "The bar at the top puts every step's runs end to end; each row below is one step, over all its runs."));
     renderStepRows();
+    renderIpuTimeline();
   }
   function renderStepRows() {
     if (!steps.length) {
@@ -607,7 +616,7 @@
   function selectStep(i) {
     state.selectedStep = i;
     const s = steps[i];
-    document.querySelectorAll("tr.step-row.selected, .timeline .seg.selected").forEach(n => n.classList.remove("selected"));
+    document.querySelectorAll("tr.step-row.selected, .timeline .seg.selected, #ipu-timeline .selected").forEach(n => n.classList.remove("selected"));
     document.querySelectorAll(`[data-step="${i}"]`).forEach(n => n.classList.add("selected"));
     const box = document.getElementById("step-detail");
     box.hidden = false;
@@ -655,6 +664,260 @@
         [[null, "Total", fmt(total[tile])], ...series.map(p => [p.color, p.label, fmt(p.values[tile])])]),
     });
     stepChart.draw();
+  }
+
+  // ---- per-IPU timeline ---------------------------------------------------------------------------
+  // One lane per IPU of a replica, each run of a leaf step drawn on its IPU's own clock. Runs are
+  // plain divs written as one HTML string per lane, and mouse events are handled once on the grid,
+  // not per run, so a few thousand runs draw in milliseconds.
+  const TIMELINE = EX.timeline && Array.isArray(EX.timeline.entries) ? EX.timeline : null;
+  const NUM_REPLICAS = Math.max(1, TARGET.numReplicas || 1);
+  const IPUS_PER_REPLICA = TARGET.ipusPerReplica || Math.max(1, TARGET.numIPUs / NUM_REPLICAS);
+  // above this many runs in view on a lane, runs narrower than a pixel share one div per pixel column
+  const MERGE_ABOVE = 3000;
+  const ipuTimeline = {replica: 0, range: null, lanes: null, render: () => {}};
+  function stepBackground(s) {
+    const parts = phaseParts(s).filter(p => p.value > 0);
+    const sum = parts.reduce((a, p) => a + p.value, 0);
+    if (!sum) return PHASES[0].color;
+    if (parts.length === 1) return parts[0].color;
+    let at = 0;
+    const stops = parts.map(p => {
+      const a = at;
+      at += 100 * p.value / sum;
+      return `${p.color} ${a.toFixed(2)}% ${at.toFixed(2)}%`;
+    });
+    return `linear-gradient(to right,${stops.join(",")})`;
+  }
+  function axisLabel(hi, step) {
+    // enough decimals that neighbouring ticks differ when zoomed in far
+    const unit = hi >= 1e9 ? [1e9, "G"] : hi >= 1e6 ? [1e6, "M"] : hi >= 1e4 ? [1e3, "k"] : [1, ""];
+    const digits = Math.min(6, Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9)));
+    return v => v === 0 ? "0" : (v / unit[0]).toLocaleString("en-US", {minimumFractionDigits: digits, maximumFractionDigits: digits}) + unit[1];
+  }
+  function renderIpuTimeline() {
+    const box = document.getElementById("ipu-timeline");
+    if (!TIMELINE) {
+      box.replaceChildren(el("div", {class: "empty", id: "ipu-timeline-missing"},
+        "The per-IPU timeline is not in this report: it was written before the profile replayed each IPU's clock."));
+      return;
+    }
+    const entries = TIMELINE.entries;
+    if (!entries.length && !TIMELINE.truncated) {
+      // the report keeps no places for one IPU: its runs follow one another, as the bar above shows
+      const ran = steps.some(s => s.count > 0);
+      document.getElementById("ipu-timeline-hint").hidden = ran && TARGET.numIPUs === 1;
+      box.replaceChildren(el("div", {class: "note", id: "ipu-timeline-missing"}, !ran ? "No steps ran: the timeline is empty." :
+        TARGET.numIPUs === 1 ? "One IPU runs every step in turn: its timeline is the bar above (the report keeps no places " +
+          "per run for one IPU)." : "The report keeps no runs of the per-IPU timeline."));
+      return;
+    }
+    const backgrounds = steps.map(stepBackground);
+    // per device IPU, its part of each run it is in: [entry, arrive, start, end]
+    const lanes = Array.from({length: TARGET.numIPUs}, () => []);
+    const runOf = new Int32Array(entries.length);
+    const runs = new Int32Array(steps.length);
+    let lastEnd = 0;
+    entries.forEach((e, j) => {
+      runOf[j] = ++runs[e.step];
+      e.ipus.forEach((k, p) => {
+        if (lanes[k]) lanes[k].push([j, e.arrive[p], e.start[p], e.end[p]]);
+        lastEnd = Math.max(lastEnd, e.end[p]);
+      });
+    });
+    ipuTimeline.lanes = lanes;
+    const ipuRows = EX.ipus || [];
+    const truncated = TIMELINE.truncated || 0;
+    // the cycles to show: every IPU's clock, or only as far as the runs the report kept
+    const clockEnd = Math.max(lastEnd, ...ipuRows.map(i => i.cycles || 0));
+    const domain = Math.max(1, truncated ? lastEnd : clockEnd);
+    ipuTimeline.range = [0, domain];
+
+    const toolbar = el("div", {class: "toolbar"});
+    if (NUM_REPLICAS > 1) {
+      const select = el("select", {id: "timeline-replica"}, Array.from({length: NUM_REPLICAS}, (_, r) =>
+        el("option", {value: r, text: `Replica ${r} (IPU${IPUS_PER_REPLICA > 1 ? "s" : ""} ${r * IPUS_PER_REPLICA}` +
+          (IPUS_PER_REPLICA > 1 ? `–${(r + 1) * IPUS_PER_REPLICA - 1})` : ")")})));
+      select.addEventListener("change", () => { ipuTimeline.replica = Number(select.value); draw(); });
+      toolbar.append(el("label", {}, "Show ", select));
+    }
+    const span = el("span", {class: "note", id: "timeline-range"});
+    toolbar.append(el("button", {id: "timeline-reset", onclick: () => { ipuTimeline.range = [0, domain]; draw(); }}, "Reset zoom"),
+      span, el("span", {class: "legend"}, el("span", {}, el("i", {class: "wait-swatch"}), "Waiting for other IPUs")));
+    const grid = el("div", {class: "tl-grid"});
+    const brush = el("div", {class: "tl-brush", hidden: true});
+    const notes = [];
+    if (truncated) {
+      notes.push(el("div", {class: "note", id: "timeline-truncated"}, `${fmt(truncated)} later run${truncated > 1 ? "s are" : " is"} ` +
+        `not drawn: the report keeps the first ${fmt(entries.length)} runs only (to cycle ${fmt(lastEnd)}` +
+        (clockEnd > lastEnd ? ` of ${fmt(clockEnd)})` : ")") + "."));
+    }
+    const merged = el("div", {class: "note", id: "timeline-merged", hidden: true});
+    box.replaceChildren(toolbar, grid, merged, ...notes);
+
+    function shown() {
+      const r = Math.min(ipuTimeline.replica, NUM_REPLICAS - 1);
+      return Array.from({length: IPUS_PER_REPLICA}, (_, i) => r * IPUS_PER_REPLICA + i).filter(k => k < lanes.length);
+    }
+    function draw() {
+      const ipus = shown();
+      const [lo, hi] = ipuTimeline.range;
+      grid.style.gridTemplateRows = `repeat(${ipus.length}, 28px) 36px`;
+      const laneOf = {};
+      const children = [];
+      for (const k of ipus) {
+        const ipu = ipuRows[k] || {};
+        children.push(el("div", {class: "lane-label" + (k === state.ipu ? " current" : ""), "data-ipu": k, text: "IPU " + k}));
+        children.push(laneOf[k] = el("div", {class: "lane", "data-ipu": k, "data-runs": lanes[k].length}));
+        children.push(el("div", {class: "lane-total", "data-ipu": k}, typeof ipu.cycles === "number" ? [
+          "ends at ", el("b", {class: "lane-cycles", text: fmt(ipu.cycles)}),
+          " · waited ", el("b", {class: "lane-waiting", text: fmt(ipu.waiting || 0)}),
+          ` (${pct(ipu.waiting || 0, ipu.cycles)})`] : "—"));
+      }
+      const axis = el("div", {class: "tl-axis"});
+      children.push(el("div"), axis, el("div"));
+      brush.style.gridRow = `1 / span ${ipus.length}`;
+      grid.replaceChildren(...children, brush);
+      hot = null;
+      // Whole pixels, from the laid-out width: runs that meet share an edge, with no gap or overlap
+      // from rounding each on its own (redrawn on resize).
+      const width = Math.max(50, ipus.length ? laneOf[ipus[0]].clientWidth : 50);
+      const perPixel = (hi - lo) / width;
+      const px = v => Math.round((v - lo) / perPixel);
+      const step = niceStep((hi - lo) / Math.max(2, Math.floor(width / 110)));
+      const tickValues = [];
+      for (let v = Math.ceil(lo / step) * step; v <= hi; v += step) tickValues.push(v);
+      const label = axisLabel(hi, step);
+      const tickLines = tickValues.map(v => `<i class="tick" style="left:${px(v)}px"></i>`).join("");
+      let mergedRuns = 0;
+      for (const k of ipus) {
+        const html = [tickLines];
+        const items = lanes[k];
+        let inView = 0;
+        for (const it of items) if (it[3] >= lo && it[1] <= hi) inView++;
+        const merge = inView > MERGE_ABOVE;
+        // merging: the pixel column taken by narrow runs, where its div is in html, its longest run
+        let column = -1, columnAt = -1, columnLength = 0, drawn = 0;
+        for (const [j, arrive, start, end] of items) {
+          if (end < lo || arrive > hi) continue;
+          let from = start;
+          if (start > arrive && start >= lo) {
+            const a = px(Math.max(arrive, lo)), b = px(Math.min(start, hi));
+            if (start - arrive >= perPixel) {
+              html.push(`<div class="wait" data-entry="${j}" style="left:${a}px;width:${b - a}px"></div>`);
+            } else from = arrive;  // a wait under a pixel: the run takes its pixel, so no gap shows
+          }
+          if (end < lo || start > hi) continue;
+          const a = Math.min(px(Math.max(from, lo)), width - 1), b = Math.max(a + 1, px(Math.min(end, hi)));
+          const s = entries[j].step;
+          // a light edge parts back-to-back runs wide enough to show it
+          const cls = "entry" + (b - a > 5 ? " edge" : "") + (s === state.selectedStep ? " selected" : "");
+          const div = `<div class="${cls}" data-step="${s}" data-entry="${j}" ` +
+            `style="left:${a}px;width:${b - a}px;background:${backgrounds[s]}"></div>`;
+          if (merge && b - a === 1) {
+            if (a === column) {  // the pixel shows its longest run, as the tile charts do
+              mergedRuns++;
+              if (end - start > columnLength) { html[columnAt] = div; columnLength = end - start; }
+              continue;
+            }
+            column = a;
+            columnAt = html.length;
+            columnLength = end - start;
+          }
+          html.push(div);
+          drawn++;
+        }
+        laneOf[k].innerHTML = html.join("");
+        laneOf[k].dataset.drawn = drawn;
+      }
+      axis.innerHTML = tickValues.map(v => `<span style="left:${px(v)}px">${esc(label(v))}</span>`).join("") +
+        "<em>Cycles, on each IPU's clock</em>";
+      span.textContent = lo > 0 || hi < domain ? `Cycles ${fmt(lo)} to ${fmt(hi)} of ${fmt(domain)}` : `${fmt(entries.length)} runs`;
+      merged.hidden = !mergedRuns;
+      merged.textContent = mergedRuns ? `${fmt(mergedRuns)} runs narrower than a pixel are drawn as one per pixel: drag to zoom in.` : "";
+      Object.assign(box.dataset, {replica: ipuTimeline.replica, from: lo, to: hi});
+    }
+    ipuTimeline.render = draw;
+
+    // ---- hover, click and drag, once for the grid
+    const plotX = e => {
+      const lane = grid.querySelector(".lane");
+      const r = lane.getBoundingClientRect();
+      return {x: Math.max(0, Math.min(r.width, e.clientX - r.left)), width: r.width};
+    };
+    const cycleAt = p => ipuTimeline.range[0] + p.x / p.width * (ipuTimeline.range[1] - ipuTimeline.range[0]);
+    let hot = null, drag = null, dragged = false;
+    const setHot = j => {
+      if (hot === j) return;
+      grid.querySelectorAll(".entry.hot").forEach(n => n.classList.remove("hot"));
+      hot = j;
+      if (j !== null) grid.querySelectorAll(`.entry[data-entry="${j}"]`).forEach(n => n.classList.add("hot"));
+    };
+    function runTip(j, k, wait) {
+      const e = entries[j], p = e.ipus.indexOf(k), s = steps[e.step];
+      const waited = e.start[p] - e.arrive[p];
+      const latest = Math.max(...e.arrive);
+      const waitedFor = e.ipus.filter((_, q) => e.arrive[q] === latest && q !== p);
+      const waitRow = waited > 0 ? [[null, "Waited", `${fmt(waited)} cycles (from ${fmt(e.arrive[p])})` +
+        (waitedFor.length ? ` for IPU ${waitedFor.join(", ")}` : "")]] : [];
+      if (wait) return tipRows(`IPU ${k} waiting`, [...waitRow, [null, "Before", `Step ${e.step}: ${s.name}`]]);
+      return tipRows(`Step ${e.step}: ${s.name}`, [[null, "Type", s.type], [null, "Run", `${fmt(runOf[j])} of ${fmt(s.count)}`],
+        [null, e.ipus.length > 1 ? "IPUs" : "IPU", e.ipus.join(", ")], [null, "On IPU " + k, `${fmt(e.start[p])} to ${fmt(e.end[p])}`],
+        [null, "Cycles", fmt(e.end[p] - e.start[p])], ...waitRow]);
+    }
+    grid.addEventListener("mousemove", e => {
+      if (drag) return;
+      const target = e.target.closest(".entry, .wait");
+      if (!target) { setHot(null); hideTip(); return; }
+      const j = Number(target.dataset.entry), k = Number(target.parentElement.dataset.ipu);
+      setHot(target.classList.contains("entry") ? j : null);
+      showTip(e, runTip(j, k, target.classList.contains("wait")));
+    });
+    grid.addEventListener("mouseleave", () => { setHot(null); hideTip(); });
+    grid.addEventListener("click", e => {
+      const target = e.target.closest(".entry");
+      if (target && !dragged) selectStep(Number(target.dataset.step));
+      dragged = false;
+    });
+    grid.addEventListener("mousedown", e => {
+      if (e.button !== 0 || !e.target.closest(".lane")) return;
+      drag = {from: plotX(e), moved: false};
+      dragged = false;
+      e.preventDefault();  // no text selection while dragging
+    });
+    window.addEventListener("mousemove", e => {
+      if (!drag || !(e.buttons & 1)) return;
+      const p = plotX(e);
+      if (Math.abs(p.x - drag.from.x) > 4) drag.moved = true;
+      if (!drag.moved) return;
+      hideTip();
+      const a = Math.min(p.x, drag.from.x), b = Math.max(p.x, drag.from.x);
+      Object.assign(brush.style, {left: a + "px", width: (b - a) + "px"});
+      brush.hidden = false;
+    });
+    window.addEventListener("mouseup", e => {
+      if (!drag) return;
+      const d = drag;
+      drag = null;
+      brush.hidden = true;
+      if (!d.moved) return;
+      dragged = true;  // the click that follows is the drag's end, not a pick
+      const a = cycleAt(d.from), b = cycleAt(plotX(e));
+      const lo = Math.max(0, Math.min(a, b)), hi = Math.max(a, b);
+      if (hi - lo >= 2) { ipuTimeline.range = [Math.floor(lo), Math.ceil(hi)]; draw(); }
+    });
+    draw();
+    resizers.push(draw);  // the ticks and the merging follow the width
+  }
+  function showTimelineIpu(ipu) {
+    // the header's IPU picker shows that IPU's replica and marks its lane
+    if (!TIMELINE) return;
+    if (ipu >= 0) {
+      ipuTimeline.replica = Math.floor(ipu / IPUS_PER_REPLICA);
+      const select = document.getElementById("timeline-replica");
+      if (select) select.value = ipuTimeline.replica;
+    }
+    ipuTimeline.render();
   }
 
   // ---- tables -------------------------------------------------------------------------------------
@@ -749,6 +1012,7 @@
       const [a, b] = ipuRange();
       memoryChart.setRange(a, b);
       if (state.selectedStep !== null) selectStep(state.selectedStep);
+      showTimelineIpu(state.ipu);
     });
     document.getElementById("ipu-picker").hidden = false;
   }
@@ -769,5 +1033,5 @@
       resizers.forEach(f => f());
     }, 100);
   });
-  window.poplarViewer = {state, selectTile, selectStep};
+  window.poplarViewer = {state, selectTile, selectStep, ipuTimeline};
 })();
