@@ -184,3 +184,9 @@ def test_replay_waits_only_at_syncs():
     assert t.clocks.tolist() == [20, 20] and t.waiting.tolist() == [3, 7] and t.busy.tolist() == [17, 13]
     assert len(t.entries) == 5 and t.truncated == 0
     assert replay([0, 1, 2, 0], spans, 2, 2, keep=2).truncated == 2  # none kept after the sync's two IPUs
+
+
+@pytest.mark.parametrize("bad", ["GLOBAL", 2, None])
+def test_a_sync_of_an_unknown_type_is_named(bad):
+    with pytest.raises(poplar.ProgramArgumentError, match="Sync needs a SyncType"):
+        prog.Sync(bad)
