@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pipelines import Stage, pipeline_report
 
 import poplar_py as poplar
-from poplar_py import InOut, Input, Output, Vector, Vertex, target
+from poplar_py import InOut, Vertex, target
 from poplar_py import program as prog
 from poplar_py.engine import write_profile_reports
 from poplar_py.profile import MAX_NAMES_PER_TILE, expand
@@ -439,51 +440,6 @@ def test_streaming_memory_in_the_summary_and_the_steps(browser, tmp_path):
 
 
 # ---- per-IPU timelines ------------------------------------------------------------------------------
-
-class Stage(Vertex):
-    x: Input[Vector[float]]
-    y: Output[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.x)):
-            self.y[i] = self.x[i] * 2.0 + 1.0
-        return True
-
-
-def pipeline_report(stages: int = 4, micro: int = 8, tiles: int = 4) -> dict:
-    """GPipe's forward schedule over ``stages`` IPUs (a stage a virtual graph), as ``pipeline()`` in
-    tests/compiler/test_timeline.py: in time slot t stage s runs micro-batch t - s, then each stage's
-    output is copied to the next stage's IPU. The whole profile report."""
-    m = poplar.IPUModel()
-    m.numIPUs, m.tilesPerIPU = stages, tiles
-    device = m.createDevice()
-    graph = poplar.Graph(device)
-    graph.addCodelets(Stage)
-    ins, outs, runs = [], [], []
-    for s in range(stages):
-        v = graph.createVirtualGraph(s * tiles, (s + 1) * tiles)
-        x = v.addVariable(poplar.FLOAT, [tiles, 4], f"in{s}")
-        y = v.addVariable(poplar.FLOAT, [tiles, 4], f"out{s}")
-        cs = v.addComputeSet(f"stage{s}")
-        for k in range(tiles):
-            v.setTileMapping(x[k], k)
-            v.setTileMapping(y[k], k)
-            vertex = v.addVertex(cs, "Stage", {"x": x[k], "y": y[k]})
-            v.setTileMapping(vertex, k)
-            v.setPerfEstimate(vertex, 100_000)
-        ins.append(x)
-        outs.append(y)
-        runs.append(prog.Execute(cs))
-    seq = prog.Sequence()
-    for t in range(micro + stages - 1):
-        live = [s for s in range(stages) if 0 <= t - s < micro]
-        seq.add(prog.Sequence([runs[s] for s in live]))
-        seq.add(prog.Sequence([prog.Copy(outs[s], ins[s + 1]) for s in live if s + 1 < stages]))
-    engine = poplar.Engine(graph, seq)
-    engine.load(device)
-    engine.run()
-    return engine.getProfile()
-
 
 def replicated_report() -> dict:
     """2 replicas of 2 IPUs: a long compute set on each replica's first IPU, its result copied to the

@@ -3,23 +3,12 @@ overlaps, a pipeline's bubble is the GPipe schedule's, and syncs wait for the la
 
 import numpy as np
 import pytest
+from pipelines import STAGE_CYCLES, pipeline_report
 
 import poplar_py as poplar
-from poplar_py import InOut, Input, Output, Vector, Vertex
+from poplar_py import InOut, Vector, Vertex
 from poplar_py import program as prog
 from poplar_py.compiler.timeline import Span, replay
-
-STAGE_CYCLES = 100_000
-
-
-class Stage(Vertex):
-    x: Input[Vector[float]]
-    y: Output[Vector[float]]
-
-    def compute(self):
-        for i in range(len(self.x)):
-            self.y[i] = self.x[i] * 2.0 + 1.0
-        return True
 
 
 class Bump(Vertex):
@@ -107,38 +96,9 @@ def test_ipus_wait_for_the_one_holding_a_predicate():
 
 
 def pipeline(copies: bool) -> tuple[dict, int, int]:
-    """A 4-stage pipeline over 4 IPUs (a stage a virtual graph) running 8 micro-batches, GPipe's
-    forward schedule: in time slot t stage s runs micro-batch t - s, then each stage's output is
-    copied to the next stage's IPU. The execution profile, stages and micro-batches."""
-    stages, micro = 4, 8
-    d = device(stages)
-    graph = poplar.Graph(d)
-    graph.addCodelets(Stage)
-    tiles = graph.getTarget().getTilesPerIPU()
-    ins, outs, runs = [], [], []
-    for s in range(stages):
-        v = graph.createVirtualGraph(s * tiles, (s + 1) * tiles)
-        x, y = (
-            v.addVariable(poplar.FLOAT, [tiles, 4], f"in{s}"),
-            v.addVariable(poplar.FLOAT, [tiles, 4], f"out{s}"),
-        )
-        cs = v.addComputeSet(f"stage{s}")
-        for k in range(tiles):
-            v.setTileMapping(x[k], k)
-            v.setTileMapping(y[k], k)
-            vertex = v.addVertex(cs, "Stage", {"x": x[k], "y": y[k]})
-            v.setTileMapping(vertex, k)
-            v.setPerfEstimate(vertex, STAGE_CYCLES)
-        ins.append(x)
-        outs.append(y)
-        runs.append(prog.Execute(cs))
-    seq = prog.Sequence()
-    for t in range(micro + stages - 1):
-        live = [s for s in range(stages) if 0 <= t - s < micro]
-        seq.add(prog.Sequence([runs[s] for s in live]))
-        if copies:
-            seq.add(prog.Sequence([prog.Copy(outs[s], ins[s + 1]) for s in live if s + 1 < stages]))
-    return total(graph, d, seq), stages, micro
+    """The execution profile of a 4-stage pipeline of 8 micro-batches (tests/pipelines.py),
+    stages and micro-batches."""
+    return pipeline_report(copies=copies)["execution"], 4, 8
 
 
 def test_a_pipeline_has_the_gpipe_bubble():
