@@ -1,0 +1,388 @@
+"""Tutorial 10 (a poplar-py addition): train a GPT with tensor, pipeline and data parallelism and
+Adam's state sharded in Streaming Memory, on a simulated Bow Pod.
+
+The model (``model.py``): byte-level tokens (vocabulary 256), learned positions, L pre-layer-norm
+decoder blocks of causal multi-head attention and a GELU MLP (4x hidden), a final layer norm and
+an output projection tied to the token embedding, softmax cross-entropy. It learns to predict
+the next byte of a public-domain English text (``data/``).
+
+The Pod's IPUs are ``pp x tp x dp``: a replica is ``pp`` IPUs (the layers cut into pipeline
+stages, one per IPU); ``tp`` consecutive replicas split every layer (tensor parallelism: heads and
+MLP units, an all-reduce in the group after each row-split product); ``dp`` such groups train on
+different micro-batches (data parallelism, over ORTHOGONAL groups), and shard Adam's state between
+them in Streaming Memory (``optimiser.py``). A step runs ``accum`` micro-batches per replica; with
+``pp > 1`` in GPipe's schedule (every micro-batch forward through the stages, then every one
+backward), whose stages run side by side on their IPUs.
+
+    poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
+        [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
+        [--lr ETA] [--seed K]
+
+Each step prints its loss (nats per byte, the mean over the step's tokens), the simulated step
+time and the Pod's tokens per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from model import Sizes, Stage, parameter_shapes, tp_all_reduce
+from optimiser import ShardedAdam, corrections
+
+import poplar_py as poplar
+from poplar_py import program as prog
+from poplibs_py import gcl, poplin, popnn, popops, poputil
+
+DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
+#: the default split of each Bow Pod: (tp, pp, dp)
+PODS = {16: (2, 2, 4), 64: (4, 2, 8), 256: (4, 4, 16)}
+
+
+@dataclass(frozen=True)
+class Split:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    accum: int = 1
+
+    @property
+    def replicas(self) -> int:
+        return self.tp * self.dp
+
+    @property
+    def ipus(self) -> int:
+        return self.pp * self.replicas
+
+
+def check(s: Sizes, split: Split, pod: int | None) -> None:
+    """A clear message naming the flags for a split that cannot run, before any graph is built."""
+    problems = []
+    if pod is not None and split.ipus != pod:
+        problems.append(
+            f"--pp {split.pp} x --tp {split.tp} x --dp {split.dp} = {split.ipus} IPUs, but a Pod{pod} "
+            f"has {pod}"
+        )
+    if s.heads % split.tp or s.mlp % split.tp:
+        problems.append(f"--tp {split.tp} must divide --heads {s.heads} and the MLP's {s.mlp} units")
+    if split.pp > s.layers:
+        problems.append(f"--pp {split.pp} is more stages than --layers {s.layers}")
+    if split.pp > 1 and split.accum < split.pp:
+        problems.append(
+            f"--accum {split.accum} is fewer micro-batches than the --pp {split.pp} stages a pipeline needs"
+        )
+    if s.hidden % s.heads:
+        problems.append(f"--heads {s.heads} must divide --hidden {s.hidden}")
+    if problems:
+        raise SystemExit("gpt.py: " + "; ".join(problems))
+
+
+class Trainer:
+    """The training step on every replica, compiled and loaded."""
+
+    def __init__(self, s: Sizes, split: Split, lr: float, device: poplar.Device | None = None) -> None:
+        self.s, self.split, self.lr = s, split, lr
+        if device is None:
+            model = poplar.IPUModel("ipu21")
+            model.numIPUs = split.ipus
+            device = model.createDevice()
+        self.device = device
+        graph = self.graph = poplar.Graph(device, replication_factor=split.replicas)
+        for lib in (popops, poplin, popnn):
+            lib.addCodelets(graph)
+        tiles = graph.getTarget().getNumTiles() // split.pp
+        self.stages = []
+        for i in range(split.pp):
+            g = graph if split.pp == 1 else graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
+            layers = range(i * s.layers // split.pp, (i + 1) * s.layers // split.pp)
+            self.stages.append(
+                Stage(g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i)
+            )
+        first, last = self.stages[0], self.stages[-1]
+        self.seq = prog.Sequence(name="step")
+        self.hyper = first.graph.addVariable(poplar.FLOAT, [2], "adam/hyper")
+        first.graph.setTileMapping(self.hyper, 0)
+        self.seq.add(prog.Copy(graph.addHostToDeviceFIFO("adam", poplar.FLOAT, 2), self.hyper))
+        self.tokens_in = graph.addHostToDeviceFIFO("tokens", poplar.UNSIGNED_INT, s.tokens)
+        self.targets_in = graph.addHostToDeviceFIFO("targets", poplar.UNSIGNED_INT, s.tokens)
+        self.loss = last.graph.addVariable(poplar.FLOAT, [1], "loss")
+        last.graph.setTileMapping(self.loss, 0)
+        popops.zero(last.graph, self.loss, self.seq, "loss/zero")
+        if split.pp == 1:
+            body = prog.Sequence(name="microBatch")
+            self._micro_batch(body)
+            self.seq.add(prog.Repeat(split.accum, body))
+        else:
+            self._gpipe()
+        self._tie_embeddings()
+        dp_group = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, split.dp)
+        self.optimisers = [
+            ShardedAdam(
+                st.graph, st.params, st.grads, self._hyper_on(st), dp_group, f"stage{st.index}", self.seq
+            )
+            for st in self.stages
+        ]
+        self.seq.add(prog.Copy(self.loss, graph.addDeviceToHostFIFO("loss", poplar.FLOAT, 1)))
+        for st in self.stages:
+            graph.createHostWrite(f"stage{st.index}/params", st.params)
+            graph.createHostRead(f"stage{st.index}/params/read", st.params)
+        self.engine = poplar.Engine(graph, self.seq)
+        self.engine.load(device)
+
+    def _hyper_on(self, stage: Stage) -> poplar.Tensor:
+        """The step's Adam numbers, on the stage's IPU."""
+        if stage.index == 0:
+            return self.hyper
+        moved = stage.graph.addVariable(poplar.FLOAT, [2], f"stage{stage.index}/adam/hyper")
+        stage.graph.setTileMapping(moved, 0)
+        self.seq.add(prog.Copy(self.hyper, moved))
+        return moved
+
+    def _inputs(self, seq: prog.Sequence, name: str) -> tuple[poplar.Tensor, poplar.Tensor]:
+        """A micro-batch's tokens (on the first stage) and targets (on the last), from the host."""
+        first, last = self.stages[0], self.stages[-1]
+        tokens = first.graph.addVariable(poplar.UNSIGNED_INT, [self.s.tokens, 1], f"{name}/tokens")
+        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.tokens], f"{name}/targets")
+        poputil.mapTensorLinearly(first.graph, tokens)
+        poputil.mapTensorLinearly(last.graph, targets)
+        seq.add(prog.Copy(self.tokens_in, tokens.flatten()))
+        seq.add(prog.Copy(self.targets_in, targets))
+        return tokens, targets
+
+    @property
+    def scale(self) -> float:
+        """d loss / d logits' factor: the loss is the mean over a replica's step's tokens."""
+        return 1 / (self.s.tokens * self.split.accum)
+
+    def _micro_batch(self, seq: prog.Sequence) -> None:
+        """One stage: a micro-batch forward and backward, accumulating its gradients."""
+        stage = self.stages[0]
+        tokens, targets = self._inputs(seq, "microBatch")
+        x, saved = stage.embed(tokens, seq), []
+        for layer in stage.layers:
+            x, t = stage.block(x, f"l{layer}.", seq)
+            saved.append(t)
+        loss, d = stage.head(x, targets, seq, self.scale)
+        popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
+        for layer, t in zip(reversed(stage.layers), reversed(saved)):
+            d = stage.block_backward(d, f"l{layer}.", t, seq)
+        stage.embed_backward(tokens, d, seq)
+
+    def _moved(self, t: poplar.Tensor, stage: Stage, seq: prog.Sequence, name: str) -> poplar.Tensor:
+        """``t`` copied onto ``stage``'s IPU over the IPU-Links."""
+        moved = stage.graph.addVariable(t.elementType(), t.shape(), name)
+        poputil.mapTensorLinearly(stage.graph, moved)
+        seq.add(prog.Copy(t, moved))
+        return moved
+
+    def _gpipe(self) -> None:
+        """GPipe's schedule: in forward slot t stage s runs micro-batch t - s, then passes its output
+        on; in backward slot t stage s runs micro-batch t - (P - 1 - s) back, then passes the
+        gradient back. Each stage's programs run on its own IPU, so the stages of a slot overlap."""
+        stages, accum, pp = self.stages, self.split.accum, self.split.pp
+        forward = [[prog.Sequence() for _ in range(accum)] for _ in stages]
+        backward = [[prog.Sequence() for _ in range(accum)] for _ in stages]
+        sends = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # activations to the next stage
+        returns = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # gradients to the previous
+        for j in range(accum):
+            tokens, targets = self._inputs(forward[0][j], f"mb{j}")
+            x: poplar.Tensor | None = None
+            saved: list[list[dict]] = []
+            for st in stages:
+                seq = forward[st.index][j]
+                if st.first:
+                    x = st.embed(tokens, seq)
+                else:
+                    assert x is not None
+                    x = self._moved(x, st, sends[st.index - 1][j], f"mb{j}/stage{st.index}/in")
+                mine = []
+                for layer in st.layers:
+                    x, t = st.block(x, f"l{layer}.", seq)
+                    mine.append(t)
+                saved.append(mine)
+            last = stages[-1]
+            loss, d = last.head(x, targets, forward[-1][j], self.scale)
+            popops.addInPlace(last.graph, self.loss, loss.reshape([1]), forward[-1][j], "loss/acc")
+            for st in reversed(stages):
+                seq = backward[st.index][j]
+                if not st.last:
+                    d = self._moved(d, st, returns[st.index + 1][j], f"mb{j}/stage{st.index}/outGrad")
+                for layer, t in zip(reversed(st.layers), reversed(saved[st.index])):
+                    d = st.block_backward(d, f"l{layer}.", t, seq)
+                if st.first:
+                    st.embed_backward(tokens, d, seq)
+        for t in range(accum + pp - 1):
+            live = [st.index for st in stages if 0 <= t - st.index < accum]
+            self.seq.add(prog.Sequence([forward[s][t - s] for s in live]))
+            self.seq.add(prog.Sequence([sends[s][t - s] for s in live if s + 1 < pp]))
+        for t in range(accum + pp - 1):
+            live = [s for s in reversed(range(pp)) if 0 <= t - (pp - 1 - s) < accum]
+            self.seq.add(prog.Sequence([backward[s][t - (pp - 1 - s)] for s in live]))
+            self.seq.add(prog.Sequence([returns[s][t - (pp - 1 - s)] for s in live if s > 0]))
+
+    def _tie_embeddings(self) -> None:
+        """With several stages the token embedding is on the first (the lookup) and the last (the
+        output projection): their gradients are summed on both, so the two copies stay equal."""
+        if self.split.pp == 1:
+            return
+        first, last = self.stages[0], self.stages[-1]
+        theirs = self._moved(last.grad("wte"), first, self.seq, "wte/grad/fromLast")
+        popops.addInPlace(first.graph, first.grad("wte"), theirs, self.seq, "wte/grad/tie")
+        self.seq.add(prog.Copy(first.grad("wte"), last.grad("wte")))
+
+    # ---- the host's side ---------------------------------------------------------------------
+    def replica_tp(self, r: int) -> int:
+        return r % self.split.tp
+
+    def write_parameters(self, full: dict[str, np.ndarray]) -> None:
+        """Every replica's shard of ``full`` (the whole model's parameters) into its stages'
+        buffers, and of each stage's buffer into its row of master weights in Streaming Memory."""
+        groups = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, self.split.dp).groups(self.split.replicas)
+        for r in range(self.split.replicas):
+            place = next(g.index(r) for g in groups if r in g)
+            for st, adam in zip(self.stages, self.optimisers):
+                flat = stage_buffer(st, full, self.replica_tp(r))
+                self.engine.writeTensor(f"stage{st.index}/params", flat, replicaIndex=r)
+                master = np.zeros(adam.shard, np.float32)
+                part = flat[place * adam.shard : (place + 1) * adam.shard]
+                master[: part.size] = part
+                self.engine.copyToRemoteBuffer(master, f"stage{st.index}/adam", 0, replicaIndex=r)
+
+    def read_parameters(self, r: int) -> dict[str, np.ndarray]:
+        """Replica ``r``'s parameters, by name (its tensor-parallel shard of each)."""
+        out = {}
+        for st in self.stages:
+            flat = self.engine.readTensor(f"stage{st.index}/params/read", replicaIndex=r)
+            for name, (lo, hi) in st.offsets.items():
+                out[name] = flat[lo:hi].reshape(st.shapes[name])
+        return out
+
+    def step(self, batches: np.ndarray, number: int) -> float:
+        """One training step on ``batches`` ([replica, micro-batch, batch, seq + 1] bytes): the mean
+        loss over every token of the step."""
+        losses = np.zeros([self.split.replicas, 1], np.float32)
+        hyper = corrections(self.lr, number)
+        for r in range(self.split.replicas):
+            seqs = batches[r]
+            self.engine.connectStream(
+                "tokens", seqs[..., :-1].astype(np.uint32).reshape(-1).copy(), replicaIndex=r
+            )
+            self.engine.connectStream(
+                "targets", seqs[..., 1:].astype(np.uint32).reshape(-1).copy(), replicaIndex=r
+            )
+            self.engine.connectStream("adam", hyper, replicaIndex=r)
+            self.engine.connectStream("loss", losses[r], replicaIndex=r)
+        self.engine.run()
+        return float(losses.sum() / (self.split.replicas * self.s.tokens * self.split.accum))
+
+
+def stage_buffer(stage: Stage, full: dict[str, np.ndarray], rank: int) -> np.ndarray:
+    """A stage's flat parameters for tensor-parallel rank ``rank``, cut from the whole model's."""
+    out = np.zeros(stage.params.numElements(), np.float32)
+    for name, (lo, hi) in stage.offsets.items():
+        out[lo:hi] = shard_of(name, full[name], stage.tp, rank).reshape(-1)
+    return out
+
+
+def shard_of(name: str, value: np.ndarray, tp: int, rank: int) -> np.ndarray:
+    """Rank ``rank``'s part of a parameter: the columns of the query, key, value and first MLP
+    projections (and their biases), the rows of the attention output and second MLP projections."""
+    short = name.split(".", 1)[-1]
+    if short in ("wq", "wk", "wv", "w1", "bq", "bk", "bv", "b1"):
+        n = value.shape[-1] // tp
+        return value[..., rank * n : (rank + 1) * n]
+    if short in ("wo", "w2"):
+        n = value.shape[0] // tp
+        return value[rank * n : (rank + 1) * n]
+    return value
+
+
+def initial_parameters(s: Sizes, seed: int) -> dict[str, np.ndarray]:
+    """GPT-2's initialisation: normal weights (0.02), zero biases, unit layer-norm gains."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in parameter_shapes(s, 1, range(s.layers), True, True).items():
+        short = name.split(".")[-1]
+        if short == "g":
+            out[name] = np.ones(shape, np.float32)
+        elif short.startswith("b"):
+            out[name] = np.zeros(shape, np.float32)
+        else:
+            out[name] = (0.02 * rng.standard_normal(shape)).astype(np.float32)
+    return out
+
+
+def batches(text: bytes, s: Sizes, split: Split, rng: np.random.Generator) -> np.ndarray:
+    """A step's sequences ([replica, micro-batch, batch, seq + 1]): replicas of one tensor-parallel
+    group read the same ones, groups of the data-parallel dimension their own."""
+    data = np.frombuffer(text, np.uint8)
+    starts = rng.integers(0, data.size - s.seq - 1, [split.dp, split.accum, s.batch])
+    per_group = data[starts[..., None] + np.arange(s.seq + 1)]
+    return np.repeat(per_group, split.tp, axis=0)  # replica r = group r // tp
+
+
+def unigram_entropy(text: bytes) -> float:
+    counts = np.bincount(np.frombuffer(text, np.uint8), minlength=256)
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pod", type=int, choices=sorted(PODS), default=None)
+    for flag in ("tp", "pp", "dp", "accum"):
+        p.add_argument(f"--{flag}", type=int, default=None)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def split_of(args: argparse.Namespace) -> Split:
+    """The split: a Pod's default (Pod16 unless --pod or a flag says otherwise), flags overriding."""
+    explicit = {k: getattr(args, k) for k in ("tp", "pp", "dp") if getattr(args, k) is not None}
+    pod = args.pod if args.pod is not None or explicit else 16
+    tp, pp, dp = PODS[pod] if pod is not None else (1, 1, 1)
+    base = {"tp": tp, "pp": pp, "dp": dp, **explicit}
+    accum = args.accum if args.accum is not None else max(1, 2 * base["pp"] if base["pp"] > 1 else 1)
+    return Split(base["tp"], base["pp"], base["dp"], accum)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch)
+    split = split_of(args)
+    check(s, split, args.pod)
+    text = DATA.read_bytes()
+    print(
+        f"GPT: {s.layers} layers, hidden {s.hidden}, {s.heads} heads, sequence {s.seq}, "
+        f"vocabulary {s.vocab}; tp {split.tp} x pp {split.pp} x dp {split.dp} = {split.ipus} IPUs, "
+        f"{split.accum} micro-batch(es) of {s.batch} per replica and step"
+    )
+    print(
+        f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
+    )
+    trainer = Trainer(s, split, args.lr)
+    trainer.write_parameters(initial_parameters(s, args.seed))
+    rng = np.random.default_rng(args.seed)
+    target = trainer.device.getTarget()
+    tokens = s.tokens * split.accum * split.dp
+    for step in range(1, args.steps + 1):
+        loss = trainer.step(batches(text, s, split, rng), step)
+        cycles = trainer.engine.getProfile()["execution"]["totalCycles"]
+        trainer.engine.resetExecutionProfile()
+        seconds = cycles / target.getTileClockFrequency()
+        print(
+            f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} tokens/s"
+        )
+
+
+if __name__ == "__main__":
+    main()

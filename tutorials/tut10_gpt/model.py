@@ -1,0 +1,338 @@
+"""Tutorial 10's model: a GPT decoder built with PopLibs on one replica's share of the work.
+
+A replica holds its tensor-parallel shard of every layer (``tp`` replicas of a CONSECUTIVE group
+split the attention heads and the MLP's hidden units: the query, key, value and first MLP
+projections by columns, the attention output and second MLP projections by rows, each row-split
+product all-reduced in the group, forward and backward). Its layers may be split into pipeline
+stages over its IPUs (virtual graphs); each stage keeps its parameters and their gradients in
+one flat buffer of its own, updated by :mod:`optimiser`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+import poplar_py as poplar
+from poplar_py import program as prog
+from poplibs_py import gcl, poplin, popnn, popops, poputil
+
+NL = popnn.NonLinearityType
+MASKED = -10_000.0  # added to the scores of future positions: exp() of it is 0 in float
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The model's sizes and the micro-batch."""
+
+    vocab: int = 256
+    hidden: int = 128
+    heads: int = 4
+    layers: int = 2
+    seq: int = 64
+    batch: int = 1
+    eps: float = 1e-5  # layer norm
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+    @property
+    def mlp(self) -> int:
+        return 4 * self.hidden
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+def layer_shapes(s: Sizes, tp: int) -> dict[str, list[int]]:
+    """One layer's parameters on one tensor-parallel rank (column- and row-split ones 1/tp)."""
+    h, part, mlp = s.hidden, s.hidden // tp, s.mlp // tp
+    return {
+        "ln1.g": [h],
+        "ln1.b": [h],
+        "wq": [h, part],
+        "bq": [part],
+        "wk": [h, part],
+        "bk": [part],
+        "wv": [h, part],
+        "bv": [part],
+        "wo": [part, h],
+        "bo": [h],
+        "ln2.g": [h],
+        "ln2.b": [h],
+        "w1": [h, mlp],
+        "b1": [mlp],
+        "w2": [mlp, h],
+        "b2": [h],
+    }
+
+
+def parameter_shapes(s: Sizes, tp: int, layers: range, first: bool, last: bool) -> dict[str, list[int]]:
+    """A stage's parameters (its layers, the embeddings on the first stage, the final layer norm
+    and the tied output projection on the last), in the order they lie in its buffer."""
+    shapes: dict[str, list[int]] = {}
+    if first or last:
+        shapes["wte"] = [s.vocab, s.hidden]
+    if first:
+        shapes["wpe"] = [s.seq, s.hidden]
+    for layer in layers:
+        shapes.update({f"l{layer}.{k}": v for k, v in layer_shapes(s, tp).items()})
+    if last:
+        shapes["lnf.g"], shapes["lnf.b"] = [s.hidden], [s.hidden]
+    return shapes
+
+
+#: a row-split product's partial sums, all-reduced over the tensor-parallel group, in place
+AllReduce = Callable[[poplar.Tensor, prog.Sequence, str], None]
+
+
+class Stage:
+    """One pipeline stage of one replica: a virtual graph (an IPU) holding some layers, their
+    parameters and gradients in flat buffers, and the builders of its forward and backward passes
+    for one micro-batch."""
+
+    def __init__(
+        self,
+        graph: poplar.Graph,
+        s: Sizes,
+        tp: int,
+        layers: range,
+        first: bool,
+        last: bool,
+        tp_all_reduce: AllReduce,
+        index: int,
+    ) -> None:
+        self.graph, self.s, self.tp, self.layers = graph, s, tp, layers
+        self.first, self.last, self.index = first, last, index
+        self.all_reduce = tp_all_reduce
+        self.shapes = parameter_shapes(s, tp, layers, first, last)
+        self.offsets: dict[str, tuple[int, int]] = {}
+        at = 0
+        for name, shape in self.shapes.items():
+            self.offsets[name] = (at, at + math.prod(shape))
+            at += math.prod(shape)
+        self.params = graph.addVariable(poplar.FLOAT, [at], f"stage{index}/params")
+        self.grads = graph.addVariable(poplar.FLOAT, [at], f"stage{index}/grads")
+        for t in (self.params, self.grads):
+            poputil.mapTensorLinearly(graph, t)
+        self.mask = graph.addConstant(
+            poplar.FLOAT,
+            [s.seq, s.seq],
+            np.triu(np.full([s.seq, s.seq], MASKED, np.float32), 1),
+            "causalMask",
+        )
+        poputil.mapTensorLinearly(graph, self.mask)
+
+    def param(self, name: str) -> poplar.Tensor:
+        lo, hi = self.offsets[name]
+        return self.params.slice(lo, hi).reshape(self.shapes[name])
+
+    def grad(self, name: str) -> poplar.Tensor:
+        lo, hi = self.offsets[name]
+        return self.grads.slice(lo, hi).reshape(self.shapes[name])
+
+    # ---- building blocks -------------------------------------------------------------------
+    def mm(self, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str) -> poplar.Tensor:
+        return poplin.matMul(self.graph, a, b, seq, name)
+
+    def mm_acc(
+        self, into: poplar.Tensor, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str
+    ) -> None:
+        """``into += a @ b`` (gradients accumulate over micro-batches)."""
+        poplin.matMulAcc(self.graph, into, 1.0, a, b, seq, name)
+
+    def bias_grad(self, dy: poplar.Tensor, b: str, seq: prog.Sequence) -> None:
+        db = popops.reduce(self.graph, dy, [0], popops.Operation.ADD, seq, f"{b}/grad")
+        popops.addInPlace(self.graph, self.grad(b), db, seq, f"{b}/grad/acc")
+
+    def dense(self, a: poplar.Tensor, w: str, b: str, seq: prog.Sequence) -> poplar.Tensor:
+        y = self.mm(a, self.param(w), seq, w)
+        popops.addInPlace(self.graph, y, self.param(b), seq, f"{b}/add")
+        return y
+
+    def heads(self, t: poplar.Tensor) -> poplar.Tensor:
+        """``[tokens, local heads x head_dim]`` as ``[batch x local heads, seq, head_dim]``."""
+        s = self.s
+        local = s.heads // self.tp
+        return (
+            t.reshape([s.batch, s.seq, local, s.head_dim])
+            .dimShuffle([0, 2, 1, 3])
+            .reshape([s.batch * local, s.seq, s.head_dim])
+        )
+
+    def merge(self, t: poplar.Tensor) -> poplar.Tensor:
+        s = self.s
+        local = s.heads // self.tp
+        return (
+            t.reshape([s.batch, local, s.seq, s.head_dim])
+            .dimShuffle([0, 2, 1, 3])
+            .reshape([s.tokens, local * s.head_dim])
+        )
+
+    def layer_norm(self, t: poplar.Tensor, p: str, seq: prog.Sequence) -> tuple[poplar.Tensor, ...]:
+        """(output, whitened, inverse standard deviation)."""
+        mean, isd = popnn.ln.layerNormStatistics(self.graph, t, self.s.eps, seq, debugName=f"{p}/stats")
+        out, whitened = popnn.ln.layerNormalise(
+            self.graph, t, self.param(f"{p}.g"), self.param(f"{p}.b"), mean, isd, seq, f"{p}/normalise"
+        )
+        return out, whitened, isd
+
+    def layer_norm_backward(
+        self, whitened: poplar.Tensor, isd: poplar.Tensor, dy: poplar.Tensor, p: str, seq: prog.Sequence
+    ) -> poplar.Tensor:
+        g = self.graph
+        dg, db = popnn.ln.layerNormParamGradients(g, whitened, dy, seq, f"{p}/paramGrads")
+        popops.addInPlace(g, self.grad(f"{p}.g"), dg, seq, f"{p}.g/grad/acc")
+        popops.addInPlace(g, self.grad(f"{p}.b"), db, seq, f"{p}.b/grad/acc")
+        return popnn.ln.layerNormGradients(g, whitened, dy, isd, self.param(f"{p}.g"), seq, f"{p}/grads")
+
+    # ---- a decoder block ---------------------------------------------------------------------
+    def block(self, x: poplar.Tensor, p: str, seq: prog.Sequence) -> tuple[poplar.Tensor, dict]:
+        """``x + attention(ln1(x))``, then ``+ mlp(ln2(.))``; what the backward pass needs."""
+        g, s = self.graph, self.s
+        a, white1, isd1 = self.layer_norm(x, p + "ln1", seq)
+        q, k, v = (self.dense(a, p + f"w{n}", p + f"b{n}", seq) for n in "qkv")
+        scores = poplin.matMulGrouped(
+            g, self.heads(q), self.heads(k).dimShuffle([0, 2, 1]), seq, p + "scores"
+        )
+        popops.mulInPlace(g, scores, 1 / math.sqrt(s.head_dim), seq, p + "scale")
+        mask = self.mask.expand([0]).broadcast(scores.dim(0), 0)
+        popops.addInPlace(g, scores, mask, seq, p + "causal")
+        probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, scores, seq, p + "softmax")
+        ctx = self.merge(poplin.matMulGrouped(g, probs, self.heads(v), seq, p + "context"))
+        o = self.mm(ctx, self.param(p + "wo"), seq, p + "wo")
+        self.all_reduce(o, seq, p + "wo/allReduce")
+        popops.addInPlace(g, o, self.param(p + "bo"), seq, p + "bo/add")
+        popops.addInPlace(g, o, x, seq, p + "residual1")
+        m, white2, isd2 = self.layer_norm(o, p + "ln2", seq)
+        u = self.dense(m, p + "w1", p + "b1", seq)
+        act = popnn.nonLinearity(g, NL.GELU, u, seq, p + "gelu")
+        f = self.mm(act, self.param(p + "w2"), seq, p + "w2")
+        self.all_reduce(f, seq, p + "w2/allReduce")
+        popops.addInPlace(g, f, self.param(p + "b2"), seq, p + "b2/add")
+        popops.addInPlace(g, f, o, seq, p + "residual2")
+        saved = dict(
+            a=a,
+            white1=white1,
+            isd1=isd1,
+            q=q,
+            k=k,
+            v=v,
+            probs=probs,
+            ctx=ctx,
+            m=m,
+            white2=white2,
+            isd2=isd2,
+            u=u,
+            act=act,
+        )
+        return f, saved
+
+    def block_backward(self, d_out: poplar.Tensor, p: str, t: dict, seq: prog.Sequence) -> poplar.Tensor:
+        g, s = self.graph, self.s
+        # the MLP: d_out reaches its output and, through the residual, its input
+        self.bias_grad(d_out, p + "b2", seq)
+        self.mm_acc(self.grad(p + "w2"), t["act"].transpose(), d_out, seq, p + "w2/grad")
+        d_act = self.mm(d_out, self.param(p + "w2").transpose(), seq, p + "w2/inputGrad")
+        d_u = popnn.nonLinearityInputGradient(g, NL.GELU, t["u"], d_act, seq, p + "gelu/grad")
+        self.bias_grad(d_u, p + "b1", seq)
+        self.mm_acc(self.grad(p + "w1"), t["m"].transpose(), d_u, seq, p + "w1/grad")
+        d_m = self.mm(d_u, self.param(p + "w1").transpose(), seq, p + "w1/inputGrad")
+        self.all_reduce(d_m, seq, p + "w1/inputGrad/allReduce")
+        d_o = self.layer_norm_backward(t["white2"], t["isd2"], d_m, p + "ln2", seq)
+        popops.addInPlace(g, d_o, d_out, seq, p + "residual2/grad")
+        # attention
+        self.bias_grad(d_o, p + "bo", seq)
+        self.mm_acc(self.grad(p + "wo"), t["ctx"].transpose(), d_o, seq, p + "wo/grad")
+        d_ctx = self.heads(self.mm(d_o, self.param(p + "wo").transpose(), seq, p + "wo/inputGrad"))
+        d_probs = poplin.matMulGrouped(
+            g, d_ctx, self.heads(t["v"]).dimShuffle([0, 2, 1]), seq, p + "probs/grad"
+        )
+        d_v = poplin.matMulGrouped(g, t["probs"].dimShuffle([0, 2, 1]), d_ctx, seq, p + "v/grad")
+        d_scores = popnn.nonLinearityInputGradient(
+            g, NL.SOFTMAX_STABLE, t["probs"], d_probs, seq, p + "softmax/grad"
+        )
+        popops.mulInPlace(g, d_scores, 1 / math.sqrt(s.head_dim), seq, p + "scale/grad")
+        d_q = poplin.matMulGrouped(g, d_scores, self.heads(t["k"]), seq, p + "q/grad")
+        d_k = poplin.matMulGrouped(g, d_scores.dimShuffle([0, 2, 1]), self.heads(t["q"]), seq, p + "k/grad")
+        d_a = None
+        for n, d in (("q", d_q), ("k", d_k), ("v", d_v)):
+            d = self.merge(d)
+            self.bias_grad(d, p + f"b{n}", seq)
+            self.mm_acc(self.grad(p + f"w{n}"), t["a"].transpose(), d, seq, p + f"w{n}/grad")
+            d_in = self.mm(d, self.param(p + f"w{n}").transpose(), seq, p + f"w{n}/inputGrad")
+            if d_a is None:
+                d_a = d_in
+            else:
+                popops.addInPlace(g, d_a, d_in, seq, p + f"w{n}/inputGrad/add")
+        assert d_a is not None
+        self.all_reduce(d_a, seq, p + "qkv/inputGrad/allReduce")
+        d_x = self.layer_norm_backward(t["white1"], t["isd1"], d_a, p + "ln1", seq)
+        popops.addInPlace(g, d_x, d_o, seq, p + "residual1/grad")
+        return d_x
+
+    # ---- the ends ----------------------------------------------------------------------------
+    def embed(self, tokens: poplar.Tensor, seq: prog.Sequence) -> poplar.Tensor:
+        """``wte[tokens] + wpe`` for the micro-batch's tokens (``[tokens]`` UNSIGNED_INT)."""
+        s, g = self.s, self.graph
+        x = popops.multiSlice(g, self.param("wte"), tokens, [0], [1], seq, debugName="embed").reshape(
+            [s.tokens, s.hidden]
+        )
+        pos = self.param("wpe").expand([0]).broadcast(s.batch, 0).reshape([s.tokens, s.hidden])
+        out = popops.add(g, x, pos, seq, "embed/positions")
+        return out
+
+    def embed_backward(self, tokens: poplar.Tensor, d_x: poplar.Tensor, seq: prog.Sequence) -> None:
+        s, g = self.s, self.graph
+        popops.multiUpdateAdd(
+            g,
+            self.grad("wte"),
+            d_x.reshape([s.tokens, 1, s.hidden]),
+            tokens,
+            1.0,
+            [0],
+            [1],
+            seq,
+            debugName="embed/grad",
+        )
+        d_pos = popops.reduce(
+            g, d_x.reshape([s.batch, s.seq, s.hidden]), [0], popops.Operation.ADD, seq, "wpe/grad"
+        )
+        popops.addInPlace(g, self.grad("wpe"), d_pos, seq, "wpe/grad/acc")
+
+    def head(
+        self, x: poplar.Tensor, targets: poplar.Tensor, seq: prog.Sequence, scale: float
+    ) -> tuple[poplar.Tensor, poplar.Tensor]:
+        """The final layer norm, logits ``x wte^T``, softmax cross-entropy against ``targets``: (the
+        micro-batch's summed loss, the gradient of ``scale`` x that loss w.r.t. ``x``)."""
+        g, s = self.graph, self.s
+        h, white, isd = self.layer_norm(x, "lnf", seq)
+        logits = self.mm(h, self.param("wte").transpose(), seq, "logits")
+        probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, logits, seq, "logits/softmax")
+        losses = g.addVariable(poplar.FLOAT, [s.tokens], "losses")
+        deltas = g.clone(probs, "deltas")
+        poputil.mapTensorLinearly(g, losses)
+        seq.add(popnn.calcLoss(g, probs, targets, losses, deltas, popnn.CROSS_ENTROPY_LOSS, "loss"))
+        loss = popops.reduce(g, losses, [0], popops.Operation.ADD, seq, "loss/sum")
+        popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
+        self.mm_acc(self.grad("wte"), deltas.transpose(), h, seq, "logits/grad")
+        d_h = self.mm(deltas, self.param("wte"), seq, "logits/inputGrad")
+        d_x = self.layer_norm_backward(white, isd, d_h, "lnf", seq)
+        return loss, d_x
+
+
+def tp_all_reduce(graph: poplar.Graph, tp: int) -> AllReduce:
+    """The all-reduce of a row-split product's partial sums in the CONSECUTIVE tensor-parallel
+    group (nothing with one rank)."""
+    group = gcl.CommGroup(gcl.CommGroupType.CONSECUTIVE, tp)
+
+    def run(t: poplar.Tensor, seq: prog.Sequence, name: str) -> None:
+        if tp > 1:
+            gcl.allReduceInPlaceCrossReplica(graph, t, gcl.CollectiveOperator.ADD, seq, group, name)
+
+    return run
