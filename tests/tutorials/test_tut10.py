@@ -26,10 +26,11 @@ def device(ipus: int) -> poplar.Device:
     return m.createDevice()
 
 
+@pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
 @pytest.mark.parametrize("tp,pp,dp", [(1, 1, 1), (2, 1, 1), (1, 1, 2), (1, 2, 2), (2, 2, 2)])
-def test_a_step_matches_numpy(tp, pp, dp):
+def test_a_step_matches_numpy(tp, pp, dp, phased):
     split = gpt.Split(tp, pp, dp, accum=2)
-    trainer = gpt.Trainer(SIZES, split, LR, device(split.ipus))
+    trainer = gpt.Trainer(SIZES, split, LR, device(split.ipus), phased=phased)
     full = gpt.initial_parameters(SIZES, seed=1)
     trainer.write_parameters(full)
     data = gpt.batches(gpt.DATA.read_bytes(), SIZES, split, np.random.default_rng(2))

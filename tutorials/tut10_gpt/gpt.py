@@ -82,7 +82,9 @@ def check(s: Sizes, split: Split, pod: int | None) -> None:
 class Trainer:
     """The training step on every replica, compiled and loaded."""
 
-    def __init__(self, s: Sizes, split: Split, lr: float, device: poplar.Device | None = None) -> None:
+    def __init__(
+        self, s: Sizes, split: Split, lr: float, device: poplar.Device | None = None, phased: bool = False
+    ) -> None:
         self.s, self.split, self.lr = s, split, lr
         if device is None:
             model = poplar.IPUModel("ipu21")
@@ -98,7 +100,9 @@ class Trainer:
             g = graph if split.pp == 1 else graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
             layers = range(i * s.layers // split.pp, (i + 1) * s.layers // split.pp)
             self.stages.append(
-                Stage(g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i)
+                Stage(
+                    g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased
+                )
             )
         first, last = self.stages[0], self.stages[-1]
         self.seq = prog.Sequence(name="step")
@@ -118,16 +122,24 @@ class Trainer:
             self._gpipe()
         self._tie_embeddings()
         dp_group = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, split.dp)
-        self.optimisers = [
-            ShardedAdam(
-                st.graph, st.params, st.grads, self._hyper_on(st), dp_group, f"stage{st.index}", self.seq
-            )
-            for st in self.stages
-        ]
+        self.optimisers: dict[str, ShardedAdam] = {}  # by the name of what each updates
+        for st in self.stages:
+            hyper = self._hyper_on(st)
+            if st.params.numElements():
+                self.optimisers[f"stage{st.index}"] = ShardedAdam(
+                    st.graph, st.params, st.grads, hyper, dp_group, f"stage{st.index}", self.seq
+                )
+            for layer in st.layers if st.phased else ():  # each layer's update between its load and store
+                st.load(layer, self.seq, grads=True)
+                self.optimisers[f"stage{st.index}/l{layer}"] = ShardedAdam(
+                    st.graph, st.work, st.work_grads, hyper, dp_group, f"stage{st.index}/l{layer}", self.seq
+                )
+                st.store(layer, self.seq)
         self.seq.add(prog.Copy(self.loss, graph.addDeviceToHostFIFO("loss", poplar.FLOAT, 1)))
         for st in self.stages:
-            graph.createHostWrite(f"stage{st.index}/params", st.params)
-            graph.createHostRead(f"stage{st.index}/params/read", st.params)
+            if st.params.numElements():
+                graph.createHostWrite(f"stage{st.index}/params", st.params)
+                graph.createHostRead(f"stage{st.index}/params/read", st.params)
         self.engine = poplar.Engine(graph, self.seq)
         self.engine.load(device)
 
@@ -162,12 +174,15 @@ class Trainer:
         tokens, targets = self._inputs(seq, "microBatch")
         x, saved = stage.embed(tokens, seq), []
         for layer in stage.layers:
+            stage.load(layer, seq, grads=False)
             x, t = stage.block(x, f"l{layer}.", seq)
             saved.append(t)
         loss, d = stage.head(x, targets, seq, self.scale)
         popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
         for layer, t in zip(reversed(stage.layers), reversed(saved)):
+            stage.load(layer, seq, grads=True)
             d = stage.block_backward(d, f"l{layer}.", t, seq)
+            stage.store(layer, seq)
         stage.embed_backward(tokens, d, seq)
 
     def _moved(self, t: poplar.Tensor, stage: Stage, seq: prog.Sequence, name: str) -> poplar.Tensor:
@@ -199,6 +214,7 @@ class Trainer:
                     x = self._moved(x, st, sends[st.index - 1][j], f"mb{j}/stage{st.index}/in")
                 mine = []
                 for layer in st.layers:
+                    st.load(layer, seq, grads=False)
                     x, t = st.block(x, f"l{layer}.", seq)
                     mine.append(t)
                 saved.append(mine)
@@ -210,7 +226,9 @@ class Trainer:
                 if not st.last:
                     d = self._moved(d, st, returns[st.index + 1][j], f"mb{j}/stage{st.index}/outGrad")
                 for layer, t in zip(reversed(st.layers), reversed(saved[st.index])):
+                    st.load(layer, seq, grads=True)
                     d = st.block_backward(d, f"l{layer}.", t, seq)
+                    st.store(layer, seq)
                 if st.first:
                     st.embed_backward(tokens, d, seq)
         for t in range(accum + pp - 1):
@@ -236,27 +254,57 @@ class Trainer:
     def replica_tp(self, r: int) -> int:
         return r % self.split.tp
 
+    def _blocks(self, full: dict[str, np.ndarray], rank: int) -> dict[str, np.ndarray]:
+        """Each flat block of parameters that one optimiser updates, for tensor-parallel rank
+        ``rank``: a stage's buffer, and (phased) each of its layers' rows."""
+        out = {}
+        for st in self.stages:
+            if st.params.numElements():
+                out[f"stage{st.index}"] = flat_of(
+                    st.offsets, st.shapes, full, st.tp, rank, st.params.numElements()
+                )
+            for layer in st.layers if st.phased else ():
+                names = {f"l{layer}.{k}": v for k, v in st.layer_offsets.items()}
+                shapes = {f"l{layer}.{k}": v for k, v in st.layer_shapes.items()}
+                out[f"stage{st.index}/l{layer}"] = flat_of(names, shapes, full, st.tp, rank, st.layer_size)
+        return out
+
     def write_parameters(self, full: dict[str, np.ndarray]) -> None:
-        """Every replica's shard of ``full`` (the whole model's parameters) into its stages'
-        buffers, and of each stage's buffer into its row of master weights in Streaming Memory."""
+        """Every replica's shard of ``full`` (the whole model's parameters) into its stages' buffers
+        (phased: its layers' rows in Streaming Memory), and each optimiser's shard of them into its
+        row of master weights."""
         groups = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, self.split.dp).groups(self.split.replicas)
         for r in range(self.split.replicas):
             place = next(g.index(r) for g in groups if r in g)
-            for st, adam in zip(self.stages, self.optimisers):
-                flat = stage_buffer(st, full, self.replica_tp(r))
-                self.engine.writeTensor(f"stage{st.index}/params", flat, replicaIndex=r)
+            for name, flat in self._blocks(full, self.replica_tp(r)).items():
+                if name.count("/"):  # a phased layer's row of parameters
+                    self.engine.copyToRemoteBuffer(flat, name, 0, replicaIndex=r)
+                else:
+                    self.engine.writeTensor(f"{name}/params", flat, replicaIndex=r)
+                adam = self.optimisers[name]
                 master = np.zeros(adam.shard, np.float32)
                 part = flat[place * adam.shard : (place + 1) * adam.shard]
                 master[: part.size] = part
-                self.engine.copyToRemoteBuffer(master, f"stage{st.index}/adam", 0, replicaIndex=r)
+                self.engine.copyToRemoteBuffer(master, f"{name}/adam", 0, replicaIndex=r)
 
     def read_parameters(self, r: int) -> dict[str, np.ndarray]:
         """Replica ``r``'s parameters, by name (its tensor-parallel shard of each)."""
         out = {}
         for st in self.stages:
-            flat = self.engine.readTensor(f"stage{st.index}/params/read", replicaIndex=r)
-            for name, (lo, hi) in st.offsets.items():
-                out[name] = flat[lo:hi].reshape(st.shapes[name])
+            if st.params.numElements():
+                flat = self.engine.readTensor(f"stage{st.index}/params/read", replicaIndex=r)
+                out.update(
+                    {name: flat[lo:hi].reshape(st.shapes[name]) for name, (lo, hi) in st.offsets.items()}
+                )
+            for layer in st.layers if st.phased else ():
+                row = np.empty(st.layer_size, np.float32)
+                self.engine.copyFromRemoteBuffer(f"stage{st.index}/l{layer}", row, 0, replicaIndex=r)
+                out.update(
+                    {
+                        f"l{layer}.{k}": row[lo:hi].reshape(st.layer_shapes[k])
+                        for k, (lo, hi) in st.layer_offsets.items()
+                    }
+                )
         return out
 
     def step(self, batches: np.ndarray, number: int) -> float:
@@ -278,11 +326,18 @@ class Trainer:
         return float(losses.sum() / (self.split.replicas * self.s.tokens * self.split.accum))
 
 
-def stage_buffer(stage: Stage, full: dict[str, np.ndarray], rank: int) -> np.ndarray:
-    """A stage's flat parameters for tensor-parallel rank ``rank``, cut from the whole model's."""
-    out = np.zeros(stage.params.numElements(), np.float32)
-    for name, (lo, hi) in stage.offsets.items():
-        out[lo:hi] = shard_of(name, full[name], stage.tp, rank).reshape(-1)
+def flat_of(
+    offsets: dict[str, tuple[int, int]],
+    shapes: dict[str, list[int]],
+    full: dict[str, np.ndarray],
+    tp: int,
+    rank: int,
+    size: int,
+) -> np.ndarray:
+    """Parameters laid out flat at ``offsets`` (rank ``rank``'s shard of each), cut from ``full``."""
+    out = np.zeros(size, np.float32)
+    for name, (lo, hi) in offsets.items():
+        out[lo:hi] = shard_of(name, full[name], tp, rank).reshape(-1)
     return out
 
 
@@ -334,6 +389,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pod", type=int, choices=sorted(PODS), default=None)
     for flag in ("tp", "pp", "dp", "accum"):
         p.add_argument(f"--{flag}", type=int, default=None)
+    p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--hidden", type=int, default=256)
@@ -369,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
     )
-    trainer = Trainer(s, split, args.lr)
+    trainer = Trainer(s, split, args.lr, phased=args.phased)
     trainer.write_parameters(initial_parameters(s, args.seed))
     rng = np.random.default_rng(args.seed)
     target = trainer.device.getTarget()

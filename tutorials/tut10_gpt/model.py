@@ -11,6 +11,7 @@ one flat buffer of its own, updated by :mod:`optimiser`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,8 +94,14 @@ AllReduce = Callable[[poplar.Tensor, prog.Sequence, str], None]
 
 class Stage:
     """One pipeline stage of one replica: a virtual graph (an IPU) holding some layers, their
-    parameters and gradients in flat buffers, and the builders of its forward and backward passes
-    for one micro-batch."""
+    parameters and gradients, and the builders of its forward and backward passes for one
+    micro-batch.
+
+    The embeddings and the final layer norm lie in flat buffers (``params``, ``grads``). So do the
+    layers' parameters, after them; or, ``phased``, each layer's parameters and gradients live in
+    Streaming Memory (rows 0 and 1 of its remote buffer) and are loaded into one layer's working
+    buffers (``work``, ``work_grads``) just before the layer runs, so the IPU holds one layer at a
+    time."""
 
     def __init__(
         self,
@@ -106,20 +113,32 @@ class Stage:
         last: bool,
         tp_all_reduce: AllReduce,
         index: int,
+        phased: bool = False,
     ) -> None:
         self.graph, self.s, self.tp, self.layers = graph, s, tp, layers
-        self.first, self.last, self.index = first, last, index
+        self.first, self.last, self.index, self.phased = first, last, index, phased
         self.all_reduce = tp_all_reduce
         self.shapes = parameter_shapes(s, tp, layers, first, last)
-        self.offsets: dict[str, tuple[int, int]] = {}
-        at = 0
-        for name, shape in self.shapes.items():
-            self.offsets[name] = (at, at + math.prod(shape))
-            at += math.prod(shape)
-        self.params = graph.addVariable(poplar.FLOAT, [at], f"stage{index}/params")
-        self.grads = graph.addVariable(poplar.FLOAT, [at], f"stage{index}/grads")
-        for t in (self.params, self.grads):
-            poputil.mapTensorLinearly(graph, t)
+        self.layer_shapes = layer_shapes(s, tp)
+        self.layer_offsets = _offsets(self.layer_shapes)
+        self.layer_size = sum(math.prod(shape) for shape in self.layer_shapes.values())
+        own = {k: v for k, v in self.shapes.items() if not (phased and in_layer(k))}
+        self.offsets = _offsets(own)  # of what the flat buffers hold
+        size = sum(math.prod(shape) for shape in own.values())
+        self.params, self.grads = (self._buffer(size, f"stage{index}/{what}") for what in ("params", "grads"))
+        self.remote: dict[int, poplar.RemoteBuffer] = {}
+        if phased:
+            self.work, self.work_grads = (
+                self._buffer(self.layer_size, f"stage{index}/{what}") for what in ("layer", "layerGrads")
+            )
+            self.pair = poplar.concat([self.work.expand([0]), self.work_grads.expand([0])])
+            self.rows = graph.addConstant(poplar.UNSIGNED_INT, [2], [0, 1], f"stage{index}/layerRows")
+            poputil.mapTensorLinearly(graph, self.rows)
+            self.row0 = self.rows.slice(0, 1)
+            for layer in layers:
+                self.remote[layer] = graph.addRemoteBuffer(
+                    f"stage{index}/l{layer}", poplar.FLOAT, self.layer_size, repeats=2
+                )
         self.mask = graph.addConstant(
             poplar.FLOAT,
             [s.seq, s.seq],
@@ -128,13 +147,38 @@ class Stage:
         )
         poputil.mapTensorLinearly(graph, self.mask)
 
-    def param(self, name: str) -> poplar.Tensor:
+    def _buffer(self, size: int, name: str) -> poplar.Tensor:
+        t = self.graph.addVariable(poplar.FLOAT, [size], name)
+        poputil.mapTensorLinearly(self.graph, t)
+        return t
+
+    def _where(self, name: str, grads: bool) -> poplar.Tensor:
+        if self.phased and in_layer(name):
+            lo, hi = self.layer_offsets[name.split(".", 1)[1]]
+            return (self.work_grads if grads else self.work).slice(lo, hi)
         lo, hi = self.offsets[name]
-        return self.params.slice(lo, hi).reshape(self.shapes[name])
+        return (self.grads if grads else self.params).slice(lo, hi)
+
+    def param(self, name: str) -> poplar.Tensor:
+        return self._where(name, False).reshape(self.shapes[name])
 
     def grad(self, name: str) -> poplar.Tensor:
-        lo, hi = self.offsets[name]
-        return self.grads.slice(lo, hi).reshape(self.shapes[name])
+        return self._where(name, True).reshape(self.shapes[name])
+
+    def load(self, layer: int, seq: prog.Sequence, grads: bool) -> None:
+        """Phased: layer ``layer``'s parameters (and, ``grads``, its gradients so far) from Streaming
+        Memory into the working buffers, before it runs."""
+        if self.phased:
+            seq.add(
+                prog.Copy(self.remote[layer], self.pair, self.rows)
+                if grads
+                else prog.Copy(self.remote[layer], self.work, self.row0)
+            )
+
+    def store(self, layer: int, seq: prog.Sequence) -> None:
+        """Phased: layer ``layer``'s parameters and gradients back to Streaming Memory."""
+        if self.phased:
+            seq.add(prog.Copy(self.pair, self.remote[layer], self.rows))
 
     # ---- building blocks -------------------------------------------------------------------
     def mm(self, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str) -> poplar.Tensor:
@@ -324,6 +368,20 @@ class Stage:
         d_h = self.mm(deltas, self.param("wte"), seq, "logits/inputGrad")
         d_x = self.layer_norm_backward(white, isd, d_h, "lnf", seq)
         return loss, d_x
+
+
+def in_layer(name: str) -> bool:
+    """Whether parameter ``name`` is a decoder block's (``l<k>.``)."""
+    return re.match(r"l\d+\.", name) is not None
+
+
+def _offsets(shapes: dict[str, list[int]]) -> dict[str, tuple[int, int]]:
+    """Where each of ``shapes`` lies in a flat buffer holding them in order."""
+    out, at = {}, 0
+    for name, shape in shapes.items():
+        out[name] = (at, at + math.prod(shape))
+        at += math.prod(shape)
+    return out
 
 
 def tp_all_reduce(graph: poplar.Graph, tp: int) -> AllReduce:
