@@ -12,6 +12,7 @@ import poplar_py as poplar
 TUT = Path(__file__).resolve().parents[2] / "tutorials" / "tut10_gpt"
 sys.path.insert(0, str(TUT))
 
+import breakdown  # noqa: E402
 import gpt  # noqa: E402
 import reference  # noqa: E402
 from model import Sizes  # noqa: E402
@@ -20,9 +21,9 @@ SIZES = Sizes(hidden=32, heads=4, layers=2, seq=8, batch=2)
 LR = 1e-2
 
 
-def device(ipus: int) -> poplar.Device:
+def device(ipus: int, tiles: int = 16) -> poplar.Device:
     m = poplar.IPUModel("ipu21")
-    m.numIPUs, m.tilesPerIPU = ipus, 16
+    m.numIPUs, m.tilesPerIPU = ipus, tiles
     return m.createDevice()
 
 
@@ -48,3 +49,29 @@ def test_a_step_matches_numpy(tp, pp, dp, phased):
             # step makes a step of its float rounding, on the Pod and in numpy alike
             atol = LR if name.endswith(".bk") else 1e-3 * LR
             np.testing.assert_allclose(value, want, rtol=1e-4, atol=atol, err_msg=f"replica {r} {name}")
+
+
+@pytest.mark.parametrize("pp,accum,layers", [(2, 4, 2), (4, 8, 4)])
+def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
+    # blocks that outweigh the embedding and the head, so the stages take about as long as each other
+    sizes = Sizes(hidden=128, heads=4, layers=layers, seq=16, batch=1)
+    split = gpt.Split(1, pp, 1, accum)
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus, tiles=64))
+    trainer.write_parameters(gpt.initial_parameters(sizes, seed=1))
+    trainer.step(gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2)), 1)
+    execution = trainer.engine.getProfile()["execution"]
+    bubble = breakdown.bubble(execution, trainer.pipeline, range(pp))
+    assert bubble == pytest.approx((pp - 1) / (accum + pp - 1), abs=0.02)
+    assert "pipeline bubble" in gpt.describe_cycles(execution, trainer)
+
+
+@pytest.mark.parametrize("flags,culprit", [
+    (["--pod", "16", "--tp", "4"], "--pp 2 x --tp 4 x --dp 4 = 32 IPUs, but a Pod16 has 16"),
+    (["--tp", "3", "--pp", "1", "--dp", "1"], "--tp 3 must divide --heads 8"),
+    (["--pp", "4", "--layers", "2", "--tp", "1", "--dp", "1"], "--pp 4 is more stages than --layers 2"),
+    (["--pp", "2", "--accum", "1", "--tp", "1", "--dp", "1"], "--accum 1 is fewer micro-batches"),
+])
+def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monkeypatch):
+    monkeypatch.setattr(gpt, "Trainer", None)  # never reached
+    with pytest.raises(SystemExit, match=culprit.replace("+", r"\+")):
+        gpt.main(flags)

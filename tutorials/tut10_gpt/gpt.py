@@ -28,6 +28,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+import breakdown
 import numpy as np
 from model import Sizes, Stage, parameter_shapes, tp_all_reduce
 from optimiser import ShardedAdam, corrections
@@ -111,6 +112,7 @@ class Trainer:
         self.seq.add(prog.Copy(graph.addHostToDeviceFIFO("adam", poplar.FLOAT, 2), self.hyper))
         self.tokens_in = graph.addHostToDeviceFIFO("tokens", poplar.UNSIGNED_INT, s.tokens)
         self.targets_in = graph.addHostToDeviceFIFO("targets", poplar.UNSIGNED_INT, s.tokens)
+        self.pipeline: set[str] = set()  # the names of the pipelined passes' steps
         self.loss = last.graph.addVariable(poplar.FLOAT, [1], "loss")
         last.graph.setTileMapping(self.loss, 0)
         popops.zero(last.graph, self.loss, self.seq, "loss/zero")
@@ -177,7 +179,8 @@ class Trainer:
             stage.load(layer, seq, grads=False)
             x, t = stage.block(x, f"l{layer}.", seq)
             saved.append(t)
-        loss, d = stage.head(x, targets, seq, self.scale)
+        loss, head = stage.head(x, targets, seq, self.scale)
+        d = stage.head_backward(head, seq)
         popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
         for layer, t in zip(reversed(stage.layers), reversed(saved)):
             stage.load(layer, seq, grads=True)
@@ -219,11 +222,13 @@ class Trainer:
                     mine.append(t)
                 saved.append(mine)
             last = stages[-1]
-            loss, d = last.head(x, targets, forward[-1][j], self.scale)
+            loss, head = last.head(x, targets, forward[-1][j], self.scale)
             popops.addInPlace(last.graph, self.loss, loss.reshape([1]), forward[-1][j], "loss/acc")
             for st in reversed(stages):
                 seq = backward[st.index][j]
-                if not st.last:
+                if st.last:
+                    d = st.head_backward(head, seq)
+                else:
                     d = self._moved(d, st, returns[st.index + 1][j], f"mb{j}/stage{st.index}/outGrad")
                 for layer, t in zip(reversed(st.layers), reversed(saved[st.index])):
                     st.load(layer, seq, grads=True)
@@ -231,6 +236,8 @@ class Trainer:
                     st.store(layer, seq)
                 if st.first:
                     st.embed_backward(tokens, d, seq)
+        passes = [p for table in (forward, backward, sends, returns) for row in table for p in row]
+        self.pipeline = {prog.step_label(p) for p in prog.walk(passes)}
         for t in range(accum + pp - 1):
             live = [st.index for st in stages if 0 <= t - st.index < accum]
             self.seq.add(prog.Sequence([forward[s][t - s] for s in live]))
@@ -391,7 +398,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.add_argument(f"--{flag}", type=int, default=None)
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--steps", type=int, default=3)
-    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
@@ -407,7 +414,7 @@ def split_of(args: argparse.Namespace) -> Split:
     pod = args.pod if args.pod is not None or explicit else 16
     tp, pp, dp = PODS[pod] if pod is not None else (1, 1, 1)
     base = {"tp": tp, "pp": pp, "dp": dp, **explicit}
-    accum = args.accum if args.accum is not None else max(1, 2 * base["pp"] if base["pp"] > 1 else 1)
+    accum = args.accum if args.accum is not None else base["pp"]
     return Split(base["tp"], base["pp"], base["dp"], accum)
 
 
@@ -426,18 +433,55 @@ def main(argv: list[str] | None = None) -> None:
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
     )
     trainer = Trainer(s, split, args.lr, phased=args.phased)
-    trainer.write_parameters(initial_parameters(s, args.seed))
-    rng = np.random.default_rng(args.seed)
+    full = initial_parameters(s, args.seed)
+    trainer.write_parameters(full)
     target = trainer.device.getTarget()
+    describe_memory(trainer, sum(v.size for v in full.values()), args.phased)
+    rng = np.random.default_rng(args.seed)
     tokens = s.tokens * split.accum * split.dp
     for step in range(1, args.steps + 1):
         loss = trainer.step(batches(text, s, split, rng), step)
-        cycles = trainer.engine.getProfile()["execution"]["totalCycles"]
+        execution = trainer.engine.getProfile()["execution"]
         trainer.engine.resetExecutionProfile()
-        seconds = cycles / target.getTileClockFrequency()
+        seconds = execution["totalCycles"] / target.getTileClockFrequency()
         print(
             f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} tokens/s"
         )
+        print("  " + describe_cycles(execution, trainer))
+
+
+def describe_memory(trainer: Trainer, params: int, phased: bool) -> None:
+    """The model's size against the Pod's SRAM, and each IPU's SRAM and Streaming Memory."""
+    target = trainer.device.getTarget()
+    sram, per_ipu = (
+        target.getNumTiles() * target.getBytesPerTile(),
+        target.getTilesPerIPU() * target.getBytesPerTile(),
+    )
+    print(
+        f"parameters: {params:,} ({4 * params / 2**20:,.1f} MiB in float, "
+        f"{12 * params / 2**20:,.1f} MiB with Adam's moments); the Pod's SRAM: {sram / 2**20:,.1f} MiB"
+        + ("; each layer's weights in Streaming Memory (--phased)" if phased else "")
+    )
+    for k, (tile_bytes, remote) in enumerate(
+        breakdown.memory(trainer.engine.getProfile()["compilation"], trainer.split.pp)
+    ):
+        print(
+            f"  IPU {k} of each replica (stage {k}): SRAM {tile_bytes / 2**20:,.1f} of "
+            f"{per_ipu / 2**20:,.1f} MiB, Streaming Memory {remote / 2**20:,.1f} MiB"
+        )
+
+
+def describe_cycles(execution: dict, trainer: Trainer) -> str:
+    """Where a step's cycles went (``breakdown``)."""
+    shares = breakdown.work(execution)
+    links = {k.removeprefix("links: "): v for k, v in shares.items() if k.startswith("links: ")}
+    bubble = breakdown.bubble(execution, trainer.pipeline, range(trainer.split.pp))
+    return (
+        f"cycles: compute {shares['compute']:.1%}, exchange {shares['exchange']:.1%}, IPU-Links "
+        f"{sum(links.values()):.1%} ({', '.join(f'{k} {v:.1%}' for k, v in links.items())}), Streaming "
+        f"Memory {shares['streaming memory']:.1%}, host {shares['host']:.1%}, sync {shares['sync']:.1%}; "
+        f"pipeline bubble {bubble:.1%}"
+    )
 
 
 if __name__ == "__main__":

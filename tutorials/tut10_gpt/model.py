@@ -351,9 +351,10 @@ class Stage:
 
     def head(
         self, x: poplar.Tensor, targets: poplar.Tensor, seq: prog.Sequence, scale: float
-    ) -> tuple[poplar.Tensor, poplar.Tensor]:
+    ) -> tuple[poplar.Tensor, dict]:
         """The final layer norm, logits ``x wte^T``, softmax cross-entropy against ``targets``: (the
-        micro-batch's summed loss, the gradient of ``scale`` x that loss w.r.t. ``x``)."""
+        micro-batch's summed loss, what :meth:`head_backward` needs: the gradient of ``scale`` x
+        that loss w.r.t. the logits among it)."""
         g, s = self.graph, self.s
         h, white, isd = self.layer_norm(x, "lnf", seq)
         logits = self.mm(h, self.param("wte").transpose(), seq, "logits")
@@ -364,10 +365,14 @@ class Stage:
         seq.add(popnn.calcLoss(g, probs, targets, losses, deltas, popnn.CROSS_ENTROPY_LOSS, "loss"))
         loss = popops.reduce(g, losses, [0], popops.Operation.ADD, seq, "loss/sum")
         popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
-        self.mm_acc(self.grad("wte"), deltas.transpose(), h, seq, "logits/grad")
-        d_h = self.mm(deltas, self.param("wte"), seq, "logits/inputGrad")
-        d_x = self.layer_norm_backward(white, isd, d_h, "lnf", seq)
-        return loss, d_x
+        return loss, dict(h=h, white=white, isd=isd, deltas=deltas)
+
+    def head_backward(self, t: dict, seq: prog.Sequence) -> poplar.Tensor:
+        """The gradient w.r.t. the head's input (accumulating the projection's and the final layer
+        norm's gradients)."""
+        self.mm_acc(self.grad("wte"), t["deltas"].transpose(), t["h"], seq, "logits/grad")
+        d_h = self.mm(t["deltas"], self.param("wte"), seq, "logits/inputGrad")
+        return self.layer_norm_backward(t["white"], t["isd"], d_h, "lnf", seq)
 
 
 def in_layer(name: str) -> bool:

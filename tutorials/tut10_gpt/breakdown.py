@@ -1,0 +1,73 @@
+"""Where a training step's time goes, read from the profile report (``engine.getProfile()``).
+
+* The work: every step run's cycles split into compute, exchange on the IPUs, IPU-Link traffic by
+  purpose (a step's global exchange, by the collective or copy it belongs to), Streaming Memory,
+  host transfers and syncs (shares of all the cycles the IPUs were busy).
+* The pipeline bubble: over the span of the pipelined forward and backward passes on replica 0's
+  IPUs, the share in which its busiest stage did nothing (waiting for the others): GPipe's
+  ``(P - 1) / (G + P - 1)`` when that stage sets the pace.
+* Per IPU of a replica: its tile memory (SRAM) and its Streaming Memory (remote buffers).
+"""
+
+from __future__ import annotations
+
+#: IPU-Link traffic by purpose: the words that name a step's collective
+PURPOSES = (
+    ("tp all-reduce", "allReduce"),
+    ("dp reduce-scatter", "reduceScatter"),
+    ("dp all-gather", "allGather"),
+)
+
+
+def purpose(name: str) -> str:
+    """What a step that crosses IPUs is for: a collective's name, else a pipeline send."""
+    return next((label for label, word in PURPOSES if word in name), "pipeline sends")
+
+
+def work(execution: dict) -> dict[str, float]:
+    """Shares of the cycles the steps ran (each step's phases, times its runs)."""
+    steps = execution["steps"]
+    total = sum(s["count"] * s["cycles"] for s in steps) or 1
+    out = dict.fromkeys(("compute", "exchange", "streaming memory", "host", "sync"), 0.0)
+    links = {label: 0.0 for label, _ in (*PURPOSES, ("pipeline sends", ""))}
+    for s in steps:
+        n = s["count"] / total
+        for key, field in (
+            ("compute", "compute"),
+            ("exchange", "exchange"),
+            ("streaming memory", "streamingMemory"),
+            ("host", "host"),
+            ("sync", "sync"),
+        ):
+            out[key] += n * s.get(field, 0)
+        if s["globalExchange"]:
+            links[purpose(s["name"])] += n * s["globalExchange"]
+    return {**out, **{f"links: {k}": v for k, v in links.items()}}
+
+
+def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:
+    """The share of the pipelined passes' span in which the busiest of ``ipus`` did nothing (0
+    when none of the steps named in ``pipeline`` ran)."""
+    names = [s["name"] for s in execution["steps"]]
+    starts, ends, busy = [], [], dict.fromkeys(ipus, 0)
+    for entry in execution.get("timeline", {}).get("entries", []):
+        if names[entry["step"]] not in pipeline:
+            continue
+        for ipu, start, end in zip(entry["ipus"], entry["start"], entry["end"]):
+            if ipu in busy:
+                busy[ipu] += end - start
+                starts.append(start)
+                ends.append(end)
+    if not starts:
+        return 0.0
+    return 1 - max(busy.values()) / (max(ends) - min(starts))
+
+
+def memory(compilation: dict, ipus: int) -> list[tuple[int, int]]:
+    """(SRAM bytes, Streaming Memory bytes) of each IPU of replica 0 (stage k on IPU k)."""
+    sram = {i["ipu"]: i["memory"] for i in compilation.get("ipus", [])}
+    remote = [0] * ipus
+    for b in compilation["memory"].get("streamingMemory", {}).get("buffers", []):
+        stage = int(b["handle"].split("/")[0].removeprefix("stage"))
+        remote[stage] += b["bytes"]
+    return [(sram.get(k, 0), remote[k]) for k in range(ipus)]
