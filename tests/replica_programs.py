@@ -19,7 +19,9 @@ per-IPU timelines (compiler/timeline.py) a tile counts only the steps its IPU ta
 ``index_scale``, ``virtual_graph_control`` and ``collectives_two_ipus`` have steps on some IPUs
 only (a print from replica 0, work on each replica's first IPU), so the tile averages of the
 others got shorter (sync, host, global exchange); every total stayed as it was, and the
-reports gained each IPU's clock and waiting.
+reports gained each IPU's clock and waiting. ``collectives`` again when gcl's all-gather marked
+its work buffer undefined before filling it (a WriteUndef: the buffer is packed by liveness
+instead of always live, 100 bytes less of variables, 512 more of control code for the program).
 """
 
 from __future__ import annotations

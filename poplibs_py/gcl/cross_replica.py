@@ -161,6 +161,9 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, group: 
         _alone(graph, t, out[0], None, prog, name)
         return out
     rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
+    # every row is written before it is read, a row at a time: say so, or the work buffer would
+    # stay live (and take its tiles' memory) for the whole program
+    prog.add(prog_.WriteUndef(rotated))
     prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
     all_gather(ring, rotated, 0, prog)
     ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
