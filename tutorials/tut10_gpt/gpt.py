@@ -174,18 +174,11 @@ class Trainer:
         """One stage: a micro-batch forward and backward, accumulating its gradients."""
         stage = self.stages[0]
         tokens, targets = self._inputs(seq, "microBatch")
-        x, saved = stage.embed(tokens, seq), []
-        for layer in stage.layers:
-            stage.load(layer, seq, grads=False)
-            x, t = stage.block(x, f"l{layer}.", seq)
-            saved.append(t)
+        x, saved = stage.forward_layers(stage.embed(tokens, seq), seq, 0, 1)
         loss, head = stage.head(x, targets, seq, self.scale)
         d = stage.head_backward(head, seq)
         popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
-        for layer, t in zip(reversed(stage.layers), reversed(saved)):
-            stage.load(layer, seq, grads=True)
-            d = stage.block_backward(d, f"l{layer}.", t, seq)
-            stage.store(layer, seq)
+        d = stage.backward_layers(d, saved, seq, 0, 1)
         stage.embed_backward(tokens, d, seq)
 
     def _moved(self, t: poplar.Tensor, stage: Stage, seq: prog.Sequence, name: str) -> poplar.Tensor:
@@ -215,11 +208,7 @@ class Trainer:
                 else:
                     assert x is not None
                     x = self._moved(x, st, sends[st.index - 1][j], f"mb{j}/stage{st.index}/in")
-                mine = []
-                for layer in st.layers:
-                    st.load(layer, seq, grads=False)
-                    x, t = st.block(x, f"l{layer}.", seq)
-                    mine.append(t)
+                x, mine = st.forward_layers(x, seq, j, accum)
                 saved.append(mine)
             last = stages[-1]
             loss, head = last.head(x, targets, forward[-1][j], self.scale)
@@ -230,10 +219,7 @@ class Trainer:
                     d = st.head_backward(head, seq)
                 else:
                     d = self._moved(d, st, returns[st.index + 1][j], f"mb{j}/stage{st.index}/outGrad")
-                for layer, t in zip(reversed(st.layers), reversed(saved[st.index])):
-                    st.load(layer, seq, grads=True)
-                    d = st.block_backward(d, f"l{layer}.", t, seq)
-                    st.store(layer, seq)
+                d = st.backward_layers(d, saved[st.index], seq, j, accum)
                 if st.first:
                     st.embed_backward(tokens, d, seq)
         passes = [p for table in (forward, backward, sends, returns) for row in table for p in row]

@@ -92,6 +92,27 @@ def parameter_shapes(s: Sizes, tp: int, layers: range, first: bool, last: bool) 
 AllReduce = Callable[[poplar.Tensor, prog.Sequence, str], None]
 
 
+@dataclass(frozen=True)
+class LayerFunctions:
+    """Phased: one block's code for every layer of a stage, the buffers it reads and writes (``x``:
+    the input, then the output; ``d``: the output's gradient, then the input's), its saved
+    activations as one row (``saved``) and their stash in Streaming Memory (a row per layer and
+    micro-batch, ``rows`` their indices)."""
+
+    forward: poplar.Function
+    backward: poplar.Function
+    x: poplar.Tensor
+    d: poplar.Tensor
+    saved: poplar.Tensor
+    stash: poplar.RemoteBuffer
+    rows: poplar.Tensor
+    micros: int
+
+    def row(self, layer: int, micro: int) -> poplar.Tensor:
+        """The stash row of a stage's ``layer``-th layer on micro-batch ``micro``."""
+        return self.rows[layer * self.micros + micro]
+
+
 class Stage:
     """One pipeline stage of one replica: a virtual graph (an IPU) holding some layers, their
     parameters and gradients, and the builders of its forward and backward passes for one
@@ -101,7 +122,9 @@ class Stage:
     layers' parameters, after them; or, ``phased``, each layer's parameters and gradients live in
     Streaming Memory (rows 0 and 1 of its remote buffer) and are loaded into one layer's working
     buffers (``work``, ``work_grads``) just before the layer runs, so the IPU holds one layer at a
-    time."""
+    time. Phased, one block's code serves every layer (a forward and a backward function, called
+    once per layer), and the activations the backward pass needs are stashed in Streaming Memory
+    between the passes, so neither the code nor the memory grows with the layers."""
 
     def __init__(
         self,
@@ -139,6 +162,7 @@ class Stage:
                 self.remote[layer] = graph.addRemoteBuffer(
                     f"stage{index}/l{layer}", poplar.FLOAT, self.layer_size, repeats=2
                 )
+        self._layer_functions: LayerFunctions | None = None
         self.mask = graph.addConstant(
             poplar.FLOAT,
             [s.seq, s.seq],
@@ -174,6 +198,77 @@ class Stage:
                 if grads
                 else prog.Copy(self.remote[layer], self.work, self.row0)
             )
+
+    # ---- the layers of a micro-batch ----------------------------------------------------------
+    def forward_layers(
+        self, x: poplar.Tensor, seq: prog.Sequence, micro: int, micros: int
+    ) -> tuple[poplar.Tensor, list[dict]]:
+        """The stage's blocks on micro-batch ``micro`` (of ``micros``): (output, what backward needs)."""
+        if self.phased:
+            functions = self._functions(micros)
+            seq.add(prog.Copy(x, functions.x))
+            for k, layer in enumerate(self.layers):
+                self.load(layer, seq, grads=False)
+                seq.add(prog.Call(functions.forward))
+                seq.add(prog.Copy(functions.saved, functions.stash, functions.row(k, micro)))
+            return functions.x, []
+        saved = []
+        for layer in self.layers:
+            x, t = self.block(x, f"l{layer}.", seq)
+            saved.append(t)
+        return x, saved
+
+    def backward_layers(
+        self, d: poplar.Tensor, saved: list[dict], seq: prog.Sequence, micro: int, micros: int
+    ) -> poplar.Tensor:
+        """The blocks' backward pass on micro-batch ``micro``, accumulating their gradients."""
+        if self.phased:
+            functions = self._functions(micros)
+            seq.add(prog.Copy(d, functions.d))
+            for k, layer in reversed(list(enumerate(self.layers))):
+                self.load(layer, seq, grads=True)
+                seq.add(prog.Copy(functions.stash, functions.saved, functions.row(k, micro)))
+                seq.add(prog.Call(functions.backward))
+                self.store(layer, seq)
+            return functions.d
+        for layer, t in zip(reversed(self.layers), reversed(saved)):
+            d = self.block_backward(d, f"l{layer}.", t, seq)
+        return d
+
+    def _functions(self, micros: int) -> LayerFunctions:
+        """Phased: the block's forward and backward code, built once (on the first layer's names)."""
+        if self._layer_functions is None:
+            s, g = self.s, self.graph
+            x, d = (
+                g.addVariable(poplar.FLOAT, [s.tokens, s.hidden], f"stage{self.index}/{w}")
+                for w in ("x", "d")
+            )
+            for t in (x, d):
+                poputil.mapTensorLinearly(g, t)
+            p = f"l{self.layers[0]}."
+            forward, backward = prog.Sequence(), prog.Sequence()
+            y, saved = self.block(x, p, forward)
+            forward.add(prog.Copy(y, x))  # the next layer's input
+            backward.add(prog.Copy(self.block_backward(d, p, saved, backward), d))
+            names = sorted(saved)
+            flat = poplar.concat([saved[k].flatten() for k in names]).expand([0])
+            stash = g.addRemoteBuffer(
+                f"stage{self.index}/activations",
+                poplar.FLOAT,
+                flat.numElements(),
+                repeats=len(self.layers) * micros,
+            )
+            rows = g.addConstant(
+                poplar.UNSIGNED_INT,
+                [len(self.layers) * micros],
+                np.arange(len(self.layers) * micros),
+                f"stage{self.index}/activationRows",
+            )
+            poputil.mapTensorLinearly(g, rows)
+            self._layer_functions = LayerFunctions(
+                g.addFunction(forward), g.addFunction(backward), x, d, flat, stash, rows, micros
+            )
+        return self._layer_functions
 
     def store(self, layer: int, seq: prog.Sequence) -> None:
         """Phased: layer ``layer``'s parameters and gradients back to Streaming Memory."""
