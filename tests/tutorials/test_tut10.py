@@ -75,3 +75,18 @@ def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monke
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached
     with pytest.raises(SystemExit, match=culprit.replace("+", r"\+")):
         gpt.main(flags)
+
+
+def test_the_tutorial_prints_its_figures(capsys):
+    poplar.target.setModelDefaults(tilesPerIPU=16)
+    try:
+        gpt.main(["--tp", "2", "--pp", "2", "--dp", "1", "--accum", "2", "--layers", "2", "--hidden", "32",
+                  "--heads", "4", "--seq", "8", "--steps", "2", "--phased"])
+    finally:
+        poplar.target.setModelDefaults()
+    out = capsys.readouterr().out
+    assert "unigram entropy 3.013 nats per byte" in out
+    assert "the Pod's SRAM" in out and "IPU 1 of each replica (stage 1): SRAM" in out
+    assert out.count("  cycles: compute") == 2 and "tp all-reduce" in out and "pipeline bubble" in out
+    losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+    assert len(losses) == 2 and losses[1] < losses[0] < 6

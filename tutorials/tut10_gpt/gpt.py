@@ -39,7 +39,7 @@ from poplibs_py import gcl, poplin, popnn, popops, poputil
 
 DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
 #: the default split of each Bow Pod: (tp, pp, dp)
-PODS = {16: (2, 2, 4), 64: (4, 2, 8), 256: (4, 4, 16)}
+PODS = {16: (2, 2, 4), 64: (4, 2, 8), 256: (4, 2, 32)}
 
 
 @dataclass(frozen=True)
