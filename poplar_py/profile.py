@@ -28,7 +28,7 @@ a list, or ``{"runs": [value, count, ...]}`` when that is much shorter).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ import numpy as np
 from .compiler.costs import CostModel, RunRecord, StepCost
 from .compiler.layout import MemoryLayout
 from .compiler.pipeline import CompiledGraph
-from .compiler.steps import ExecuteStep
+from .compiler.steps import ExecuteStep, Step
 from .compiler.timeline import Span, Timeline, replay
 from .flops import add_flops, run_flops, share_rows, summary_lines
 from .ir import GraphIR, VerticesIR
@@ -89,27 +89,30 @@ class Profile:
             out["liveness"] = liveness.over_steps(var_bytes)
         return out
 
-    def costs(self) -> dict[int, StepCost]:
-        """Each leaf step that ran, by id: what one run costs."""
-        return {step.id: step.cost(self.model, self.record) for step in self.exe.lowered.leaves
-                if self.record.counts[step.id]}
+    def costs(self) -> Iterator[tuple[Step, StepCost]]:
+        """Each leaf step that ran and what one run of it costs, one at a time (a cost holds arrays
+        over the device's tiles: a Pod's are too many to keep for every step)."""
+        for step in self.exe.lowered.leaves:
+            if self.record.counts[step.id]:
+                yield step, step.cost(self.model, self.record)
 
-    def timeline(self, costs: dict[int, StepCost], keep: int = 0) -> Timeline:
-        """Every IPU's clock over the runs the record holds (:mod:`~poplar_py.compiler.timeline`);
-        one IPU's is the sum of every run's cycles, with no runs' places kept (they follow each
-        other)."""
-        every, ipus = self.model.every_ipu, self.exe.target.getNumIPUs()
+    def span(self, cost: StepCost) -> Span:
+        """How a step's runs occupy the IPUs (:mod:`~poplar_py.compiler.timeline`)."""
+        return Span(self.model.every_ipu if cost.ipus is None else cost.ipus, cost.syncs, cost.cycles)
+
+    def timeline(self, spans: dict[int, Span], keep: int = 0) -> Timeline:
+        """Every IPU's clock over the runs the record holds, each step as ``spans`` says; one IPU's is
+        the sum of every run's cycles, with no runs' places kept (they follow each other)."""
+        ipus = self.exe.target.getNumIPUs()
         if ipus == 1:
-            total = sum(self.record.counts[step] * c.cycles for step, c in costs.items())
+            total = sum(self.record.counts[step] * span.cycles for step, span in spans.items())
             return Timeline(np.asarray([total]), np.asarray([total]), np.zeros(1, np.int64))
-        spans = {step: Span(every if c.ipus is None else c.ipus, c.syncs, c.cycles)
-                 for step, c in costs.items()}
         return replay(self.record.trace, spans, ipus, ipus // self.exe.replication.factor, keep)
 
     def total_cycles(self) -> int:
         """The cycles of everything the record holds (the report's ``totalCycles``): the latest IPU's
         clock."""
-        return self.timeline(self.costs()).total
+        return self.timeline({step.id: self.span(cost) for step, cost in self.costs()}).total
 
     def report(self) -> dict:
         """The profile as plain data (key names after libpva's where it has one)."""
@@ -122,13 +125,10 @@ class Profile:
         per_ipu = t.getTilesPerIPU()
         step_rows = []
         budget = TILE_CYCLES_BUDGET
-        costs = self.costs()
-        timeline = self.timeline(costs, TIMELINE_BUDGET)
         rows: dict[int, int] = {}  # step id -> its row
-        for step in self.exe.lowered.leaves:
-            cost = costs.get(step.id)
-            if cost is None:
-                continue
+        spans: dict[int, Span] = {}
+        for step, cost in self.costs():
+            spans[step.id] = self.span(cost)
             count = self.record.counts[step.id]
             # a tile's figures count the runs of steps its IPU takes part in
             runs = count if cost.ipus is None else \
@@ -155,6 +155,7 @@ class Profile:
             if numbers <= budget:
                 budget -= numbers
                 step_rows[-1]["tileCycles"] = tile_cycles
+        timeline = self.timeline(spans, TIMELINE_BUDGET)
         total = timeline.total
         if timeline.waiting.any():
             by_tile["waiting"] = np.repeat(timeline.waiting, per_ipu).astype(float)
