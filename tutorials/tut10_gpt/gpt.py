@@ -426,9 +426,9 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(args.seed)
     tokens = s.tokens * split.accum * split.dp
     for step in range(1, args.steps + 1):
+        trainer.engine.resetExecutionProfile()  # the profile holds one step (the last, at the end)
         loss = trainer.step(batches(text, s, split, rng), step)
         execution = trainer.engine.getProfile()["execution"]
-        trainer.engine.resetExecutionProfile()
         seconds = execution["totalCycles"] / target.getTileClockFrequency()
         print(
             f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} tokens/s"
