@@ -57,11 +57,6 @@ class StreamingMemory:
             found = self._rows[key] = np.empty(self.buffers[handle].row_bytes, np.uint8)
         return found
 
-    @property
-    def allocated(self) -> int:
-        """Host bytes the rows written so far take."""
-        return sum(row.nbytes for row in self._rows.values())
-
 
 def checked_row(buffers: Mapping[str, RemoteBuffer], handle: Any, repeatIndex: Any, what: str
                 ) -> tuple[RemoteBuffer, int]:
