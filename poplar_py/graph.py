@@ -109,7 +109,7 @@ class Graph:
     """A graph of tensors and vertices for one target.
 
     ``Graph(target)`` or ``Graph(device)``. Variables start unmapped; map them with
-    ``setTileMapping`` (or let the compiler map what is left, as the README's tour says).
+    ``setTileMapping`` (or let the compiler map what is left: next to the vertices using it, or linearly).
 
     ``Graph(target, replication_factor=R)`` builds one replica of a program that runs on R
     replicas of ``numIPUs / R`` IPUs each: ``getTarget()`` is one replica's, and the Engine
