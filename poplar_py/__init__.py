@@ -2,12 +2,14 @@
 
 from . import program
 from .cdivision import cdiv, cmod
+from .codelet_loading import CodeletFileType
 from .compiler.world import abort_every_rank_on_uncaught
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
                      CodeletCompileError,
+                     CodeletError,
                      ConnectionArgumentError,
                      ExecutableError,
                      GraphConnectionError,
@@ -101,6 +103,8 @@ __all__ = [
                      "UNSIGNED_LONGLONG",
                      "UNSIGNED_SHORT",
                      "CodeletCompileError",
+                     "CodeletError",
+                     "CodeletFileType",
                      "ComputeSet",
                      "ConnectionArgumentError",
                      "Const",

@@ -1,10 +1,13 @@
-"""Finding codelet classes: in a ``.py`` file, a module, a class or a list of them."""
+"""Finding codelet classes: in a ``.py`` file, a module, a class or a list of them; in a C++
+file or source text (compiled by :mod:`cxx.module`)."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import importlib.util
 import inspect
+import io
 import linecache
 import os
 import sys
@@ -15,8 +18,23 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from .errors import CodeletCompileError, InvalidArgumentError, PoplarError
+from .cxx import module as cxx
+from .errors import CodeletCompileError, CodeletError, InvalidArgumentError, PoplarError
 from .vertex import Vertex
+
+
+class CodeletFileType(enum.Enum):
+    """What ``graph.addCodelets`` is given (Poplar's ``CodeletFileType``): ``Auto`` goes by the
+    file's extension; ``CppSource`` is C++ source text (or a C++ file of any name)."""
+
+    PreprocessedAsmSource = "PreprocessedAsmSource"
+    AsmSource = "AsmSource"
+    CSource = "CSource"
+    CppSource = "CppSource"
+    IrSource = "IrSource"
+    Object = "Object"
+    Auto = "Auto"
+
 
 # Frames from these folders are library code; a vertex's source is the user's line above them.
 _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d)
@@ -24,7 +42,8 @@ _LIBRARY_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
 
 
 _PREFIX = "poplar_codelets_"  # module names of codelet files loaded by path
-_NATIVE_SOURCES = {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".s", ".gp"}
+_CPP_SOURCES = {".cpp", ".cc", ".cxx", ".c++", ".cp", ".hpp", ".h"}
+_NATIVE_SOURCES = {".c", ".s", ".S", ".gp", ".o", ".ll", ".bc"}
 
 # id of a code object -> (the code, kept so the id stays its own; file name, None for library code)
 _code_files: dict[int, tuple[CodeType, str | None]] = {}
@@ -46,11 +65,22 @@ def caller_location() -> tuple[str, int]:
     return "", 0
 
 
-def codelet_classes(src: Any) -> Iterable[type[Vertex]]:
+def codelet_classes(src: Any, file_type: CodeletFileType = CodeletFileType.Auto,
+                    compile_flags: str = "") -> Iterable[type[Vertex]]:
+    """The vertex classes of ``src`` (see ``Graph.addCodelets``)."""
     if isinstance(src, (list, tuple)):
         for item in src:
-            yield from codelet_classes(item)
+            yield from codelet_classes(item, file_type, compile_flags)
         return
+    if isinstance(src, io.StringIO):
+        src, file_type = src.getvalue(), CodeletFileType.CppSource
+    if file_type is CodeletFileType.CppSource and isinstance(src, str) and not os.path.isfile(src):
+        yield from cxx.load("CppSource", src, compile_flags)
+        return
+    if file_type not in (CodeletFileType.Auto, CodeletFileType.CppSource):
+        raise CodeletError(f"addCodelets: {file_type.name} codelets cannot run on the simulator (IPU "
+                           "assembly, objects and IR are the IPU's own code); give C++ source or Python "
+                           "classes")
     if isinstance(src, type):
         if not issubclass(src, Vertex):
             raise InvalidArgumentError(f"addCodelets: {src.__name__} does not derive from poplar.Vertex")
@@ -62,7 +92,12 @@ def codelet_classes(src: Any) -> Iterable[type[Vertex]]:
     if not isinstance(src, (pytypes.ModuleType, str, os.PathLike)):
         raise InvalidArgumentError(f"addCodelets takes a .py file, a module, a Vertex class or a list of "
                                    f"them; got {type(src).__name__} {src!r:.60}")
-    module = src if isinstance(src, pytypes.ModuleType) else _load_codelet_file(os.fspath(src))
+    if not isinstance(src, pytypes.ModuleType):
+        path = _find_codelet_file(os.fspath(src))
+        if file_type is CodeletFileType.CppSource or os.path.splitext(path)[1].lower() in _CPP_SOURCES:
+            yield from cxx.load(path, None, compile_flags)
+            return
+    module = src if isinstance(src, pytypes.ModuleType) else _import(path)
     found = [obj for obj in vars(module).values()
              if isinstance(obj, type) and issubclass(obj, Vertex) and obj.__module__ == module.__name__]
     if not found:
@@ -70,24 +105,26 @@ def codelet_classes(src: Any) -> Iterable[type[Vertex]]:
     yield from found
 
 
-def _load_codelet_file(path: str) -> pytypes.ModuleType:
+def _find_codelet_file(path: str) -> str:
+    """The absolute path of a codelet file named by ``addCodelets``: as given, or relative to the
+    program's file; a missing file or one the simulator cannot run is a PoplarError naming it."""
     candidates = [path]
     if not os.path.isabs(path):
         main = sys.modules.get("__main__")
         for base in (getattr(main, "__file__", None), inspect.stack()[3].filename):
             if base:
                 candidates.append(os.path.join(os.path.dirname(os.path.abspath(base)), path))
-    suffix = os.path.splitext(str(path))[1].lower()
-    if suffix in _NATIVE_SOURCES:
-        raise CodeletCompileError(
-            f"addCodelets('{path}'): C++ and assembly codelets are not supported; write the vertex as a "
-            "Python class deriving from poplar_py.Vertex in a .py file (see the README, 'Codelets')")
-    if suffix != ".py":
+    suffix = os.path.splitext(str(path))[1]
+    if suffix in _NATIVE_SOURCES or suffix.lower() in _NATIVE_SOURCES:
+        raise CodeletError(
+            f"addCodelets('{path}'): {suffix} files are IPU assembly, C or compiled code, which the "
+            "simulator cannot run; vertices are C++ classes (.cpp) or Python classes (.py)")
+    if suffix.lower() not in _CPP_SOURCES and suffix != ".py":
         raise CodeletCompileError(f"addCodelets('{path}'): codelet files are Python (.py) files of Vertex "
-                                  "classes")
+                                  "classes or C++ (.cpp) files of poplar::Vertex classes")
     for candidate in candidates:
         if os.path.isfile(candidate):
-            return _import(os.path.abspath(candidate))
+            return os.path.abspath(candidate)
     raise PoplarError(f"addCodelets: no codelet file '{path}' (looked in {', '.join(candidates)})")
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .codelet.pipeline import check_codelet
-from .codelet_loading import codelet_classes
-from .errors import CodeletCompileError, UnknownVertexTypeError
+from .codelet_loading import CodeletFileType, codelet_classes
+from .errors import CodeletCompileError, CodeletError, UnknownVertexTypeError
+from .kernels import check_codelet, is_cxx
 from .templates import parse_argument, split_arguments
 from .vertex import Vertex
 
@@ -25,13 +25,20 @@ class CodeletRegistry:
         self._classes: dict[str, type[Vertex]] = {}
         self.version = 0  # changes whenever a name may come to mean another class
 
-    def add(self, src: Any) -> bool:
-        """Register the classes of ``src`` (a ``.py`` path, a module, a class or a list of them);
-        whether any was new. Classes that are not templates are checked now."""
+    def add(self, src: Any, file_type: CodeletFileType = CodeletFileType.Auto,
+            compile_flags: str = "") -> bool:
+        """Register the classes of ``src`` (a ``.py`` path, a module, a class or a list of them; a
+        C++ file or text); whether any was new. Classes that are not templates are checked now."""
         added = False
-        for cls in codelet_classes(src):
-            if self._classes.get(cls.vertexName) is cls:
+        for cls in codelet_classes(src, file_type, compile_flags):
+            known = self._classes.get(cls.vertexName)
+            if known is cls:
                 continue
+            if known is not None and is_cxx(known) != is_cxx(cls):
+                raise CodeletError(
+                    f"addCodelets: vertex '{cls.vertexName}' of {cls.sourceFile or cls.__module__} is "
+                    f"already defined by {known.sourceFile or known.__module__}: a C++ and a Python codelet "
+                    "cannot share a name")
             if not cls.templateParams:
                 check_codelet(cls)
             self._classes[cls.vertexName] = cls

@@ -21,7 +21,6 @@ from typing import IO, Any
 import numpy as np
 
 from .arguments import checked_file, checked_str, is_int
-from .codelet.pipeline import codelet_fingerprint
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
@@ -44,6 +43,7 @@ from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
 from .host_memory import release_freed_heap
 from .ir import GraphIR
+from .kernels import codelet_fingerprint
 from .options import EngineOptions, parseEngineOptions
 from .profile import Profile, summary
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds

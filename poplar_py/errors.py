@@ -61,6 +61,11 @@ class CodeletCompileError(PoplarError):
     """A codelet uses Python the compiler does not support; the message names file and line."""
 
 
+class CodeletError(CodeletCompileError):
+    """A C++ codelet file poplar-py cannot compile or run: clang's errors, inline IPU assembly,
+    a field type it cannot lay out; the message names the file and line."""
+
+
 class VertexError(PoplarError):
     """A vertex failed while running: ``compute`` returned False or indexed out of bounds."""
 

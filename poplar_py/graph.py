@@ -39,7 +39,7 @@ from .bulk import (
     set_shared_state,
     set_vector_state,
 )
-from .codelet_loading import caller_location
+from .codelet_loading import CodeletFileType, caller_location
 from .codelet_registry import CodeletRegistry
 from .connections import FieldConnector, unknown_field
 from .debug import debug_name, label
@@ -452,14 +452,24 @@ class Graph:
         return start[first][keep], ends[keep], tiles[first][keep]
 
     # ---- codelets and vertices ---------------------------------------------------------------
-    def addCodelets(self, src: Any, *_: Any) -> bool:
-        """Register vertex classes: a ``.py`` path, a module, a class, or a list of them.
+    def addCodelets(self, src: Any, fileType: CodeletFileType | str = CodeletFileType.Auto,
+                    compileFlags: str = "", *_: Any) -> bool:
+        """Register vertex classes: a ``.py`` path, a module, a class, or a list of them; or a C++
+        file (``.cpp``), or C++ source text with ``CodeletFileType.CppSource`` (or an
+        ``io.StringIO``), compiled with clang and ``compileFlags`` as Poplar's ``popc`` would.
 
         Each class is checked (parsed and typed) now; unsupported Python raises
-        CodeletCompileError naming the file and line. A class with type parameters is a
-        template: ``addVertex(cs, "Name<float>")`` instantiates and checks it.
+        CodeletCompileError naming the file and line, C++ that cannot run a CodeletError. A
+        class with type parameters is a template: ``addVertex(cs, "Name<float>")`` instantiates
+        and checks it. The second argument may be the compile flags, as Poplar's overloads allow.
         """
-        added = self._codelets.add(src)
+        if isinstance(fileType, str):
+            fileType, compileFlags = CodeletFileType.Auto, fileType or compileFlags
+        if not isinstance(fileType, CodeletFileType) or not isinstance(compileFlags, str):
+            raise InvalidArgumentError(
+                f"addCodelets: the file type must be a CodeletFileType and compileFlags a string, got "
+                f"{fileType!r:.40} and {compileFlags!r:.40}")
+        added = self._codelets.add(src, fileType, compileFlags)
         if added:
             self._vertex_types.clear()  # a name may now mean another class
         return added

@@ -308,7 +308,7 @@ def _codelets(rng: random.Random) -> Iterator[Case]:
     for name, (body, culprit) in CODELETS.items():
         yield Case(f"codelet-{name}", ("bad_", ".py:", *culprit),
                    lambda w, b=body: w.graph.addCodelets(str(_codelet(w.tmp, b))), isolated=True)
-    files = {"cpp": ("x.cpp", "class V : public poplar::Vertex {};", ("C++",)),
+    files = {"cpp": ("x.cpp", "class V : public poplar::Vertex {};", ("x.cpp:1", "poplar")),
              "txt": ("x.txt", "hello", ("x.txt", ".py")),
              "syntax": ("syn.py", "class A(:\n", ("syn.py:1", "syntax")),
              "raises": ("rai.py", "raise ValueError('boom')\n", ("rai.py", "boom")),

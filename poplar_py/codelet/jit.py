@@ -39,8 +39,8 @@ class _Jit:
 
 
 _jit: _Jit | None = None
-#: every linked object stays loaded for the life of the process: name -> (tracker, address)
-_loaded: dict[str, tuple[Any, int]] = {}
+#: every linked object stays loaded for the life of the process: name -> (tracker, addresses)
+_loaded: dict[str, tuple[Any, dict[str, int]]] = {}
 
 
 def _get() -> _Jit:
@@ -101,19 +101,27 @@ def compile_ir(ir_text: str, opt_level: int) -> bytes:
         return j.tm.emit_object(mod)
 
 
+def target_machine() -> Any:
+    """The host's target machine (for pass builders outside this module)."""
+    return _get().tm
+
+
 def load_object(obj: bytes, name: str, symbol: str) -> int:
     """Link an object into the process's LLJIT and return the address of ``symbol``."""
+    return load_symbols(obj, name, [symbol])[symbol]
+
+
+def load_symbols(obj: bytes, name: str, symbols: list[str]) -> dict[str, int]:
+    """Link an object into the process's LLJIT and return the addresses of ``symbols``."""
     j = _get()
     with _LOCK:
         if name not in _loaded:
-            tracker = (
-                llvm.JITLibraryBuilder()
-                .add_object_img(obj)
-                .add_current_process()
-                .export_symbol(symbol)
-                .link(j.lljit, name)
-            )
-            _loaded[name] = (tracker, tracker[symbol])  # the tracker owns the code: keep it alive
+            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            for symbol in symbols:
+                builder.export_symbol(symbol)
+            tracker = builder.link(j.lljit, name)
+            # the tracker owns the code: keep it alive
+            _loaded[name] = (tracker, {symbol: tracker[symbol] for symbol in symbols})
         return _loaded[name][1]
 
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import program as prog
-from ..codelet.pipeline import CodeletInfo, codelet_info
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
+from ..kernels import Info, codelet_info
 from ..options import EngineOptions
 from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
 from ..vertex import Direction, FieldKind
@@ -42,7 +42,7 @@ class ComputeSetPlan:
     segments: Segments
     staged: Staged  # the home pieces of the segments used through exchange buffers
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
-    codelets: dict[type, CodeletInfo]  # state records and code sizes (compiling needs no LLVM here)
+    codelets: dict[type, Info]  # state records and code sizes (compiling needs no LLVM here)
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
 
 

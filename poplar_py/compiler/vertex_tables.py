@@ -13,19 +13,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..codelet.lanes import LANES
-from ..codelet.pipeline import (
-    BUFFER_ENTRY,
-    ERR_DTYPE,
-    VECTOR_LIST_ENTRY_DTYPE,
-    CodeletInfo,
-    CompiledCodelet,
-    KernelOptions,
-    codelet_info,
-    compile_codelet,
-    error_message,
-)
+from ..codelet.pipeline import BUFFER_ENTRY, ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
+from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message
 from ..options import EngineOptions
 from ..perf_estimate import VertexPerfEstimate
 from ..regions import exclusive_cumsum, expand_ranges, first_alike
@@ -105,8 +96,8 @@ class _Group:
     """One vertex class of a compute set: its state table, kernel and cycle totals."""
 
     cls: type
-    info: CodeletInfo
-    compiled: CompiledCodelet | None  # None in interpreter mode
+    info: Info
+    compiled: Compiled | None  # None in interpreter mode
     positions: np.ndarray  # positions of its vertices in the compute set
     table: np.ndarray
     slots: np.ndarray  # per vertex: the worker (or MultiVertex) slot its measured cycles go to, or -1

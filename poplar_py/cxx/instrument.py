@@ -1,0 +1,512 @@
+"""The cycle count and the checks of a C++ codelet, written into its LLVM IR.
+
+Input: the module clang wrote, after LLVM's always-inliner and SROA, so each vertex's entry
+function holds its whole ``compute`` (every call the codelet makes inlined) with locals in
+registers. For each entry this pass, working on the IR text:
+
+* refuses what cannot run here, naming the codelet file's line: inline assembly, calls that were
+  not inlined (recursion), calls through a function pointer, local arrays larger than a tile;
+* counts cycles as the Python codelets' compiler does, per basic block, added once at the
+  block's end into a local counter (promoted to a register by LLVM) stored at each return:
+  1 per arithmetic, comparison, float conversion, select, load, store and conditional branch;
+  10 per division or remainder; a ``<cmath>`` call what the Python codelets' ``math`` call costs;
+  ``phi``, address arithmetic, integer width changes, unconditional branches and the shipped
+  headers' bookkeeping (see ``poplar_py/hooks.h``) are free;
+* replaces the headers' hooks: a bounds check becomes a compare that fails the vertex (or
+  nothing, unchecked), the worker id and the row offsets become the entry's arguments, and
+  ``assert``, ``abort`` and traps fail the vertex instead of the process;
+* guards integer division: a zero divisor (or the most negative value over -1) fails the vertex
+  instead of trapping the host.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..codelet.exprs import COSTS, MATH_COST
+from ..errors import CodeletError
+
+VERTEX_OVERHEAD = 10
+#: how a vertex failed, in its error record (1-3 are the Python codelets')
+ERR_RETURNED_FALSE, ERR_OUT_OF_BOUNDS, ERR_ASSERTION, ERR_TRAP, ERR_DIVIDE = 1, 2, 3, 4, 5
+#: bytes of local arrays one vertex may hold (a tile's memory)
+MAX_LOCAL_BYTES = 624 * 1024
+
+_ONE = frozenset(
+    [
+        "add",
+        "sub",
+        "mul",
+        "and",
+        "or",
+        "xor",
+        "shl",
+        "lshr",
+        "ashr",
+        "fadd",
+        "fsub",
+        "fmul",
+        "fneg",
+        "icmp",
+        "fcmp",
+        "select",
+        "load",
+        "store",
+        "fptrunc",
+        "fpext",
+        "fptoui",
+        "fptosi",
+        "uitofp",
+        "sitofp",
+        "shufflevector",
+        "atomicrmw",
+        "cmpxchg",
+    ]
+)
+_DIVIDE = frozenset(["udiv", "sdiv", "urem", "srem", "fdiv", "frem"])
+_FREE = frozenset(
+    [
+        "phi",
+        "getelementptr",
+        "alloca",
+        "bitcast",
+        "ptrtoint",
+        "inttoptr",
+        "addrspacecast",
+        "freeze",
+        "trunc",
+        "zext",
+        "sext",
+        "extractvalue",
+        "insertvalue",
+        "extractelement",
+        "insertelement",
+        "ret",
+        "unreachable",
+        "fence",
+        "va_arg",
+    ]
+)
+_FREE_INTRINSICS = (
+    "llvm.dbg.",
+    "llvm.lifetime.",
+    "llvm.assume",
+    "llvm.expect",
+    "llvm.experimental.noalias",
+    "llvm.invariant.",
+    "llvm.prefetch",
+    "llvm.pseudoprobe",
+    "llvm.stacksave",
+    "llvm.stackrestore",
+    "llvm.fake.use",
+)
+_ONE_INTRINSICS = (
+    "llvm.fabs",
+    "llvm.copysign",
+    "llvm.minnum",
+    "llvm.maxnum",
+    "llvm.minimum",
+    "llvm.maximum",
+    "llvm.smin",
+    "llvm.smax",
+    "llvm.umin",
+    "llvm.umax",
+    "llvm.abs",
+    "llvm.floor",
+    "llvm.ceil",
+    "llvm.trunc",
+    "llvm.round",
+    "llvm.rint",
+    "llvm.nearbyint",
+    "llvm.is.fpclass",
+    "llvm.ctpop",
+    "llvm.ctlz",
+    "llvm.cttz",
+    "llvm.bswap",
+    "llvm.bitreverse",
+    "llvm.fshl",
+    "llvm.fshr",
+    "llvm.sadd.sat",
+    "llvm.uadd.sat",
+    "llvm.ssub.sat",
+    "llvm.usub.sat",
+    "llvm.lround",
+    "llvm.llround",
+    "llvm.lrint",
+    "llvm.llrint",
+    "llvm.canonicalize",
+    "llvm.vector.reduce",
+)
+_TERMINATORS = (
+    "br ",
+    "ret ",
+    "ret\n",
+    "switch ",
+    "unreachable",
+    "indirectbr ",
+    "resume ",
+    "callbr ",
+    "invoke ",
+)
+_LABEL = re.compile(r"^([-\w.$]+|\"[^\"]+\"):")
+_RESULT = re.compile(r"^\s*(%[-\w.$]+) = (.*)$")
+_CALLEE = re.compile(r"\bcall\b[^@%]*?(?:@([-\w.$]+)|(%[-\w.$]+))\(")
+_DBG = re.compile(r"!dbg !(\d+)")
+_ARGS = re.compile(r"%[-\w.$]+")
+
+
+@dataclass(frozen=True)
+class Lines:
+    """Source lines of instructions, from the module's debug locations: for an instruction inlined
+    from a header, the line of the codelet file it was inlined into."""
+
+    locations: dict[str, tuple[int, str, str | None]]  # !N -> (line, scope, inlinedAt)
+    scope_files: dict[str, str]  # !N (a scope) -> its file's name
+    file: str
+
+    @classmethod
+    def of(cls, ir_text: str, file: str) -> Lines:
+        locations, scope_files, files = {}, {}, {}
+        for m in re.finditer(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", ir_text, re.MULTILINE):
+            node, kind, body = m.groups()
+            if kind == "DILocation":
+                line = re.search(r"line: (\d+)", body)
+                scope = re.search(r"scope: !(\d+)", body)
+                inlined = re.search(r"inlinedAt: !(\d+)", body)
+                locations[node] = (
+                    int(line[1]) if line else 0,
+                    scope[1] if scope else "",
+                    inlined[1] if inlined else None,
+                )
+            elif kind == "DIFile":
+                name = re.search(r'filename: "([^"]*)"', body)
+                files[node] = name[1] if name else ""
+            else:
+                found = re.search(r"\bfile: !(\d+)", body)
+                if found:
+                    scope_files[node] = found[1]
+        return cls(locations, {s: files.get(f, "") for s, f in scope_files.items()}, file)
+
+    def line(self, instruction: str) -> int:
+        """The codelet file's line of an instruction (0 when it has no location)."""
+        found = _DBG.search(instruction)
+        node, outermost = (found[1] if found else None), 0
+        while node is not None and node in self.locations:
+            line, scope, inlined = self.locations[node]
+            if self.scope_files.get(scope) == self.file:
+                return line
+            outermost, node = line, inlined
+        return outermost
+
+
+@dataclass
+class Entry:
+    """One vertex's entry function as text lines, and the names of its arguments."""
+
+    header: str
+    body: list[str]
+    state: str
+    worker: str
+    context: str
+    cycles: str
+    offset: str
+    buffers: str
+
+
+def instrument(ir_text: str, entries: set[str], file: str, checked: bool) -> str:
+    """The module with every entry counted and its hooks replaced (see the module docstring)."""
+    if "@llvm.global_ctors" in ir_text:
+        raise CodeletError(f"{file}: global objects with constructors are not supported in codelets")
+    lines = Lines.of(ir_text, file)
+    defined = set(re.findall(r"^define [^@]*@([-\w.$]+)\(", ir_text, re.MULTILINE))
+    out: list[str] = []
+    text = ir_text.split("\n")
+    i = 0
+    while i < len(text):
+        line = text[i]
+        name = re.match(r"^define [^@]*@([-\w.$]+)\(", line)
+        if name is None or name[1] not in entries:
+            out.append(line)
+            i += 1
+            continue
+        end = text.index("}", i)
+        entry = _entry(line, text[i + 1 : end])
+        out += _Rewriter(entry, lines, defined, checked).run()
+        out.append("}")
+        i = end + 1
+    return "\n".join(out)
+
+
+def _entry(header: str, body: list[str]) -> Entry:
+    params = header[header.index("(") + 1 : header.rindex(")")]
+    names = _ARGS.findall(params)
+    if len(names) != 6:
+        raise CodeletError(f"internal error: a vertex entry has {len(names)} arguments: {header}")
+    return Entry(header, body, *names)
+
+
+class _Rewriter:
+    """Counts and rewrites one entry function."""
+
+    def __init__(self, entry: Entry, lines: Lines, defined: set[str], checked: bool) -> None:
+        self.e, self.lines, self.defined, self.checked = entry, lines, defined, checked
+        self.serial = 0
+
+    def fresh(self, stem: str) -> str:
+        self.serial += 1
+        return f"%__pp.{stem}.{self.serial}"
+
+    def where(self, instruction: str) -> str:
+        line = self.lines.line(instruction)
+        return f"{self.lines.file}:{line}" if line else self.lines.file
+
+    def run(self) -> list[str]:
+        e = self.e
+        out = [
+            e.header,
+            "  %__pp.cycles = alloca i64, align 8",
+            f"  store i64 {VERTEX_OVERHEAD}, ptr %__pp.cycles, align 8",
+        ]
+        block: list[str] = []
+        cost, in_switch = 0, False
+        for raw in e.body:
+            stripped = raw.strip()
+            if in_switch:  # a switch's list of cases, to its closing bracket
+                block.append(raw)
+                if stripped == "]":
+                    out, block, in_switch = out + block, [], False
+                continue
+            if not stripped or stripped.startswith(";") or _LABEL.match(raw):
+                block.append(raw)
+                continue
+            cost += self.cost(raw)
+            if not stripped.startswith(_TERMINATORS):
+                block += self.rewrite(raw)
+                continue
+            block += self.count(cost) + self.terminator(raw)
+            cost = 0
+            if stripped.startswith("switch ") and stripped.endswith("["):
+                in_switch = True
+            else:
+                out, block = out + block, []
+        return out + block
+
+    def count(self, cost: int) -> list[str]:
+        if cost == 0:
+            return []
+        old, new = self.fresh("c"), self.fresh("c")
+        return [
+            f"  {old} = load i64, ptr %__pp.cycles, align 8",
+            f"  {new} = add i64 {old}, {cost}",
+            f"  store i64 {new}, ptr %__pp.cycles, align 8",
+        ]
+
+    def terminator(self, raw: str) -> list[str]:
+        if raw.strip().startswith("ret "):
+            total = self.fresh("total")
+            return [
+                f"  {total} = load i64, ptr %__pp.cycles, align 8",
+                f"  store i64 {total}, ptr {self.e.cycles}, align 8",
+                raw,
+            ]
+        return [raw]
+
+    # costs --------------------------------------------------------------------------------------
+    def cost(self, raw: str) -> int:
+        m = _RESULT.match(raw)
+        rest = (m[2] if m else raw).strip()
+        opcode = rest.split(" ", 1)[0]
+        if opcode in ("tail", "musttail", "notail", "call") or " call " in f" {rest} ":
+            return self.call_cost(raw)
+        if opcode == "br":
+            return 1 if rest.startswith("br i1") else 0
+        if opcode == "switch":
+            return 1
+        if opcode == "select" and rest.startswith(("select i1 true", "select i1 false")):
+            return 0  # decided when compiling
+        if opcode in _ONE:
+            return 1
+        if opcode in _DIVIDE:
+            return COSTS["div"]
+        if opcode in _FREE:
+            if opcode == "alloca":
+                self.check_alloca(raw)
+            return 0
+        raise CodeletError(f"{self.where(raw)}: the simulator cannot run the instruction '{opcode}'")
+
+    def call_cost(self, raw: str) -> int:
+        if re.search(r"\bcall\b[^(]*\basm\b", raw):
+            raise CodeletError(
+                f"{self.where(raw)}: inline assembly: IPU assembly cannot run on the simulator; "
+                "write the code in C++"
+            )
+        callee = _CALLEE.search(raw)
+        if callee is None or callee[2] is not None:
+            raise CodeletError(
+                f"{self.where(raw)}: a call through a function pointer: the simulator counts "
+                "cycles of code it can see, so codelets call functions directly"
+            )
+        name = callee[1]
+        if name == "__poplar_py_cycles":
+            return int(re.search(r"\(i64 (?:noundef )?(-?\d+)\)", raw)[1])  # type: ignore[index]
+        if name.startswith("__poplar_py_") or name.startswith(_FREE_INTRINSICS):
+            return 0
+        if name.startswith(_ONE_INTRINSICS):
+            return 1
+        if name.startswith(("llvm.fmuladd", "llvm.fma")):
+            return 2  # a multiply and an add, as the Python codelets count a * b + c
+        if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")):
+            size = re.search(r", i64 (\d+), i1", raw)
+            return 1 + (int(size[1]) + 7) // 8 if size else 1
+        if name.startswith("llvm."):
+            return _math_cost(name.split(".")[1])
+        if name in self.defined:
+            raise CodeletError(
+                f"{self.where(raw)}: the call to {name} was not inlined (a recursive function?): the "
+                "simulator counts the cycles of a vertex's code inlined into its compute"
+            )
+        if name in ("__assert_fail", "abort", "exit", "_Exit", "__cxa_pure_virtual", "__cxa_throw"):
+            return 0
+        return _math_cost(name)
+
+    def check_alloca(self, raw: str) -> None:
+        found = re.search(r"alloca (\[.*?\]|<.*?>|\S+)(?:, i\d+ (\d+))?", raw)
+        if found is None:
+            return
+        size = _type_bytes(found[1]) * (int(found[2]) if found[2] else 1)
+        if size > MAX_LOCAL_BYTES:
+            raise CodeletError(
+                f"{self.where(raw)}: a local array of {size} bytes does not fit in a tile's "
+                f"{MAX_LOCAL_BYTES} bytes"
+            )
+
+    # rewrites -----------------------------------------------------------------------------------
+    def rewrite(self, raw: str) -> list[str]:
+        callee = _CALLEE.search(raw)
+        name = callee[1] if callee is not None else None
+        if name in _FAILURES:
+            return self.fail(raw, _FAILURES[name])
+        if name is not None and name.startswith("__poplar_py_"):
+            return self.hook(name, raw)
+        m = _RESULT.match(raw)
+        if m is not None and m[2].split(" ", 1)[0] in ("sdiv", "udiv", "srem", "urem"):
+            return self.guard_division(raw, m[2])
+        return [raw]
+
+    def hook(self, name: str, raw: str) -> list[str]:
+        """A call to one of poplar_py/hooks.h's functions, replaced by what it stands for."""
+        e = self.e
+        args = raw[raw.index("(", raw.index("@")) + 1 : raw.rindex(")")]
+        result = _RESULT.match(raw)
+        if name == "__poplar_py_cycles":
+            return []  # counted
+        if name == "__poplar_py_check":
+            return (
+                [
+                    f"  call void @__poplar_py_checked(ptr {e.context}, ptr {e.state}, {args}, "
+                    f"i64 {self.lines.line(raw)})"
+                ]
+                if self.checked
+                else []
+            )
+        if name == "__poplar_py_fail":
+            code = re.search(r"i64 (?:noundef )?(-?\d+)", args)
+            return self.fail(raw, int(code[1]) if code else ERR_TRAP)
+        if result is None:
+            raise CodeletError(f"{self.where(raw)}: internal error: {name} used without its value")
+        if name == "__poplar_py_row":
+            return [f"  {result[1]} = call ptr @__poplar_py_row_at({args}, i64 {e.offset}, i64 {e.buffers})"]
+        if name == "__poplar_py_worker":
+            return [f"  {result[1]} = trunc i64 {e.worker} to i32"]
+        if name == "__poplar_py_vertex_base":
+            return [f"  {result[1]} = getelementptr i8, ptr {e.state}, i64 0"]
+        return [raw]  # the runtime's own helpers
+
+    def fail(self, raw: str, code: int) -> list[str]:
+        """The vertex fails here with ``code`` (and the line of the codelet file)."""
+        e = self.e
+        return [
+            f"  call void @__poplar_py_failed(ptr {e.context}, i64 {code}, ptr {e.state}, ptr null, "
+            f"i64 -1, i64 -1, i64 {self.lines.line(raw)})"
+        ]
+
+    def guard_division(self, raw: str, rest: str) -> list[str]:
+        m = re.match(r"(sdiv|udiv|srem|urem) (?:exact )?(i\d+) ([^,]+), (.+?)(?:, !.*)?$", rest)
+        if m is None:  # a vector division: lanes of zero are the codelet's to avoid
+            return [raw]
+        op, ty, a, b = m.groups()
+        if re.fullmatch(r"-?\d+", b) and int(b) not in (0, -1):
+            return [raw]
+        zero = self.fresh("zero")
+        out = [f"  {zero} = icmp eq {ty} {b}, 0"]
+        bad = zero
+        if op in ("sdiv", "srem"):
+            bits = int(ty[1:])
+            least, minus, both, bad = (
+                self.fresh("least"),
+                self.fresh("minus"),
+                self.fresh("both"),
+                self.fresh("bad"),
+            )
+            out += [
+                f"  {least} = icmp eq {ty} {a}, {-(1 << (bits - 1))}",
+                f"  {minus} = icmp eq {ty} {b}, -1",
+                f"  {both} = and i1 {least}, {minus}",
+                f"  {bad} = or i1 {zero}, {both}",
+            ]
+        wide = self.fresh("bad64")
+        e = self.e
+        out += [
+            f"  {wide} = zext i1 {bad} to i64",
+            f"  call void @__poplar_py_divide_checked(ptr {e.context}, ptr {e.state}, i64 {wide}, "
+            f"i64 {self.lines.line(raw)})",
+            raw,
+        ]
+        return out
+
+
+#: calls that would end the process, and the error they fail the vertex with instead
+_FAILURES = {
+    "__assert_fail": ERR_ASSERTION,
+    "abort": ERR_TRAP,
+    "exit": ERR_TRAP,
+    "_Exit": ERR_TRAP,
+    "llvm.trap": ERR_TRAP,
+    "llvm.debugtrap": ERR_TRAP,
+    "llvm.ubsantrap": ERR_TRAP,
+}
+
+
+def _math_cost(name: str) -> int:
+    """A libm function's cost as the Python codelets' ``math`` call of the same name has it."""
+    base = name.removeprefix("__").removesuffix("_finite")
+    if base.endswith(("f", "l")) and base[:-1] in COSTS | {"exp": 0, "log": 0}:
+        base = base[:-1]
+    return COSTS.get(base, MATH_COST)
+
+
+_SCALAR_BYTES = {
+    "i1": 1,
+    "i8": 1,
+    "i16": 2,
+    "i32": 4,
+    "i64": 8,
+    "i128": 16,
+    "half": 2,
+    "bfloat": 2,
+    "float": 4,
+    "double": 8,
+    "x86_fp80": 16,
+    "fp128": 16,
+    "ptr": 8,
+}
+
+
+def _type_bytes(t: str) -> int:
+    """Bytes of an IR type of arrays and vectors of scalars (0 for what it cannot tell)."""
+    t = t.strip()
+    m = re.fullmatch(r"[\[<](\d+) x (.*)[\]>]", t)
+    if m:
+        return int(m[1]) * _type_bytes(m[2])
+    return _SCALAR_BYTES.get(t, 0)

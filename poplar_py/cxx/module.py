@@ -1,0 +1,445 @@
+"""C++ codelet files: clang -> LLVM IR -> counted and checked -> the JIT, as Python codelets run.
+
+The passes, each on one file (one LLVM module per file, so two files' macros never meet)::
+
+    layouts     clang -fsyntax-only, record layouts  -> VertexRecord per vertex class + the
+                                                        files it read (cache validation)
+    fields      records.field_spec / check_layout   -> FieldSpecs, offsets checked against the
+                                                        engine's state record
+    lower       clang -emit-llvm of a wrapper TU      -> IR: the file (its functions always_inline),
+                                                        then POPLAR_PY_VERTEX(symbol, Class) each
+    inline      LLVM always-inliner + SROA + DCE      -> each entry holds its whole compute
+    instrument  instrument.instrument(checked)        -> cycle counts, checks, hooks replaced
+    optimise    jit.compile_ir                        -> object (disk cache), linked in the LLJIT
+
+The first three run when a file is added (their result, the inlined IR and the vertex records,
+is cached on disk by a hash of the source, the files it includes, the flags and the toolchain);
+the last two when an Engine first needs a kernel, once per kernel option set.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from ..codelet import jit
+from ..codelet.codegen import state_layout
+from ..codelet.pipeline import KernelOptions
+from ..codelet.types import ERR_DTYPE
+from ..errors import CodeletError
+from ..vertex import FieldSpec, MultiVertex, Vertex
+from . import instrument
+from .records import Member, VertexRecord, check_layout, field_spec, vertex_records
+from .toolchain import INCLUDE_DIR, clang
+
+#: part of every cache key (with the digest of this package's sources and headers)
+VERSION = "1"
+#: the engine's code-size figure for a C++ vertex per byte of its LLVM IR (as codelet.size does
+#: from the Python compute body): the IR of one vertex's entry, at about 8 bytes an instruction
+_IR_BYTES_PER_CODE_BYTE = 8
+_STANDARD = "-std=c++17"
+_CLANG_FLAGS = [
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fno-threadsafe-statics",
+    "-fno-math-errno",
+    "-Xclang",
+    "-ffloat16-excess-precision=none",
+    "-Wno-c++26-extensions",
+    "-Wno-ignored-attributes",
+    "-Wno-unknown-attributes",
+]
+_RUN_TYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+)
+
+
+@functools.cache
+def _digest() -> str:
+    """This package's code and shipped headers: a change to either is a new cache key."""
+    h = hashlib.sha256(VERSION.encode())
+    folder = Path(__file__).parent
+    for path in sorted([*folder.glob("*.py"), *INCLUDE_DIR.rglob("*")]):
+        if path.is_file():
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass
+class CxxFile:
+    """One added C++ codelet file: its vertex records and its inlined IR."""
+
+    file: str  # the path as errors name it
+    flags: tuple[str, ...]
+    key: str
+    records: list[VertexRecord]
+    symbols: list[str]
+    ir: str
+    origin: tuple[str, str, str]  # (path, source for CppSource, flags): enough to load it again
+
+    @functools.cached_property
+    def _kernels(self) -> dict[KernelOptions, dict[str, int]]:
+        return {}
+
+    def addresses(self, options: KernelOptions) -> dict[str, int]:
+        """The batch runner of every vertex, compiled with ``options`` (cached on disk)."""
+        options = KernelOptions(
+            checked=options.checked, fast_math=options.fast_math, opt_level=options.opt_level
+        )
+        found = self._kernels.get(options)
+        if found is not None:
+            return found
+        key = hashlib.sha256(
+            "\n".join([self.key, repr(options), jit.host_fingerprint()]).encode()
+        ).hexdigest()
+        obj = jit.cache_read(key)
+        if obj is None:
+            text = instrument.instrument(
+                self.ir, {f"{s}_entry" for s in self.symbols}, self.file, options.checked
+            )
+            if options.fast_math:
+                text = _fast_math(text)
+            obj = jit.compile_ir(text, options.opt_level)
+            jit.cache_write(key, obj)
+        found = self._kernels[options] = jit.load_symbols(obj, f"cxx_{key}", self.symbols)
+        return found
+
+
+class CxxVertexType(type):
+    """The metaclass of C++ vertex classes: pickled as the file and vertex they came from."""
+
+
+class CxxVertex(Vertex, metaclass=CxxVertexType):
+    """Base of the vertex classes made for a C++ codelet file's vertices. Each has (unannotated:
+    annotations of a vertex class declare fields) ``cxxFile`` (its CxxFile), ``cxxSymbol`` (its
+    batch runner's name), ``cxxRecord`` (clang's layout) and ``isSupervisor``."""
+
+    isSupervisor = False
+
+
+class CxxMultiVertex(CxxVertex, MultiVertex, metaclass=CxxVertexType):
+    """Base of the classes made for C++ MultiVertex (and SupervisorVertex) classes."""
+
+
+def _reduce(cls: CxxVertexType) -> tuple:
+    if cls in (CxxVertex, CxxMultiVertex):
+        return cls.__qualname__
+    path, source, flags = cls.cxxFile.origin
+    return vertex_class, (path, source, flags, cls.vertexName)
+
+
+copyreg.pickle(CxxVertexType, _reduce)
+
+
+def vertex_class(path: str, source: str, flags: str, name: str) -> type[CxxVertex]:
+    """The class of vertex ``name`` of a C++ file, loading the file (a cache hit) when needed."""
+    classes = load(path, source or None, flags)
+    return next(c for c in classes if c.vertexName == name)
+
+
+_loaded: dict[str, list[type[CxxVertex]]] = {}
+
+
+def load(path: str, source: str | None, flags: str) -> list[type[CxxVertex]]:
+    """The vertex classes of a C++ codelet file (``source`` given: a CppSource text, ``path`` its
+    name in messages); the same classes for the same text and flags. Raises CodeletError naming
+    the file and line for what cannot run."""
+    cxx = _compile(path, source, flags)
+    known = _loaded.get(cxx.key)
+    if known is not None:
+        return known
+    classes: list[type[CxxVertex]] = []
+    for record, symbol in zip(cxx.records, cxx.symbols):
+        fields = {m.name: field_spec(record, m, cxx.file) for m in record.members}
+        check_layout(record, fields, state_layout(fields)[0], cxx.file)
+        classes.append(_make_class(cxx, record, symbol, fields))
+    _loaded[cxx.key] = classes
+    return classes
+
+
+def _make_class(
+    cxx: CxxFile, record: VertexRecord, symbol: str, fields: dict[str, FieldSpec]
+) -> type[CxxVertex]:
+    base = CxxVertex if record.base == "Vertex" else CxxMultiVertex
+    safe = "".join(ch if ch.isalnum() else "_" for ch in record.name)
+    cls = CxxVertexType(safe, (base,), {"__module__": __name__, "__qualname__": safe})
+    cls.fields = fields
+    cls.vertexName = record.name.replace(", ", ",")
+    cls.sourceFile = cxx.file
+    cls.cxxFile, cls.cxxSymbol, cls.cxxRecord = cxx, symbol, record
+    cls.isSupervisor = record.base == "SupervisorVertex"
+    return cls
+
+
+# the passes ---------------------------------------------------------------------------------------
+def _compile(path: str, source: str | None, flags: str) -> CxxFile:
+    tool = clang()
+    user = _split_flags(flags)
+    text = source if source is not None else _read(path)
+    file = path if source is None else _source_file(path, text)
+    base = hashlib.sha256(
+        "\n".join([_digest(), tool.version, llvmlite.__version__, file, text, *user]).encode()
+    )
+    key = base.hexdigest()
+    cached = _cached(key)
+    if cached is not None:
+        return CxxFile(file, tuple(user), key, cached[0], cached[1], cached[2], (path, source or "", flags))
+    std = [] if any(f.startswith("-std=") for f in user) else [_STANDARD]
+    dump = tool.run(
+        [
+            *std,
+            *_CLANG_FLAGS,
+            *user,
+            "-fsyntax-only",
+            "-MD",
+            "-MF",
+            "/dev/stdout",
+            "-Xclang",
+            "-fdump-record-layouts-complete",
+            "-Xclang",
+            "-fdump-record-layouts-canonical",
+            file,
+        ],
+        f"addCodelets('{path}')",
+    )
+    records = vertex_records(dump, file)
+    if not records:
+        raise CodeletError(
+            f"addCodelets('{path}'): {file} defines no vertex classes (classes deriving from "
+            "poplar::Vertex, poplar::MultiVertex or poplar::SupervisorVertex; a template "
+            "counts once explicitly instantiated: template class MyVertex<float>;)"
+        )
+    for r in records:
+        if "(anonymous" in r.name or "(lambda" in r.name:
+            raise CodeletError(
+                f"{file}: vertex {r.name} has no name addVertex can use: declare it outside "
+                "anonymous namespaces"
+            )
+    symbols = [f"__poplar_py_v{key[:16]}_{k}" for k in range(len(records))]
+    wrapper = "\n".join(
+        [
+            "#pragma clang attribute push(__attribute__((always_inline)), apply_to = function)",
+            f'#include "{file}"',
+            "#pragma clang attribute pop",
+            "#include <poplar_py/entry.hpp>",
+            *(f"POPLAR_PY_VERTEX({s}, ::{r.name})" for s, r in zip(symbols, records)),
+            "",
+        ]
+    )
+    ir_text = tool.run(
+        [
+            *std,
+            *_CLANG_FLAGS,
+            "-O1",
+            "-Xclang",
+            "-disable-llvm-passes",
+            "-gline-tables-only",
+            *user,
+            "-S",
+            "-emit-llvm",
+            "-o",
+            "-",
+            "-x",
+            "c++",
+            "-",
+        ],
+        f"addCodelets('{path}')",
+        source=wrapper,
+    )
+    inlined = _inline(ir_text, file)
+    _store(key, file, _dependencies(dump, file), records, symbols, inlined)
+    return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, source or "", flags))
+
+
+def _inline(ir_text: str, file: str) -> str:
+    """The always-inliner, SROA and dead-code elimination: what is counted is the code as written,
+    every call inlined, locals in registers."""
+    try:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+    except RuntimeError as exc:
+        raise CodeletError(f"{file}: clang's IR does not load into llvmlite: {exc}") from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=0)
+    pb = llvm.create_pass_builder(jit.target_machine(), pto)
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_always_inliner_pass()
+    mpm.add_sroa_pass()
+    mpm.add_dead_code_elimination_pass()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.run(mod, pb)
+    return str(mod)
+
+
+def _fast_math(text: str) -> str:
+    """The Engine's fast-math option on a C++ codelet: the same flags as the Python codelets'
+    (reassociation, contraction, no signed zeros, reciprocals, approximate functions)."""
+    return re.sub(
+        r"= (fadd|fsub|fmul|fdiv|frem|fneg) (?!reassoc)", r"= \1 reassoc contract nsz arcp afn ", text
+    )
+
+
+def _split_flags(flags: str) -> list[str]:
+    try:
+        return shlex.split(flags)
+    except ValueError as exc:
+        raise CodeletError(
+            f"addCodelets: compileFlags {flags!r} cannot be split into arguments: {exc}"
+        ) from None
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CodeletError(f"addCodelets('{path}'): cannot read the file: {exc}") from None
+
+
+def _source_file(name: str, text: str) -> str:
+    """A CppSource text written to a file of its own (clang reads files, and messages name it)."""
+    folder = (jit.cache_dir() or Path(os.environ.get("TMPDIR", "/tmp")) / "poplar_py") / "cxx_sources"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}_{hashlib.sha256(text.encode()).hexdigest()[:16]}.cpp"
+    if not path.exists():
+        path.write_text(text)
+    return str(path)
+
+
+def _dependencies(make_rule: str, file: str) -> dict[str, str]:
+    """The files the codelet read beyond the toolchain's and poplar-py's headers, with their digests."""
+    rule = make_rule.split("*** Dumping AST Record Layout")[0]
+    names = rule.replace("\\\n", " ").split(":", 1)[-1].split()
+    shipped = (str(INCLUDE_DIR), str(clang().lib))
+    return {n: _file_digest(n) for n in names if n != file and not n.startswith(shipped)}
+
+
+def _file_digest(name: str) -> str:
+    try:
+        return hashlib.sha256(Path(name).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _cached(key: str) -> tuple[list[VertexRecord], list[str], str] | None:
+    data = jit.cache_read("cxx" + key[3:])
+    if data is None:
+        return None
+    manifest = json.loads(data)
+    if any(_file_digest(n) != d for n, d in manifest["deps"].items()):
+        return None
+    records = [
+        VertexRecord(r["name"], r["base"], tuple(Member(*m) for m in r["members"]), r["size"])
+        for r in manifest["records"]
+    ]
+    return records, manifest["symbols"], manifest["ir"]
+
+
+def _store(
+    key: str, file: str, deps: dict[str, str], records: list[VertexRecord], symbols: list[str], ir: str
+) -> None:
+    manifest = {
+        "file": file,
+        "deps": deps,
+        "symbols": symbols,
+        "ir": ir,
+        "records": [
+            {
+                "name": r.name,
+                "base": r.base,
+                "size": r.size,
+                "members": [[m.name, m.ctype, m.offset] for m in r.members],
+            }
+            for r in records
+        ],
+    }
+    jit.cache_write("cxx" + key[3:], json.dumps(manifest).encode())
+
+
+class CxxCompiled:
+    """A C++ vertex class compiled with one set of options: its batch runner (the interface of
+    the Python codelets' CompiledCodelet the engine calls)."""
+
+    def __init__(self, cls: type[CxxVertex], options: KernelOptions) -> None:
+        self.cls, self.options = cls, options
+        self.state_dtype: np.dtype = state_layout(cls.fields)[0]
+        self._fn = _RUN_TYPE(cls.cxxFile.addresses(options)[cls.cxxSymbol])
+
+    def run(
+        self,
+        states_addr: int,
+        n: int,
+        slots_addr: int,
+        sums_addr: int,
+        err_addr: int,
+        offset: int = 0,
+        buffers: int = 0,
+    ) -> int:
+        """Run compute() for n state records in one native call (see CompiledCodelet.run)."""
+        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
+
+
+class CxxInfo:
+    """What planning needs of a C++ vertex class: its state record and its code size."""
+
+    def __init__(self, cls: type[CxxVertex]) -> None:
+        self.cls = cls
+        self.state_dtype: np.dtype = state_layout(cls.fields)[0]
+        self.code_bytes = max(16, cls.cxxFile.ir.count("\n  ") // len(cls.cxxFile.symbols) * 4)
+
+    def run_interpreted(
+        self,
+        states: np.ndarray,
+        memory: np.ndarray,
+        cycles: np.ndarray | None,
+        state_memory: np.ndarray | None = None,
+        offset: int = 0,
+        buffers: int = 0,
+    ) -> np.void | None:
+        """C++ codelets have no interpreter: in interpreter mode they run compiled (checked)."""
+        err = np.zeros(1, ERR_DTYPE)
+        kernel = CxxCompiled(self.cls, KernelOptions())
+        code = kernel.run(states.ctypes.data, len(states), 0, 0, err.ctypes.data, offset, buffers)
+        return err[0] if code else None
+
+
+def error_message(cls: type[CxxVertex], err: np.void, vertex_desc: str) -> str:
+    """What failed in a C++ vertex: the vertex, the field, the index, the size, file:line."""
+    code, line = int(err["code"]), int(err["line"])
+    file = cls.cxxFile.file
+    where = f"{file}:{line}" if line > 0 else file
+    method = f"{cls.cxxRecord.name}::compute"
+    if code == instrument.ERR_RETURNED_FALSE:
+        return f"{vertex_desc}: {method} returned false ({file})"
+    if code == instrument.ERR_OUT_OF_BOUNDS:
+        offset = int(err["field"])
+        field = next((m.name for m in cls.cxxRecord.members if m.offset == offset), f"at byte {offset}")
+        return (
+            f"{vertex_desc}: index {int(err['index'])} is out of bounds for field '{field}' of size "
+            f"{int(err['size'])} in {method} ({where})"
+        )
+    if code == instrument.ERR_ASSERTION:
+        return f"{vertex_desc}: assertion failed in {method} ({where})"
+    if code == instrument.ERR_DIVIDE:
+        return (
+            f"{vertex_desc}: integer division by zero (or of the most negative value by -1) in "
+            f"{method} ({where})"
+        )
+    return f"{vertex_desc}: {method} called abort(), exit() or a trap ({where})"
