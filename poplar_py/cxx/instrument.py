@@ -235,7 +235,14 @@ def instrument(ir_text: str, entries: set[str], file: str, checked: bool) -> str
         out += _Rewriter(entry, lines, defined, checked).run()
         out.append("}")
         i = end + 1
-    return "\n".join(out)
+    return _strip_debug_locations("\n".join(out))
+
+
+def _strip_debug_locations(text: str) -> str:
+    """The module without its instructions' and functions' debug locations: they served to name
+    lines, and the calls written here have none (LLVM requires a location on a call it inlines
+    into a function that has them)."""
+    return re.sub(r",? !dbg !\d+", "", text)
 
 
 def _entry(header: str, body: list[str]) -> Entry:
@@ -316,7 +323,7 @@ class _Rewriter:
     def cost(self, raw: str) -> int:
         m = _RESULT.match(raw)
         rest = (m[2] if m else raw).strip()
-        opcode = rest.split(" ", 1)[0]
+        opcode = rest.split(" ", 1)[0].rstrip(",")
         if opcode in ("tail", "musttail", "notail", "call") or " call " in f" {rest} ":
             return self.call_cost(raw)
         if opcode == "br":

@@ -42,7 +42,7 @@ from ..errors import CodeletError
 from ..vertex import FieldSpec, MultiVertex, Vertex
 from . import instrument
 from .records import Member, VertexRecord, check_layout, field_spec, vertex_records
-from .toolchain import INCLUDE_DIR, clang
+from .toolchain import INCLUDE_DIR, Clang, clang
 
 #: part of every cache key (with the digest of this package's sources and headers)
 VERSION = "1"
@@ -245,7 +245,9 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
             "",
         ]
     )
-    ir_text = tool.run(
+    ir_text = _lower(
+        tool,
+        file,
         [
             *std,
             *_CLANG_FLAGS,
@@ -263,16 +265,37 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
             "-",
         ],
         f"addCodelets('{path}')",
-        source=wrapper,
+        wrapper,
     )
-    inlined = _inline(ir_text, file)
+    inlined = _inline(ir_text, file, symbols)
+    instrument.instrument(inlined, {f"{s}_entry" for s in symbols}, file, checked=True)  # refusals now
     _store(key, file, _dependencies(dump, file), records, symbols, inlined)
     return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, source or "", flags))
 
 
-def _inline(ir_text: str, file: str) -> str:
+def _lower(tool: Clang, file: str, args: list[str], what: str, wrapper: str) -> str:
+    """clang's IR of the wrapper; a vertex class without the compute() its kind needs is named."""
+    try:
+        return tool.run(args, what, source=wrapper)
+    except CodeletError as exc:
+        missing = re.search(r"no member named 'compute' in '([^']+)'", str(exc))
+        if missing is None and "needs bool compute" not in str(exc):
+            raise
+        name = missing[1] if missing else "a vertex class"
+        raise CodeletError(
+            f"{file}: vertex {name} has no usable compute(): a Vertex needs bool compute(), a "
+            f"MultiVertex bool compute(unsigned workerId)\n{exc}"
+        ) from None
+
+
+def _inline(ir_text: str, file: str, symbols: list[str]) -> str:
     """The always-inliner, SROA and dead-code elimination: what is counted is the code as written,
-    every call inlined, locals in registers."""
+    every call inlined, locals in registers. Only the vertices' entries and runners stay visible
+    (an explicitly instantiated compute() is emitted for itself too: it goes once inlined)."""
+    exported = {*symbols, *(f"{s}_entry" for s in symbols)}
+    # the host's CPU (as for the Python kernels), not clang's generic x86-64: F16C for half, AVX
+    ir_text = re.sub(r' "(target-cpu|target-features|tune-cpu)"="[^"]*"', "", ir_text)
+    ir_text = _DEFINE.sub(lambda m: m[0] if m["name"] in exported else _internal(m), ir_text)
     try:
         mod = llvm.parse_assembly(ir_text)
         mod.verify()
@@ -287,6 +310,21 @@ def _inline(ir_text: str, file: str) -> str:
     mpm.add_global_dead_code_eliminate_pass()
     mpm.run(mod, pb)
     return str(mod)
+
+
+_DEFINE = re.compile(r"^define (?P<head>[^@]*)@(?P<name>[-\w.$]+)(?P<tail>\(.*)$", re.MULTILINE)
+_NOT_INTERNAL = re.compile(
+    r"\b(private|internal|available_externally|linkonce|weak|common|extern_weak|"
+    r"linkonce_odr|weak_odr|external|dso_local|dso_preemptable|hidden|protected|"
+    r"default|dllimport|dllexport) "
+)
+
+
+def _internal(m: re.Match) -> str:
+    """A ``define`` line with internal linkage (and no comdat, which internal symbols need not)."""
+    head = _NOT_INTERNAL.sub("", m["head"])
+    tail = re.sub(r" comdat(\([^)]*\))?", "", m["tail"])
+    return f"define internal {head}@{m['name']}{tail}"
 
 
 def _fast_math(text: str) -> str:
