@@ -54,7 +54,7 @@ def compile_codelet(cls: type, options: KernelOptions = DEFAULT) -> Compiled:
 def codelet_fingerprint(cls: type) -> str:
     """Everything the class's code depends on, as text."""
     if is_cxx(cls):
-        return f"C++ {cls.cxxFile.key} {cls.cxxSymbol}"
+        return f"C++ {cls.cxxFile.digest} {cls.cxxSymbol}"
     return pipeline.codelet_fingerprint(cls)
 
 

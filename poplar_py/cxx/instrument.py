@@ -259,6 +259,7 @@ class _Rewriter:
     def __init__(self, entry: Entry, lines: Lines, defined: set[str], checked: bool) -> None:
         self.e, self.lines, self.defined, self.checked = entry, lines, defined, checked
         self.serial = 0
+        self.loop_control = _loop_control(entry.body)
 
     def fresh(self, stem: str) -> str:
         self.serial += 1
@@ -322,6 +323,8 @@ class _Rewriter:
     # costs --------------------------------------------------------------------------------------
     def cost(self, raw: str) -> int:
         m = _RESULT.match(raw)
+        if m is not None and m[1] in self.loop_control:
+            return 0
         rest = (m[2] if m else raw).strip()
         opcode = rest.split(" ", 1)[0].rstrip(",")
         if opcode in ("tail", "musttail", "notail", "call") or " call " in f" {rest} ":
@@ -483,6 +486,42 @@ _FAILURES = {
     "llvm.debugtrap": ERR_TRAP,
     "llvm.ubsantrap": ERR_TRAP,
 }
+
+
+_PHI = re.compile(r"^\s*(%[-\w.$]+) = phi [^\[]*(.*)$")
+_STEP = re.compile(r"^\s*(%[-\w.$]+) = (?:add|sub)(?: nuw| nsw)* i\d+ (%[-\w.$]+), -?\d+")
+_COMPARE = re.compile(r"^\s*(%[-\w.$]+) = icmp \w+ i\d+ ([^,]+), (\S+)")
+_WIDEN = re.compile(r"^\s*(%[-\w.$]+) = (?:zext|sext|trunc)(?: nneg)? i\d+ (%[-\w.$]+) to")
+_BRANCH = re.compile(r"^\s*br i1 (%[-\w.$]+),")
+
+
+def _loop_control(body: list[str]) -> set[str]:
+    """The values of counted loops' control: an induction variable's step (``i + 1`` feeding the
+    phi of ``i``) and a compare of it that a branch tests. Free: a counted loop costs its
+    branch, 1 per iteration, as a Python codelet's ``for ... in range`` does (the IPU's ``rpt``
+    and ``brnzdec`` loops)."""
+    incoming = {}
+    for line in body:
+        m = _PHI.match(line)
+        if m is not None:
+            incoming[m[1]] = set(re.findall(r"\[ ([^,]+), ", m[2]))
+    steps, variables = set(), set()
+    for line in body:
+        m = _STEP.match(line)
+        if m is not None and m[2] in incoming and m[1] in incoming[m[2]]:
+            steps.add(m[1])
+            variables.add(m[2])
+    for line in body:  # the induction variable widened for a compare with a size
+        m = _WIDEN.match(line)
+        if m is not None and m[2] in steps | variables:
+            variables.add(m[1])
+    tested = {m[1] for m in map(_BRANCH.match, body) if m is not None}
+    compares = set()
+    for line in body:
+        m = _COMPARE.match(line)
+        if m is not None and m[1] in tested and ({m[2], m[3]} & (steps | variables)):
+            compares.add(m[1])
+    return steps | compares
 
 
 def _math_cost(name: str) -> int:

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,12 @@ class CxxFile:
     records: list[VertexRecord]
     symbols: list[str]
     ir: str
-    origin: tuple[str, str, str]  # (path, source for CppSource, flags): enough to load it again
+    origin: tuple[str, str, str, bool]  # (path, source text, flags, given as text): to load it again
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The source, flags and toolchain (``key``) and what the headers it includes made of it."""
+        return hashlib.sha256(f"{self.key}\n{self.ir}".encode()).hexdigest()
 
     @functools.cached_property
     def _kernels(self) -> dict[KernelOptions, dict[str, int]]:
@@ -109,7 +115,7 @@ class CxxFile:
         if found is not None:
             return found
         key = hashlib.sha256(
-            "\n".join([self.key, repr(options), jit.host_fingerprint()]).encode()
+            "\n".join([self.digest, repr(options), jit.host_fingerprint()]).encode()
         ).hexdigest()
         obj = jit.cache_read(key)
         if obj is None:
@@ -143,16 +149,18 @@ class CxxMultiVertex(CxxVertex, MultiVertex, metaclass=CxxVertexType):
 def _reduce(cls: CxxVertexType) -> tuple:
     if cls in (CxxVertex, CxxMultiVertex):
         return cls.__qualname__
-    path, source, flags = cls.cxxFile.origin
-    return vertex_class, (path, source, flags, cls.vertexName)
+    return vertex_class, (*cls.cxxFile.origin, cls.vertexName)
 
 
 copyreg.pickle(CxxVertexType, _reduce)
 
 
-def vertex_class(path: str, source: str, flags: str, name: str) -> type[CxxVertex]:
-    """The class of vertex ``name`` of a C++ file, loading the file (a cache hit) when needed."""
-    classes = load(path, source or None, flags)
+def vertex_class(path: str, text: str, flags: str, as_text: bool, name: str) -> type[CxxVertex]:
+    """The class of vertex ``name`` of a C++ file (an unpickled executable's): from the file when
+    it still holds ``text`` (its own includes then resolve as before), else from the text."""
+    if not as_text and _file_digest(path) != hashlib.sha256(text.encode()).hexdigest():
+        path, as_text = Path(path).name, True
+    classes = load(path, text if as_text else None, flags)
     return next(c for c in classes if c.vertexName == name)
 
 
@@ -164,7 +172,7 @@ def load(path: str, source: str | None, flags: str) -> list[type[CxxVertex]]:
     name in messages); the same classes for the same text and flags. Raises CodeletError naming
     the file and line for what cannot run."""
     cxx = _compile(path, source, flags)
-    known = _loaded.get(cxx.key)
+    known = _loaded.get(cxx.digest)
     if known is not None:
         return known
     classes: list[type[CxxVertex]] = []
@@ -172,7 +180,7 @@ def load(path: str, source: str | None, flags: str) -> list[type[CxxVertex]]:
         fields = {m.name: field_spec(record, m, cxx.file) for m in record.members}
         check_layout(record, fields, state_layout(fields)[0], cxx.file)
         classes.append(_make_class(cxx, record, symbol, fields))
-    _loaded[cxx.key] = classes
+    _loaded[cxx.digest] = classes
     return classes
 
 
@@ -202,25 +210,30 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
     key = base.hexdigest()
     cached = _cached(key)
     if cached is not None:
-        return CxxFile(file, tuple(user), key, cached[0], cached[1], cached[2], (path, source or "", flags))
+        return CxxFile(
+            file, tuple(user), key, cached[0], cached[1], cached[2], (path, text, flags, source is not None)
+        )
     std = [] if any(f.startswith("-std=") for f in user) else [_STANDARD]
-    dump = tool.run(
-        [
-            *std,
-            *_CLANG_FLAGS,
-            *user,
-            "-fsyntax-only",
-            "-MD",
-            "-MF",
-            "/dev/stdout",
-            "-Xclang",
-            "-fdump-record-layouts-complete",
-            "-Xclang",
-            "-fdump-record-layouts-canonical",
-            file,
-        ],
-        f"addCodelets('{path}')",
-    )
+    with tempfile.TemporaryDirectory() as scratch:
+        deps_file = Path(scratch) / "deps"
+        dump = tool.run(
+            [
+                *std,
+                *_CLANG_FLAGS,
+                *user,
+                "-fsyntax-only",
+                "-MD",
+                "-MF",
+                str(deps_file),
+                "-Xclang",
+                "-fdump-record-layouts-complete",
+                "-Xclang",
+                "-fdump-record-layouts-canonical",
+                file,
+            ],
+            f"addCodelets('{path}')",
+        )
+        deps = _dependencies(deps_file.read_text() if deps_file.exists() else "", file)
     records = vertex_records(dump, file)
     if not records:
         raise CodeletError(
@@ -269,8 +282,8 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
     )
     inlined = _inline(ir_text, file, symbols)
     instrument.instrument(inlined, {f"{s}_entry" for s in symbols}, file, checked=True)  # refusals now
-    _store(key, file, _dependencies(dump, file), records, symbols, inlined)
-    return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, source or "", flags))
+    _store(key, file, deps, records, symbols, inlined)
+    return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, text, flags, source is not None))
 
 
 def _lower(tool: Clang, file: str, args: list[str], what: str, wrapper: str) -> str:
@@ -363,8 +376,7 @@ def _source_file(name: str, text: str) -> str:
 
 def _dependencies(make_rule: str, file: str) -> dict[str, str]:
     """The files the codelet read beyond the toolchain's and poplar-py's headers, with their digests."""
-    rule = make_rule.split("*** Dumping AST Record Layout")[0]
-    names = rule.replace("\\\n", " ").split(":", 1)[-1].split()
+    names = make_rule.replace("\\\n", " ").split(":", 1)[-1].split()
     shipped = (str(INCLUDE_DIR), str(clang().lib))
     return {n: _file_digest(n) for n in names if n != file and not n.startswith(shipped)}
 

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 import poplar_py as poplar
-from poplar_py.types import asType
 from poplar_py import program as prog
+from poplar_py.types import asType
 
 HEADER = "#include <poplar/Vertex.hpp>\nusing namespace poplar;\n"
 _serial = itertools.count()

@@ -109,7 +109,8 @@ def test_inline_assembly_refused_before_any_run(tmp_path):
     ("virtual void f() {}", "virtual functions"),
 ])
 def test_field_types_the_engine_cannot_lay_out(tmp_path, decl, match):
-    src = write_source(tmp_path, f"class W : public Vertex {{ public: {decl} bool compute() {{ return true; }} }};\n")
+    src = write_source(tmp_path, f"class W : public Vertex {{ public: {decl} "
+                                 "bool compute() { return true; } };\n")
     graph = poplar.Graph(poplar.IPUModel().createDevice().getTarget())
     with pytest.raises(CodeletError, match=match):
         graph.addCodelets(str(src))
@@ -127,10 +128,10 @@ def test_missing_compute_and_no_vertex(tmp_path):
 
 def test_missing_file_bad_flags_and_name_clash(tmp_path):
     graph = poplar.Graph(poplar.IPUModel().createDevice().getTarget())
-    with pytest.raises(poplar.PoplarError, match="no codelet file 'nowhere.cpp'"):
+    with pytest.raises(poplar.PoplarError, match=r"no codelet file 'nowhere\.cpp'"):
         graph.addCodelets("nowhere.cpp")
     src = write_source(tmp_path, BODY.format(body=""))
-    with pytest.raises(CodeletError, match="--no-such-flag"):
+    with pytest.raises(CodeletError, match=r"--no-such-flag"):
         graph.addCodelets(str(src), "--no-such-flag")
     py = tmp_path / "clash.py"
     py.write_text("from poplar_py import Output, Vertex\n\n\nclass V(Vertex):\n    out: Output[float]\n\n"
