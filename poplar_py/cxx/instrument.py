@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..codelet.exprs import COSTS, MATH_COST
+from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
 
 VERTEX_OVERHEAD = 10
@@ -236,6 +237,21 @@ def instrument(ir_text: str, entries: set[str], file: str, checked: bool) -> str
         out.append("}")
         i = end + 1
     return _strip_debug_locations("\n".join(out))
+
+
+def code_bytes(ir_text: str, entry: str) -> int:
+    """Bytes of tile memory a vertex's code takes, as the Python codelets' model has it
+    (:mod:`codelet.size`): an IPU instruction per instruction of its entry that costs cycles,
+    loop control included, once through, plus the entry's set-up."""
+    text = ir_text.split("\n")
+    start = next(i for i, line in enumerate(text) if line.startswith("define") and f"@{entry}(" in line)
+    rewriter = _Rewriter(_entry(text[start], text[start + 1:text.index("}", start)]), Lines({}, {}, ""),
+                         set(), checked=False)
+    costs = [rewriter.cost(line) for line in rewriter.e.body if line.startswith("  ")]
+    # one instruction per operation (a division or a maths call is one), less the loads the
+    # headers' bookkeeping makes free (negative adjustments)
+    working = sum(min(c, 1) for c in costs)
+    return ENTRY_BYTES + BYTES_PER_INSTRUCTION * max(0, working + len(rewriter.loop_control))
 
 
 def _strip_debug_locations(text: str) -> str:

@@ -452,7 +452,7 @@ class CxxInfo:
     def __init__(self, cls: type[CxxVertex]) -> None:
         self.cls = cls
         self.state_dtype: np.dtype = state_layout(cls.fields)[0]
-        self.code_bytes = max(16, cls.cxxFile.ir.count("\n  ") // len(cls.cxxFile.symbols) * 4)
+        self.code_bytes = instrument.code_bytes(cls.cxxFile.ir, f"{cls.cxxSymbol}_entry")
 
     def run_interpreted(
         self,

@@ -2,7 +2,8 @@
 
 One DotProductVertex per matrix row, each on its own tile; the matrix, vector and
 result travel through host FIFOs and the host checks the result.
-Usage: ``poplar-py run tutorials/tut6_matrix_vector/tut6.py numRows numCols``.
+Usage: ``poplar-py run tutorials/tut6_matrix_vector/tut6.py numRows numCols [--cpp]``; with
+``--cpp`` the vertex comes from matrix_mul_codelets.cpp, its C++ twin.
 """
 
 import sys
@@ -39,17 +40,18 @@ def checkResult(matrix: np.ndarray, inp: np.ndarray, output: np.ndarray) -> bool
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
-        print(f"usage: {sys.argv[0]} numRows numCols", file=sys.stderr)
+    args = [a for a in sys.argv[1:] if a != "--cpp"]
+    if len(args) != 2:
+        print(f"usage: {sys.argv[0]} numRows numCols [--cpp]", file=sys.stderr)
         return 1
-    numRows, numCols = int(sys.argv[1]), int(sys.argv[2])
+    numRows, numCols = int(args[0]), int(args[1])
     print(f"Multiplying matrix of size {numRows}x{numCols} by vector of size {numCols}")
 
     device = poplar.IPUModel().createDevice()
     graph = poplar.Graph(device.getTarget())
 
     print("Creating new graph object and compiling vertex program additions")
-    graph.addCodelets("matrix_mul_codelets.py")
+    graph.addCodelets("matrix_mul_codelets.cpp" if "--cpp" in sys.argv[1:] else "matrix_mul_codelets.py")
 
     print("Constructing full compute graph and control program")
     matrix = graph.addVariable(poplar.FLOAT, [numRows, numCols], "matrix")

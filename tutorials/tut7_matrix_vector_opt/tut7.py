@@ -5,7 +5,8 @@ Each row is split into segments; a hand-written cycle-cost model, computed from 
 target's figures, picks the split. Partial dot products are spread over all tiles and
 a second compute set reduces them. Prints the profile summary at the end.
 Usage: ``poplar-py run tutorials/tut7_matrix_vector_opt/tut7.py numRows numCols
-[--device {model-ipu1,model-ipu2}]`` (the hardware choice ``ipu`` is not available).
+[--device {model-ipu1,model-ipu2}] [--cpp]`` (the hardware choice ``ipu`` is not available);
+``--cpp`` takes the vertices from matrix_mul_codelets.cpp, their C++ twins.
 """
 
 import sys
@@ -56,7 +57,8 @@ def calcOptimalColAxisSplit(target: poplar.Target, numRows: int, numCols: int) -
 
 
 def buildMultiplyProgram(graph: poplar.Graph, matrix: poplar.Tensor, inp: poplar.Tensor,
-                         out: poplar.Tensor) -> prog.Program:
+                         out: poplar.Tensor, reduceInput: str = "inp") -> prog.Program:
+    """``reduceInput``: the ReduceVertex's input field (``in`` in C++, ``inp`` in Python)."""
     numRows, numCols = matrix.dim(0), matrix.dim(1)
     target = graph.getTarget()
     numTiles = target.getNumTiles()
@@ -84,7 +86,7 @@ def buildMultiplyProgram(graph: poplar.Graph, matrix: poplar.Tensor, inp: poplar
 
     reduceCS = graph.addComputeSet("reduceCS")
     for row in range(numRows):
-        v = graph.addVertex(reduceCS, "ReduceVertex", {"inp": partials[row], "out": out[row]})
+        v = graph.addVertex(reduceCS, "ReduceVertex", {reduceInput: partials[row], "out": out[row]})
         tile = row * numTiles // numRows
         graph.setTileMapping(v, tile)
         graph.setTileMapping(out[row], tile)
@@ -96,6 +98,8 @@ def parseArgs(argv: list[str]):
     device, positional = "model-ipu2", []
     args = iter(argv)
     for arg in args:
+        if arg == "--cpp":
+            continue
         if arg == "--device":
             device = next(args, None)
             if device is None:
@@ -123,7 +127,8 @@ def main() -> int:
     except ValueError as error:
         print(error)
         print("Failed to parse arguments")
-        print(f"usage: {sys.argv[0]} numRows numCols --device {{model-ipu1,model-ipu2}}", file=sys.stderr)
+        print(f"usage: {sys.argv[0]} numRows numCols --device {{model-ipu1,model-ipu2}} [--cpp]",
+              file=sys.stderr)
         return -1
 
     print(f"Device {deviceName}")
@@ -135,7 +140,8 @@ def main() -> int:
     ipuModel.relativeSyncDelay = poplar.IPUModel.RelativeSyncDelayType.NO_DELAY
     device = ipuModel.createDevice()
     graph = poplar.Graph(device)
-    graph.addCodelets("matrix_mul_codelets.py")
+    cpp = "--cpp" in sys.argv[1:]
+    graph.addCodelets("matrix_mul_codelets.cpp" if cpp else "matrix_mul_codelets.py")
 
     matrix = graph.addVariable(poplar.FLOAT, [numRows, numCols], "matrix")
     inputVector = graph.addVariable(poplar.FLOAT, [numCols], "inputVector")
@@ -145,7 +151,7 @@ def main() -> int:
     hInput = np.arange(numCols, dtype=np.float32)
     hOutput = np.zeros(numRows, dtype=np.float32)
 
-    mulProg = buildMultiplyProgram(graph, matrix, inputVector, outputVector)
+    mulProg = buildMultiplyProgram(graph, matrix, inputVector, outputVector, "in" if cpp else "inp")
 
     inStreamV = graph.addHostToDeviceFIFO("inputVector", poplar.FLOAT, numCols)
     inStreamM = graph.addHostToDeviceFIFO("inputMatrix", poplar.FLOAT, numCols * numRows)
