@@ -75,36 +75,37 @@ def _record(block: str, file: str) -> VertexRecord | None:
     name = _strip_tags(rows[0][2])
     if "<" in name and name.split("<")[0].endswith(("poplar::Input", "poplar::Output", "poplar::InOut")):
         return None
-    base, members = None, []
+    base, members, problems = None, [], []
+    user_base = False  # within a base class of the file's own (its members are the vertex's too)
     for offset, depth, decl, bits in rows[1:]:
-        if depth != 1:
-            if depth == 2 and "(base)" in decl and _strip_tags(decl.split(" (")[0]) in _BASES:
-                base = base or _BASES[_strip_tags(decl.split(" (")[0])]  # through a class of the file's
+        if depth == 1:
+            user_base = False
+        elif not (depth == 2 and user_base):
             continue
-        if "(base)" in decl:
-            kind = _strip_tags(decl.split(" (")[0])
+        kind = _strip_tags(decl.split(" (")[0])
+        if "(base)" in decl or "(virtual base)" in decl:
             if kind in _BASES:
-                base = _BASES[kind]
-            elif "(virtual base)" in decl or "vtable pointer" in decl:
-                raise CodeletError(
-                    f"{file}: vertex {name} has a virtual base: vertex state must be plain data"
-                )
+                base = base or _BASES[kind]
+            elif "(virtual base)" in decl:
+                problems.append(f"vertex {name} has a virtual base: vertex state must be plain data")
+            else:
+                user_base = depth == 1
             continue
         if "vtable pointer" in decl or "vftable pointer" in decl:
-            raise CodeletError(
-                f"{file}: vertex {name} has virtual functions: vertex state must be plain data"
-            )
+            problems.append(f"vertex {name} has virtual functions: vertex state must be plain data")
+            continue
         ctype, _, member = decl.rpartition(" ")
         if offset is None or not ctype:
             continue
         if bits:
-            raise CodeletError(
-                f"{file}: field '{member}' of vertex {name} is a bit-field, which the "
-                "simulator cannot lay out"
+            problems.append(
+                f"field '{member}' of vertex {name} is a bit-field, which the simulator cannot lay out"
             )
         members.append(Member(member, _strip_tags(ctype), int(offset)))
     if base is None:
         return None
+    if problems:
+        raise CodeletError(f"{file}: {problems[0]}")
     size = _SIZE.search(block)
     return VertexRecord(name, base, tuple(members), int(size[1]) if size else 0)
 
