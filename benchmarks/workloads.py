@@ -17,21 +17,22 @@ from poplibs_py import gcl, poplin, popnn, popops, poputil
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def tut7(rows: int, cols: int, options: dict | None = None) -> tuple[poplar.Engine, np.ndarray, np.ndarray]:
-    """Tutorial 7's matrix-vector program (its own codelets, default tiles): the engine, the
-    matrix and the vector; the product is read with ``readTensor("out")``."""
+def tut7(rows: int, cols: int, options: dict | None = None, cpp: bool = False
+         ) -> tuple[poplar.Engine, np.ndarray, np.ndarray]:
+    """Tutorial 7's matrix-vector program (its own codelets, the C++ ones with ``cpp``, default
+    tiles): the engine, the matrix and the vector; the product is read with ``readTensor("out")``."""
     tut = ROOT / "tutorials" / "tut7_matrix_vector_opt"
     ns = runpy.run_path(str(tut / "tut7.py"), run_name="tut7")
     device = poplar.IPUModel().createDevice()
     graph = poplar.Graph(device)
-    graph.addCodelets(str(tut / "matrix_mul_codelets.py"))
+    graph.addCodelets(str(tut / ("matrix_mul_codelets.cpp" if cpp else "matrix_mul_codelets.py")))
     matrix = graph.addVariable(poplar.FLOAT, [rows, cols], "matrix")
     inp = graph.addVariable(poplar.FLOAT, [cols], "inputVector")
     out = graph.addVariable(poplar.FLOAT, [rows], "outputVector")
     with open(os.devnull, "w") as quiet:  # the tutorial prints its cost model's choice
         stdout, sys.stdout = sys.stdout, quiet
         try:
-            program = ns["buildMultiplyProgram"](graph, matrix, inp, out)
+            program = ns["buildMultiplyProgram"](graph, matrix, inp, out, "in" if cpp else "inp")
         finally:
             sys.stdout = stdout
     for name, t in (("matrix", matrix), ("in", inp)):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ..codelet.exprs import COSTS, MATH_COST
 from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
+from .loops import Loops
 
 VERTEX_OVERHEAD = 10
 #: how a vertex failed, in its error record (1-3 are the Python codelets')
@@ -245,8 +246,9 @@ def code_bytes(ir_text: str, entry: str) -> int:
     loop control included, once through, plus the entry's set-up."""
     text = ir_text.split("\n")
     start = next(i for i, line in enumerate(text) if line.startswith("define") and f"@{entry}(" in line)
-    rewriter = _Rewriter(_entry(text[start], text[start + 1:text.index("}", start)]), Lines({}, {}, ""),
-                         set(), checked=False)
+    rewriter = _Rewriter(
+        _entry(text[start], text[start + 1 : text.index("}", start)]), Lines({}, {}, ""), set(), checked=False
+    )
     costs = [rewriter.cost(line) for line in rewriter.e.body if line.startswith("  ")]
     # one instruction per operation (a division or a maths call is one), less the loads the
     # headers' bookkeeping makes free (negative adjustments)
@@ -275,7 +277,9 @@ class _Rewriter:
     def __init__(self, entry: Entry, lines: Lines, defined: set[str], checked: bool) -> None:
         self.e, self.lines, self.defined, self.checked = entry, lines, defined, checked
         self.serial = 0
-        self.loop_control = _loop_control(entry.body)
+        self.loops = Loops(entry.body)
+        self.loop_control = self.loops.control
+        self.block = ""  # the label of the block being rewritten
 
     def fresh(self, stem: str) -> str:
         self.serial += 1
@@ -302,6 +306,8 @@ class _Rewriter:
                     out, block, in_switch = out + block, [], False
                 continue
             if not stripped or stripped.startswith(";") or _LABEL.match(raw):
+                label = _LABEL.match(raw)
+                self.block = label[1] if label else self.block
                 block.append(raw)
                 continue
             cost += self.cost(raw)
@@ -428,14 +434,7 @@ class _Rewriter:
         if name == "__poplar_py_cycles":
             return []  # counted
         if name == "__poplar_py_check":
-            return (
-                [
-                    f"  call void @__poplar_py_checked(ptr {e.context}, ptr {e.state}, {args}, "
-                    f"i64 {self.lines.line(raw)})"
-                ]
-                if self.checked
-                else []
-            )
+            return self.check(raw, args) if self.checked else []
         if name == "__poplar_py_fail":
             code = re.search(r"i64 (?:noundef )?(-?\d+)", args)
             return self.fail(raw, int(code[1]) if code else ERR_TRAP)
@@ -448,6 +447,31 @@ class _Rewriter:
         if name == "__poplar_py_vertex_base":
             return [f"  {result[1]} = getelementptr i8, ptr {e.state}, i64 0"]
         return [raw]  # the runtime's own helpers
+
+    def check(self, raw: str, args: str) -> list[str]:
+        """A bounds check; in a counted loop's body, told whether the loop's bound is within the
+        size, so that LLVM can unswitch the loop on it (one version without checks)."""
+        e = self.e
+        field, index, size = (a.split()[-1] for a in args.split(","))
+        bound = self.loops.bound(index, self.block)
+        out, within = [], "0"
+        if bound is not None:
+            wide, test, within = self.fresh("bound"), self.fresh("within"), self.fresh("within64")
+            cast = "sext" if bound.signed else "zext"
+            widen = (
+                f"{cast} {bound.type} {bound.value} to i64"
+                if bound.type != "i64"
+                else f"add i64 {bound.value}, 0"
+            )
+            out = [
+                f"  {wide} = {widen}",
+                f"  {test} = icmp ule i64 {wide}, {size}",
+                f"  {within} = zext i1 {test} to i64",
+            ]
+        return out + [
+            f"  call void @__poplar_py_checked(ptr {e.context}, ptr {e.state}, ptr {field}, "
+            f"i64 {index}, i64 {size}, i64 {self.lines.line(raw)}, i64 {within})"
+        ]
 
     def fail(self, raw: str, code: int) -> list[str]:
         """The vertex fails here with ``code`` (and the line of the codelet file)."""
@@ -502,42 +526,6 @@ _FAILURES = {
     "llvm.debugtrap": ERR_TRAP,
     "llvm.ubsantrap": ERR_TRAP,
 }
-
-
-_PHI = re.compile(r"^\s*(%[-\w.$]+) = phi [^\[]*(.*)$")
-_STEP = re.compile(r"^\s*(%[-\w.$]+) = (?:add|sub)(?: nuw| nsw)* i\d+ (%[-\w.$]+), -?\d+")
-_COMPARE = re.compile(r"^\s*(%[-\w.$]+) = icmp \w+ i\d+ ([^,]+), (\S+)")
-_WIDEN = re.compile(r"^\s*(%[-\w.$]+) = (?:zext|sext|trunc)(?: nneg)? i\d+ (%[-\w.$]+) to")
-_BRANCH = re.compile(r"^\s*br i1 (%[-\w.$]+),")
-
-
-def _loop_control(body: list[str]) -> set[str]:
-    """The values of counted loops' control: an induction variable's step (``i + 1`` feeding the
-    phi of ``i``) and a compare of it that a branch tests. Free: a counted loop costs its
-    branch, 1 per iteration, as a Python codelet's ``for ... in range`` does (the IPU's ``rpt``
-    and ``brnzdec`` loops)."""
-    incoming = {}
-    for line in body:
-        m = _PHI.match(line)
-        if m is not None:
-            incoming[m[1]] = set(re.findall(r"\[ ([^,]+), ", m[2]))
-    steps, variables = set(), set()
-    for line in body:
-        m = _STEP.match(line)
-        if m is not None and m[2] in incoming and m[1] in incoming[m[2]]:
-            steps.add(m[1])
-            variables.add(m[2])
-    for line in body:  # the induction variable widened for a compare with a size
-        m = _WIDEN.match(line)
-        if m is not None and m[2] in steps | variables:
-            variables.add(m[1])
-    tested = {m[1] for m in map(_BRANCH.match, body) if m is not None}
-    compares = set()
-    for line in body:
-        m = _COMPARE.match(line)
-        if m is not None and m[1] in tested and ({m[2], m[3]} & (steps | variables)):
-            compares.add(m[1])
-    return steps | compares
 
 
 def _math_cost(name: str) -> int:

@@ -56,6 +56,9 @@ _CLANG_FLAGS = [
     "-fno-rtti",
     "-fno-threadsafe-statics",
     "-fno-math-errno",
+    # floating point as the Engine's codelets.fastMath option says (added per kernel, as for
+    # the Python codelets): strict IEEE by default, a * b + c rounded twice
+    "-ffp-contract=off",
     "-Xclang",
     "-ffloat16-excess-precision=none",
     "-Wno-c++26-extensions",
@@ -344,7 +347,7 @@ def _fast_math(text: str) -> str:
     """The Engine's fast-math option on a C++ codelet: the same flags as the Python codelets'
     (reassociation, contraction, no signed zeros, reciprocals, approximate functions)."""
     return re.sub(
-        r"= (fadd|fsub|fmul|fdiv|frem|fneg) (?!reassoc)", r"= \1 reassoc contract nsz arcp afn ", text
+        r"= (fadd|fsub|fmul|fdiv|frem|fneg) (?!reassoc|fast)", r"= \1 reassoc contract nsz arcp afn ", text
     )
 
 

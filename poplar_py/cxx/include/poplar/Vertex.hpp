@@ -55,9 +55,10 @@ public:
     POPLAR_PY_FREE(1);
     return ptr_[i];
   }
-  unsigned long size() const {
+  // unsigned, as size_t is on the IPU: loops over unsigned indices then have a known trip count
+  unsigned size() const {
     POPLAR_PY_FREE(1);
-    return size_;
+    return static_cast<unsigned>(size_);
   }
   bool empty() const { return size() == 0; }
   T *data() const {
@@ -98,7 +99,7 @@ public:
     POPLAR_PY_CHECK(list_, i, size_);
     return ptr_[i];
   }
-  unsigned long size() const { return size_; }
+  unsigned size() const { return static_cast<unsigned>(size_); }
   T *data() const { return ptr_; }
   T *begin() const { return ptr_; }
   T *end() const { return ptr_ + size_; }
@@ -116,9 +117,9 @@ public:
     const ListEntry &e = rows_[i];
     return Row<T>(static_cast<T *>(__poplar_py_row(e.ptr)), (unsigned long)e.size, this);
   }
-  unsigned long size() const {
+  unsigned size() const {
     POPLAR_PY_FREE(1);
-    return size_;
+    return static_cast<unsigned>(size_);
   }
 };
 

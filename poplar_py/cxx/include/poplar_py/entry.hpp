@@ -102,10 +102,11 @@ __poplar_py_failed(poplar_py::Context *ctx, long code, const char *state, const 
   longjmp(ctx->jump, 1);
 }
 
+// within: the loop the check is in never passes the size (LLVM unswitches the loop on it)
 __attribute__((used, always_inline)) static inline void
 __poplar_py_checked(poplar_py::Context *ctx, const char *state, const char *field, unsigned long index,
-                    unsigned long size, long line) {
-  if (__builtin_expect(index >= size, 0))
+                    unsigned long size, long line, long within) {
+  if (!within && __builtin_expect(index >= size, 0))
     __poplar_py_failed(ctx, poplar_py::OUT_OF_BOUNDS, state, field, (long)index, (long)size, line);
 }
 
