@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ..codelet.exprs import COSTS, MATH_COST
 from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
+from .lanes import lockstep
 from .loops import Loops
 
 VERTEX_OVERHEAD = 10
@@ -216,13 +217,16 @@ class Entry:
     buffers: str
 
 
-def instrument(ir_text: str, entries: set[str], file: str, checked: bool) -> str:
-    """The module with every entry counted and its hooks replaced (see the module docstring)."""
+def instrument(ir_text: str, entries: dict[str, int], file: str, checked: bool) -> str:
+    """The module with every entry counted and its hooks replaced (see the module docstring),
+    and each entry's lockstep twin ``<entry minus _entry>_lanes`` defined (:mod:`.lanes`) for
+    ``entries[name]``-byte records, or a stub with ``_has_lanes`` 0 (stride 0: never in lanes)."""
     if "@llvm.global_ctors" in ir_text:
         raise CodeletError(f"{file}: global objects with constructors are not supported in codelets")
     lines = Lines.of(ir_text, file)
     defined = set(re.findall(r"^define [^@]*@([-\w.$]+)\(", ir_text, re.MULTILINE))
     out: list[str] = []
+    flags: dict[str, int] = {}
     text = ir_text.split("\n")
     i = 0
     while i < len(text):
@@ -234,10 +238,27 @@ def instrument(ir_text: str, entries: set[str], file: str, checked: bool) -> str
             continue
         end = text.index("}", i)
         entry = _entry(line, text[i + 1 : end])
-        out += _Rewriter(entry, lines, defined, checked).run()
-        out.append("}")
+        counted = _Rewriter(entry, lines, defined, checked).run()
+        out += [*counted, "}"]
+        symbol = name[1].removesuffix("_entry")
+        together = lockstep(counted, f"{symbol}_lanes", entries[name[1]]) if entries[name[1]] else None
+        out += (
+            together + ["}"]
+            if together
+            else [re.sub(r"@[-\w.$]+\(", f"@{symbol}_lanes(", line, count=1), "  ret i64 0", "}"]
+        )
+        flags[symbol] = int(together is not None)
         i = end + 1
-    return _strip_debug_locations("\n".join(out))
+    text = "\n".join(out)
+    for symbol, flag in flags.items():
+        text = re.sub(rf"^declare [^@]*@{symbol}_lanes\(.*$", "", text, flags=re.MULTILINE)
+        text = re.sub(
+            rf"^@{symbol}_has_lanes = external .*$",
+            f"@{symbol}_has_lanes = constant i8 {flag}",
+            text,
+            flags=re.MULTILINE,
+        )
+    return _strip_debug_locations(text)
 
 
 def code_bytes(ir_text: str, entry: str) -> int:

@@ -40,7 +40,7 @@ from ..codelet.codegen import state_layout
 from ..codelet.pipeline import KernelOptions
 from ..codelet.types import ERR_DTYPE
 from ..errors import CodeletError
-from ..vertex import FieldSpec, MultiVertex, Vertex
+from ..vertex import Direction, FieldSpec, MultiVertex, Vertex
 from . import instrument
 from .records import Member, VertexRecord, check_layout, field_spec, vertex_records
 from .toolchain import INCLUDE_DIR, Clang, clang
@@ -109,6 +109,11 @@ class CxxFile:
     def _kernels(self) -> dict[KernelOptions, dict[str, int]]:
         return {}
 
+    def entries(self) -> dict[str, int]:
+        """Each vertex's entry function, with the stride of its records when it may run in
+        lockstep lanes (a Vertex; 0 for a MultiVertex or SupervisorVertex, as in Python)."""
+        return {f"{s}_entry": r.size if r.base == "Vertex" else 0 for s, r in zip(self.symbols, self.records)}
+
     def addresses(self, options: KernelOptions) -> dict[str, int]:
         """The batch runner of every vertex, compiled with ``options`` (cached on disk)."""
         options = KernelOptions(
@@ -122,9 +127,9 @@ class CxxFile:
         ).hexdigest()
         obj = jit.cache_read(key)
         if obj is None:
-            text = instrument.instrument(
-                self.ir, {f"{s}_entry" for s in self.symbols}, self.file, options.checked
-            )
+            # strict IEEE only: with fast-math a vertex's own loops vectorise (as the Python codelets)
+            entries = self.entries() if not options.fast_math else dict.fromkeys(self.entries(), 0)
+            text = instrument.instrument(self.ir, entries, self.file, options.checked)
             if options.fast_math:
                 text = _fast_math(text)
             obj = jit.compile_ir(text, options.opt_level)
@@ -257,7 +262,7 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
             f'#include "{file}"',
             "#pragma clang attribute pop",
             "#include <poplar_py/entry.hpp>",
-            *(f"POPLAR_PY_VERTEX({s}, ::{r.name})" for s, r in zip(symbols, records)),
+            *(f"POPLAR_PY_VERTEX({s}, {_mask(r, file)}, ::{r.name})" for s, r in zip(symbols, records)),
             "",
         ]
     )
@@ -284,9 +289,26 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
         wrapper,
     )
     inlined = _inline(ir_text, file, symbols)
-    instrument.instrument(inlined, {f"{s}_entry" for s in symbols}, file, checked=True)  # refusals now
+    entries = {f"{s}_entry": r.size if r.base == "Vertex" else 0 for s, r in zip(symbols, records)}
+    instrument.instrument(inlined, entries, file, checked=True)  # refusals now, not at the first run
     _store(key, file, deps, records, symbols, inlined)
     return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, text, flags, source is not None))
+
+
+def _mask(record: VertexRecord, file: str) -> str:
+    """A C string of the record's bytes lanes must agree on: 0xff for vector sizes and state
+    scalars, 0 for pointers and padding (checking the fields first)."""
+    fields = {m.name: field_spec(record, m, file) for m in record.members}
+    state = state_layout(fields)[0]
+    check_layout(record, fields, state, file)
+    mask = bytearray(max(record.size, state.itemsize))
+    for column in state.names:
+        spec = fields[column.split(".")[0]]
+        pointer = column.endswith(".ptr") or (column in fields and spec.direction is not Direction.STATE)
+        if not pointer:
+            dtype, offset = state.fields[column][:2]
+            mask[offset : offset + dtype.itemsize] = b"\xff" * dtype.itemsize
+    return '"' + "".join(f"\\x{b:02x}" for b in mask) + '"'
 
 
 def _lower(tool: Clang, file: str, args: list[str], what: str, wrapper: str) -> str:

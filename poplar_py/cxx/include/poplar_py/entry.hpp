@@ -22,12 +22,15 @@ struct ErrRecord {
 
 struct Context {
   ErrRecord *err;
+  const char *states; // the batch's records, stride bytes apart: a failing lane names its own
+  long stride;
   jmp_buf jump;
 };
 
 enum : long { RETURNED_FALSE = 1, OUT_OF_BOUNDS = 2, ASSERTION = 3, TRAP = 4, DIVIDE = 5 };
 constexpr unsigned long BUFFER_ENTRY = 1ul << 63;
 constexpr long VERTEX_OVERHEAD = 10;
+constexpr long LANES = 2; // as poplar_py/cxx/lanes.py
 
 template <typename V> constexpr bool is_multi = std::is_base_of_v<poplar::MultiVertex, V>;
 template <typename V> constexpr bool is_supervisor = std::is_base_of_v<poplar::SupervisorVertex, V>;
@@ -56,19 +59,54 @@ template <typename V> __attribute__((always_inline)) inline long compute(V *v, l
 
 using Entry = long (*)(void *, long, Context *, long long *, long, long);
 
+// Whether LANES records from first agree on the bytes mask marks 0xff (sizes, state scalars),
+// compared eight bytes at a time
+template <typename V> inline bool agree(const char *first, const char *mask) {
+  constexpr unsigned long words = (sizeof(V) + 7) / 8;
+  for (long k = 1; k < LANES; ++k) {
+    for (unsigned long w = 0; w < words; ++w) {
+      unsigned long long a = 0, b = 0, m = 0;
+      unsigned long n = sizeof(V) - w * 8 < 8 ? sizeof(V) - w * 8 : 8;
+      __builtin_memcpy(&a, first + w * 8, n);
+      __builtin_memcpy(&b, first + k * (long)sizeof(V) + w * 8, n);
+      __builtin_memcpy(&m, mask + w * 8, n);
+      if ((a ^ b) & m)
+        return false;
+    }
+  }
+  return true;
+}
+
+// entry runs one vertex; lanes (or null) LANES vertices whose records agree on mask's bytes.
 template <typename V>
-inline long run(Entry entry, char *states, long n, const long *slots, long *sums, ErrRecord *err,
-                long offset, long buffers) {
+inline long run(Entry entry, Entry lanes, const char *mask, char *states, long n, const long *slots,
+                long *sums, ErrRecord *err, long offset, long buffers) {
   // a MultiVertex runs its workers in turn and takes 6 x its slowest (tile cycles), as a
   // supervisor vertex takes 6 x its own
   constexpr long workers = is_multi<V> ? 6 : 1;
   constexpr long scale = is_multi<V> || is_supervisor<V> ? 6 : 1;
   Context context;
   context.err = err;
+  context.states = states;
+  context.stride = sizeof(V);
   if (_setjmp(context.jump) != 0)
     return err->code;
   for (long i = 0; i < n; ++i) {
     err->vertex = i;
+    if (lanes != nullptr && i + LANES <= n && agree<V>(states + i * (long)sizeof(V), mask)) {
+      long long cycles = 0;
+      long code = lanes(states + i * (long)sizeof(V), 0, &context, &cycles, offset, buffers);
+      if (code != 0) {
+        err->code = code;
+        err->field = err->index = err->size = err->line = -1;
+        return code;
+      }
+      for (long k = 0; k < LANES; ++k)
+        if (slots != nullptr && slots[i + k] >= 0)
+          sums[slots[i + k]] += cycles * scale;
+      i += LANES - 1;
+      continue;
+    }
     long long slowest = 0;
     for (long w = 0; w < workers; ++w) {
       long long cycles = 0;
@@ -94,6 +132,7 @@ extern "C" {
 __poplar_py_failed(poplar_py::Context *ctx, long code, const char *state, const char *field, long index,
                    long size, long line) {
   poplar_py::ErrRecord *e = ctx->err;
+  e->vertex = (state - ctx->states) / ctx->stride;
   e->code = code;
   e->field = field != nullptr ? field - state : -1;
   e->index = index;
@@ -123,12 +162,17 @@ __poplar_py_row_at(unsigned long entry, long offset, long buffers) {
 }
 }
 
-#define POPLAR_PY_VERTEX(symbol, ...)                                                               \
+// symbol_lanes and symbol_has_lanes are defined by poplar-py's compiler (poplar_py/cxx/lanes.py);
+// mask: the bytes of a record lanes must agree on
+#define POPLAR_PY_VERTEX(symbol, mask, ...)                                                         \
   extern "C" long symbol##_entry(void *state, long worker, poplar_py::Context *context,             \
                                  long long *cycles, long offset, long buffers) {                     \
     return poplar_py::compute<__VA_ARGS__>(static_cast<__VA_ARGS__ *>(state), worker);               \
   }                                                                                                  \
+  extern "C" long symbol##_lanes(void *, long, poplar_py::Context *, long long *, long, long);      \
+  extern "C" const char symbol##_has_lanes;                                                          \
   extern "C" long symbol(char *states, long n, const long *slots, long *sums,                        \
                          poplar_py::ErrRecord *err, long offset, long buffers) {                     \
-    return poplar_py::run<__VA_ARGS__>(symbol##_entry, states, n, slots, sums, err, offset, buffers); \
+    return poplar_py::run<__VA_ARGS__>(symbol##_entry, symbol##_has_lanes ? symbol##_lanes : nullptr, \
+                                       mask, states, n, slots, sums, err, offset, buffers);          \
   }
