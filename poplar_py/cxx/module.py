@@ -272,7 +272,7 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
         [
             *std,
             *_CLANG_FLAGS,
-            "-O1",
+            "-O2",  # not -O1: clang would mark every loop llvm.loop.unroll.disable
             "-Xclang",
             "-disable-llvm-passes",
             "-gline-tables-only",
