@@ -43,7 +43,8 @@ public:
   Vector<Input<Vector<T>>> rows;
   T factor;
   bool compute(unsigned w) {
-    for (unsigned i = w; i < data.size(); i += numWorkers()) data[i] = data[i] * factor + std::sqrt(data[i]);
+    for (unsigned i = w; i < data.size(); i += numWorkers())
+      data[i] = data[i] * factor + T(std::sqrt(float(data[i])));
     for (unsigned r = 0; r < rows.size(); ++r)
       for (unsigned j = w; j < rows[r].size(); j += numWorkers()) data[j] += rows[r][j];
     return true;
