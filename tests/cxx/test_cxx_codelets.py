@@ -278,3 +278,33 @@ def test_checked_and_unchecked_agree(tmp_path, checked):
     got = run(write_source(tmp_path, SUM), [Vertex("SumVertex", {"in": x}, {"out": ((), FLOAT)})],
               options={"codelets.checkBounds": checked})
     assert got.outputs[0]["out"] == x.sum()
+
+
+def test_worker_ids_builtins_and_ipu_headers(tmp_path):
+    src = write_source(tmp_path, """
+#include <ipudef.h>
+#include <ipu_vector_math>
+#include <poplar/AvailableVTypes.h>
+#include <poplar/Loops.hpp>
+#include <poplar/StackSizeDefs.hpp>
+#include <print.h>
+class Ids : public MultiVertex {
+public:
+  Output<Vector<unsigned>> ids;
+  Output<Vector<float>> maths;
+  bool compute(unsigned workerId) {
+    unsigned wid = __builtin_ipu_get(CSR_W_WSR__INDEX) & CSR_W_WSR__CTXTID_M1__MASK;
+    ids[workerId] = wid * 10 + workerId;
+    if (workerId == 0) {
+      const rptsize_t n = 2;
+      float2 v = ipu::sqrt(float2{4.0f, 9.0f});
+      for (rptsize_t i = 0; i < n; ++i) maths[i] = v[i];
+      maths[2] = __builtin_ipu_exp2(3.0f);
+    }
+    return true;
+  }
+};
+""")
+    got = run(src, [Vertex("Ids", {}, {"ids": (6, UNSIGNED_INT), "maths": (3, FLOAT)})])
+    np.testing.assert_array_equal(got.outputs[0]["ids"], np.arange(6) * 11)
+    np.testing.assert_array_equal(got.outputs[0]["maths"], [2, 3, 8])

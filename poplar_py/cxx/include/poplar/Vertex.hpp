@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include <poplar/HalfFloat.hpp>
+#include <poplar/Loops.hpp>
 #include <poplar_py/hooks.h>
 
 #define POPLAR_PY_FREE(n) __poplar_py_cycles(-(n))
@@ -198,6 +199,3 @@ template <typename T, VectorLayout L2, unsigned A2, bool I2>
 class Vector<InOut<T>, L2, A2, I2> : public Vector<T, L2, A2, I2> {};
 
 } // namespace poplar
-
-// the IPU's type of repeat counts
-typedef unsigned rptsize_t;
