@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import sys
@@ -63,11 +64,10 @@ def _compile_child(path: str) -> None:
     """addCodelets of one file, then its kernel: seconds, and peak RSS."""
     import poplar_py as poplar
     from poplar_py.codelet.pipeline import KernelOptions
+    from poplar_py.cxx import module
     from poplar_py.kernels import compile_codelet
 
     graph = poplar.Graph(poplar.IPUModel().createDevice().getTarget())
-    from poplar_py.cxx import module
-
     start = time.perf_counter()
     graph.addCodelets(path)
     for cls in module.load(path, None, ""):
@@ -106,9 +106,8 @@ def main() -> None:
     with open(FILES["template"], "w") as f:
         f.write(TEMPLATE)
     print("1. compile time per file (addCodelets to a linked kernel), fresh processes")
-    print(f"   {'file':10} {'cold (s)':>9} {'cached (ms)':>12} {'peak RSS (MB)':>14}   targets: < 2 s, < 50 ms")
-    import os
-
+    print(f"   {'file':10} {'cold (s)':>9} {'cached (ms)':>12} {'peak RSS (MB)':>14}   "
+          "targets: < 2 s, < 50 ms")
     for name, path in FILES.items():
         cache = tempfile.mkdtemp()
         os.environ["POPLAR_PY_CACHE_DIR"] = cache
