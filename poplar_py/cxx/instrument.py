@@ -24,183 +24,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..codelet.exprs import COSTS, MATH_COST
+from ..codelet.exprs import COSTS
 from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
+from .costs import DIVIDE, FREE, MAX_LOCAL_BYTES, ONE, VERTEX_OVERHEAD, call_cost, type_bytes
 from .lanes import lockstep
+from .lines import Lines
 from .loops import Loops
 
-VERTEX_OVERHEAD = 10
 #: how a vertex failed, in its error record (1-3 are the Python codelets')
 ERR_RETURNED_FALSE, ERR_OUT_OF_BOUNDS, ERR_ASSERTION, ERR_TRAP, ERR_DIVIDE = 1, 2, 3, 4, 5
-#: bytes of local arrays one vertex may hold (a tile's memory)
-MAX_LOCAL_BYTES = 624 * 1024
-
-_ONE = frozenset(
-    [
-        "add",
-        "sub",
-        "mul",
-        "and",
-        "or",
-        "xor",
-        "shl",
-        "lshr",
-        "ashr",
-        "fadd",
-        "fsub",
-        "fmul",
-        "fneg",
-        "icmp",
-        "fcmp",
-        "select",
-        "load",
-        "store",
-        "fptrunc",
-        "fpext",
-        "fptoui",
-        "fptosi",
-        "uitofp",
-        "sitofp",
-        "shufflevector",
-        "atomicrmw",
-        "cmpxchg",
-    ]
-)
-_DIVIDE = frozenset(["udiv", "sdiv", "urem", "srem", "fdiv", "frem"])
-_FREE = frozenset(
-    [
-        "phi",
-        "getelementptr",
-        "alloca",
-        "bitcast",
-        "ptrtoint",
-        "inttoptr",
-        "addrspacecast",
-        "freeze",
-        "trunc",
-        "zext",
-        "sext",
-        "extractvalue",
-        "insertvalue",
-        "extractelement",
-        "insertelement",
-        "ret",
-        "unreachable",
-        "fence",
-        "va_arg",
-    ]
-)
-_FREE_INTRINSICS = (
-    "llvm.dbg.",
-    "llvm.lifetime.",
-    "llvm.assume",
-    "llvm.expect",
-    "llvm.experimental.noalias",
-    "llvm.invariant.",
-    "llvm.prefetch",
-    "llvm.pseudoprobe",
-    "llvm.stacksave",
-    "llvm.stackrestore",
-    "llvm.fake.use",
-)
-_ONE_INTRINSICS = (
-    "llvm.fabs",
-    "llvm.copysign",
-    "llvm.minnum",
-    "llvm.maxnum",
-    "llvm.minimum",
-    "llvm.maximum",
-    "llvm.smin",
-    "llvm.smax",
-    "llvm.umin",
-    "llvm.umax",
-    "llvm.abs",
-    "llvm.floor",
-    "llvm.ceil",
-    "llvm.trunc",
-    "llvm.round",
-    "llvm.rint",
-    "llvm.nearbyint",
-    "llvm.is.fpclass",
-    "llvm.ctpop",
-    "llvm.ctlz",
-    "llvm.cttz",
-    "llvm.bswap",
-    "llvm.bitreverse",
-    "llvm.fshl",
-    "llvm.fshr",
-    "llvm.sadd.sat",
-    "llvm.uadd.sat",
-    "llvm.ssub.sat",
-    "llvm.usub.sat",
-    "llvm.lround",
-    "llvm.llround",
-    "llvm.lrint",
-    "llvm.llrint",
-    "llvm.canonicalize",
-    "llvm.vector.reduce",
-)
-_TERMINATORS = (
-    "br ",
-    "ret ",
-    "ret\n",
-    "switch ",
-    "unreachable",
-    "indirectbr ",
-    "resume ",
-    "callbr ",
-    "invoke ",
-)
+_TERMINATORS = ("br ", "ret ", "switch ", "unreachable", "indirectbr ", "resume ", "callbr ", "invoke ")
 _LABEL = re.compile(r"^([-\w.$]+|\"[^\"]+\"):")
 _RESULT = re.compile(r"^\s*(%[-\w.$]+) = (.*)$")
 _CALLEE = re.compile(r"\bcall\b[^@%]*?(?:@([-\w.$]+)|(%[-\w.$]+))\(")
-_DBG = re.compile(r"!dbg !(\d+)")
 _ARGS = re.compile(r"%[-\w.$]+")
-
-
-@dataclass(frozen=True)
-class Lines:
-    """Source lines of instructions, from the module's debug locations: for an instruction inlined
-    from a header, the line of the codelet file it was inlined into."""
-
-    locations: dict[str, tuple[int, str, str | None]]  # !N -> (line, scope, inlinedAt)
-    scope_files: dict[str, str]  # !N (a scope) -> its file's name
-    file: str
-
-    @classmethod
-    def of(cls, ir_text: str, file: str) -> Lines:
-        locations, scope_files, files = {}, {}, {}
-        for m in re.finditer(r"^!(\d+) = (?:distinct )?!(\w+)\((.*)\)$", ir_text, re.MULTILINE):
-            node, kind, body = m.groups()
-            if kind == "DILocation":
-                line = re.search(r"line: (\d+)", body)
-                scope = re.search(r"scope: !(\d+)", body)
-                inlined = re.search(r"inlinedAt: !(\d+)", body)
-                locations[node] = (
-                    int(line[1]) if line else 0,
-                    scope[1] if scope else "",
-                    inlined[1] if inlined else None,
-                )
-            elif kind == "DIFile":
-                name = re.search(r'filename: "([^"]*)"', body)
-                files[node] = name[1] if name else ""
-            else:
-                found = re.search(r"\bfile: !(\d+)", body)
-                if found:
-                    scope_files[node] = found[1]
-        return cls(locations, {s: files.get(f, "") for s, f in scope_files.items()}, file)
-
-    def line(self, instruction: str) -> int:
-        """The codelet file's line of an instruction (0 when it has no location)."""
-        found = _DBG.search(instruction)
-        node, outermost = (found[1] if found else None), 0
-        while node is not None and node in self.locations:
-            line, scope, inlined = self.locations[node]
-            if self.scope_files.get(scope) == self.file:
-                return line
-            outermost, node = line, inlined
-        return outermost
 
 
 @dataclass
@@ -378,11 +216,11 @@ class _Rewriter:
             return 1
         if opcode == "select" and rest.startswith(("select i1 true", "select i1 false")):
             return 0  # decided when compiling
-        if opcode in _ONE:
+        if opcode in ONE:
             return 1
-        if opcode in _DIVIDE:
+        if opcode in DIVIDE:
             return COSTS["div"]
-        if opcode in _FREE:
+        if opcode in FREE:
             if opcode == "alloca":
                 self.check_alloca(raw)
             return 0
@@ -403,31 +241,20 @@ class _Rewriter:
         name = callee[1]
         if name == "__poplar_py_cycles":
             return int(re.search(r"\(i64 (?:noundef )?(-?\d+)\)", raw)[1])  # type: ignore[index]
-        if name.startswith("__poplar_py_") or name.startswith(_FREE_INTRINSICS):
+        if name.startswith("__poplar_py_"):
             return 0
-        if name.startswith(_ONE_INTRINSICS):
-            return 1
-        if name.startswith(("llvm.fmuladd", "llvm.fma")):
-            return 2  # a multiply and an add, as the Python codelets count a * b + c
-        if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")):
-            size = re.search(r", i64 (\d+), i1", raw)
-            return 1 + (int(size[1]) + 7) // 8 if size else 1
-        if name.startswith("llvm."):
-            return _math_cost(name.split(".")[1])
         if name in self.defined:
             raise CodeletError(
                 f"{self.where(raw)}: the call to {name} was not inlined (a recursive function?): the "
                 "simulator counts the cycles of a vertex's code inlined into its compute"
             )
-        if name in ("__assert_fail", "abort", "exit", "_Exit", "__cxa_pure_virtual", "__cxa_throw"):
-            return 0
-        return _math_cost(name)
+        return call_cost(name, raw)
 
     def check_alloca(self, raw: str) -> None:
         found = re.search(r"alloca (\[.*?\]|<.*?>|\S+)(?:, i\d+ (\d+))?", raw)
         if found is None:
             return
-        size = _type_bytes(found[1]) * (int(found[2]) if found[2] else 1)
+        size = type_bytes(found[1]) * (int(found[2]) if found[2] else 1)
         if size > MAX_LOCAL_BYTES:
             raise CodeletError(
                 f"{self.where(raw)}: a local array of {size} bytes does not fit in a tile's "
@@ -547,37 +374,3 @@ _FAILURES = {
     "llvm.debugtrap": ERR_TRAP,
     "llvm.ubsantrap": ERR_TRAP,
 }
-
-
-def _math_cost(name: str) -> int:
-    """A libm function's cost as the Python codelets' ``math`` call of the same name has it."""
-    base = name.removeprefix("__").removesuffix("_finite")
-    if base.endswith(("f", "l")) and base[:-1] in COSTS | {"exp": 0, "log": 0}:
-        base = base[:-1]
-    return COSTS.get(base, MATH_COST)
-
-
-_SCALAR_BYTES = {
-    "i1": 1,
-    "i8": 1,
-    "i16": 2,
-    "i32": 4,
-    "i64": 8,
-    "i128": 16,
-    "half": 2,
-    "bfloat": 2,
-    "float": 4,
-    "double": 8,
-    "x86_fp80": 16,
-    "fp128": 16,
-    "ptr": 8,
-}
-
-
-def _type_bytes(t: str) -> int:
-    """Bytes of an IR type of arrays and vectors of scalars (0 for what it cannot tell)."""
-    t = t.strip()
-    m = re.fullmatch(r"[\[<](\d+) x (.*)[\]>]", t)
-    if m:
-        return int(m[1]) * _type_bytes(m[2])
-    return _SCALAR_BYTES.get(t, 0)

@@ -23,12 +23,11 @@ import copyreg
 import ctypes
 import functools
 import hashlib
-import json
 import os
 import re
 import shlex
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import llvmlite
@@ -41,15 +40,12 @@ from ..codelet.pipeline import KernelOptions
 from ..codelet.types import ERR_DTYPE
 from ..errors import CodeletError
 from ..vertex import Direction, FieldSpec, MultiVertex, Vertex
-from . import instrument
-from .records import Member, VertexRecord, check_layout, field_spec, vertex_records
+from . import instrument, manifest
+from .records import VertexRecord, check_layout, field_spec, vertex_records
 from .toolchain import INCLUDE_DIR, Clang, clang
 
 #: part of every cache key (with the digest of this package's sources and headers)
 VERSION = "1"
-#: the engine's code-size figure for a C++ vertex per byte of its LLVM IR (as codelet.size does
-#: from the Python compute body): the IR of one vertex's entry, at about 8 bytes an instruction
-_IR_BYTES_PER_CODE_BYTE = 8
 _STANDARD = "-std=c++17"
 _CLANG_FLAGS = [
     "-fno-exceptions",
@@ -93,26 +89,32 @@ class CxxFile:
     """One added C++ codelet file: its vertex records and its inlined IR."""
 
     file: str  # the path as errors name it
-    flags: tuple[str, ...]
-    key: str
-    records: list[VertexRecord]
-    symbols: list[str]
-    ir: str
+    key: str  # the text, the flags, the toolchain
+    made: manifest.Manifest
     origin: tuple[str, str, str, bool]  # (path, source text, flags, given as text): to load it again
+    _kernels: dict[KernelOptions, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def records(self) -> list[VertexRecord]:
+        return self.made.records
+
+    @property
+    def symbols(self) -> list[str]:
+        return self.made.symbols
+
+    @property
+    def ir(self) -> str:
+        return self.made.ir
 
     @functools.cached_property
     def digest(self) -> str:
         """The source, flags and toolchain (``key``) and what the headers it includes made of it."""
         return hashlib.sha256(f"{self.key}\n{self.ir}".encode()).hexdigest()
 
-    @functools.cached_property
-    def _kernels(self) -> dict[KernelOptions, dict[str, int]]:
-        return {}
-
     def entries(self) -> dict[str, int]:
         """Each vertex's entry function, with the stride of its records when it may run in
-        lockstep lanes (a Vertex; 0 for a MultiVertex or SupervisorVertex, as in Python)."""
-        return {f"{s}_entry": r.size if r.base == "Vertex" else 0 for s, r in zip(self.symbols, self.records)}
+        lockstep lanes (see _entries)."""
+        return _entries(self.symbols, self.records)
 
     def addresses(self, options: KernelOptions) -> dict[str, int]:
         """The batch runner of every vertex, compiled with ``options`` (cached on disk)."""
@@ -166,7 +168,7 @@ copyreg.pickle(CxxVertexType, _reduce)
 def vertex_class(path: str, text: str, flags: str, as_text: bool, name: str) -> type[CxxVertex]:
     """The class of vertex ``name`` of a C++ file (an unpickled executable's): from the file when
     it still holds ``text`` (its own includes then resolve as before), else from the text."""
-    if not as_text and _file_digest(path) != hashlib.sha256(text.encode()).hexdigest():
+    if not as_text and manifest.file_digest(path) != hashlib.sha256(text.encode()).hexdigest():
         path, as_text = Path(path).name, True
     classes = load(path, text if as_text else None, flags)
     return next(c for c in classes if c.vertexName == name)
@@ -216,11 +218,10 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
         "\n".join([_digest(), tool.version, llvmlite.__version__, file, text, *user]).encode()
     )
     key = base.hexdigest()
-    cached = _cached(key)
+    origin = (path, text, flags, source is not None)
+    cached = manifest.read(key)
     if cached is not None:
-        return CxxFile(
-            file, tuple(user), key, cached[0], cached[1], cached[2], (path, text, flags, source is not None)
-        )
+        return CxxFile(file, key, cached, origin)
     std = [] if any(f.startswith("-std=") for f in user) else [_STANDARD]
     with tempfile.TemporaryDirectory() as scratch:
         deps_file = Path(scratch) / "deps"
@@ -241,7 +242,8 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
             ],
             f"addCodelets('{path}')",
         )
-        deps = _dependencies(deps_file.read_text() if deps_file.exists() else "", file)
+        rule = deps_file.read_text() if deps_file.exists() else ""
+        deps = manifest.dependencies(rule, file, (str(INCLUDE_DIR), str(tool.lib)))
     records = vertex_records(dump, file)
     if not records:
         raise CodeletError(
@@ -288,11 +290,16 @@ def _compile(path: str, source: str | None, flags: str) -> CxxFile:
         f"addCodelets('{path}')",
         wrapper,
     )
-    inlined = _inline(ir_text, file, symbols)
-    entries = {f"{s}_entry": r.size if r.base == "Vertex" else 0 for s, r in zip(symbols, records)}
-    instrument.instrument(inlined, entries, file, checked=True)  # refusals now, not at the first run
-    _store(key, file, deps, records, symbols, inlined)
-    return CxxFile(file, tuple(user), key, records, symbols, inlined, (path, text, flags, source is not None))
+    made = manifest.Manifest(records, symbols, _inline(ir_text, file, symbols))
+    instrument.instrument(made.ir, _entries(symbols, records), file, checked=True)  # refusals now
+    manifest.write(key, deps, made)
+    return CxxFile(file, key, made, origin)
+
+
+def _entries(symbols: list[str], records: list[VertexRecord]) -> dict[str, int]:
+    """Each vertex's entry function, with the stride of its records when it may run in lockstep
+    lanes (a Vertex; 0 for a MultiVertex or SupervisorVertex, as in Python)."""
+    return {f"{s}_entry": r.size if r.base == "Vertex" else 0 for s, r in zip(symbols, records)}
 
 
 def _mask(record: VertexRecord, file: str) -> str:
@@ -397,55 +404,6 @@ def _source_file(name: str, text: str) -> str:
     if not path.exists():
         path.write_text(text)
     return str(path)
-
-
-def _dependencies(make_rule: str, file: str) -> dict[str, str]:
-    """The files the codelet read beyond the toolchain's and poplar-py's headers, with their digests."""
-    names = make_rule.replace("\\\n", " ").split(":", 1)[-1].split()
-    shipped = (str(INCLUDE_DIR), str(clang().lib))
-    return {n: _file_digest(n) for n in names if n != file and not n.startswith(shipped)}
-
-
-def _file_digest(name: str) -> str:
-    try:
-        return hashlib.sha256(Path(name).read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def _cached(key: str) -> tuple[list[VertexRecord], list[str], str] | None:
-    data = jit.cache_read("cxx" + key[3:])
-    if data is None:
-        return None
-    manifest = json.loads(data)
-    if any(_file_digest(n) != d for n, d in manifest["deps"].items()):
-        return None
-    records = [
-        VertexRecord(r["name"], r["base"], tuple(Member(*m) for m in r["members"]), r["size"])
-        for r in manifest["records"]
-    ]
-    return records, manifest["symbols"], manifest["ir"]
-
-
-def _store(
-    key: str, file: str, deps: dict[str, str], records: list[VertexRecord], symbols: list[str], ir: str
-) -> None:
-    manifest = {
-        "file": file,
-        "deps": deps,
-        "symbols": symbols,
-        "ir": ir,
-        "records": [
-            {
-                "name": r.name,
-                "base": r.base,
-                "size": r.size,
-                "members": [[m.name, m.ctype, m.offset] for m in r.members],
-            }
-            for r in records
-        ],
-    }
-    jit.cache_write("cxx" + key[3:], json.dumps(manifest).encode())
 
 
 class CxxCompiled:
