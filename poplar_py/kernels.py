@@ -9,8 +9,9 @@ import numpy as np
 
 from .codelet import pipeline
 from .codelet.pipeline import CodeletInfo, CompiledCodelet, KernelOptions
-from .cxx.module import CxxCompiled, CxxInfo, CxxVertex
-from .cxx.module import error_message as cxx_error_message
+from .cxx.kernel import CxxCompiled, CxxInfo
+from .cxx.kernel import error_message as cxx_error_message
+from .cxx.module import CxxVertex
 
 Info = CodeletInfo | CxxInfo
 Compiled = CompiledCodelet | CxxCompiled
