@@ -3,7 +3,14 @@ tile memory by element id."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 import poplar_py as poplar
 
@@ -42,3 +49,43 @@ class IdModel:
 
     def read(self, t: poplar.Tensor) -> np.ndarray:
         return self.values[element_ids(t)]
+
+
+def isolated_outcomes(script: Path, names: list[str], cache: Path, timeout: int = 600) -> dict[str, str]:
+    """Run the cases ``names`` of a fuzz script in subprocesses: the script prints ``START name``
+    before each case and ``OK name`` or ``FAIL name why`` after it. Each case's line by name; a
+    case during which the process died is reported with its exit status, and the rest run in a
+    fresh process."""
+    results: dict[str, str] = {}
+    env = dict(os.environ, POPLAR_PY_CACHE_DIR=str(cache))
+    while names:
+        proc = subprocess.run([sys.executable, str(script), *names], capture_output=True, text=True, env=env,
+                              cwd=script.parent, timeout=timeout)
+        started = None
+        for line in proc.stdout.splitlines():
+            kind, _, rest = line.partition(" ")
+            name = rest.split(" ", 1)[0]
+            if kind == "START":
+                started = name
+            elif kind in ("OK", "FAIL"):
+                results[name] = line
+                started = None
+        if started is not None:  # the process died in this case: note it and go on after it
+            results[started] = f"CRASH {started} (exit status {proc.returncode}): {proc.stderr[-2000:]}"
+        elif proc.returncode:
+            raise AssertionError(f"fuzz runner failed: {proc.stderr[-3000:]}")
+        names = [n for n in names if n not in results]
+    return results
+
+
+@pytest.fixture(autouse=True, scope="session")
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Compiled kernels go to a temporary cache, not ~/.cache (autouse where imported)."""
+    path = tmp_path_factory.mktemp("kernel-cache")
+    old = os.environ.get("POPLAR_PY_CACHE_DIR")
+    os.environ["POPLAR_PY_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("POPLAR_PY_CACHE_DIR", None)
+    else:
+        os.environ["POPLAR_PY_CACHE_DIR"] = old

@@ -6,9 +6,6 @@ the process run in subprocesses (a crash there fails the case instead of the tes
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import fuzz_executables
@@ -17,6 +14,7 @@ import fuzz_remote_buffers
 import fuzz_replicas
 import pytest
 from fuzz_cases import cases, check
+from support import isolated_outcomes
 
 ALL = (cases() + fuzz_replicas.cases() + fuzz_groups.cases() + fuzz_remote_buffers.cases()
        + fuzz_executables.cases())
@@ -44,27 +42,8 @@ def test_case(case, tmp_path):
 def isolated_results(tmp_path_factory):
     """Run the isolated cases in subprocesses (two batches), each case's outcome by name; a
     case during which the process died is reported with its exit status."""
-    results: dict[str, str] = {}
     names = [c.name for c in ISOLATED]
-    env = dict(os.environ, POPLAR_PY_CACHE_DIR=str(tmp_path_factory.mktemp("kernels")))
-    while names:
-        proc = subprocess.run([sys.executable, str(HERE / "fuzz_cases.py"), *names], capture_output=True,
-                              text=True, env=env, cwd=HERE, timeout=600)
-        started = None
-        for line in proc.stdout.splitlines():
-            kind, _, rest = line.partition(" ")
-            name = rest.split(" ", 1)[0]
-            if kind == "START":
-                started = name
-            elif kind in ("OK", "FAIL"):
-                results[name] = line
-                started = None
-        if started is not None:  # the process died in this case: note it and go on after it
-            results[started] = f"CRASH {started} (exit status {proc.returncode}): {proc.stderr[-2000:]}"
-        elif proc.returncode:
-            raise AssertionError(f"fuzz runner failed: {proc.stderr[-3000:]}")
-        names = [n for n in names if n not in results]
-    return results
+    return isolated_outcomes(HERE / "fuzz_cases.py", names, tmp_path_factory.mktemp("kernels"))
 
 
 @pytest.mark.parametrize("case", ISOLATED, ids=[c.name for c in ISOLATED])

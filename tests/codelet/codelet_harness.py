@@ -10,14 +10,13 @@ import importlib.util
 import itertools
 import os
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
-import pytest
+from support import isolated_cache  # noqa: F401 - re-exported: an autouse fixture for the tests
 
 from poplar_py.codelet import jit
 from poplar_py.codelet.pipeline import (
@@ -33,19 +32,6 @@ from poplar_py.vertex import Direction, FieldKind
 STRICT = KernelOptions(fast_math=False)
 MODES = ("native", "interp")
 _counter = itertools.count()
-
-
-@pytest.fixture(autouse=True, scope="session")
-def isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Compiled kernels go to a temporary cache, not ~/.cache."""
-    path = tmp_path_factory.mktemp("kernel-cache")
-    old = os.environ.get("POPLAR_PY_CACHE_DIR")
-    os.environ["POPLAR_PY_CACHE_DIR"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("POPLAR_PY_CACHE_DIR", None)
-    else:
-        os.environ["POPLAR_PY_CACHE_DIR"] = old
 
 
 PRELUDE = (
