@@ -101,9 +101,20 @@ def compile_ir(ir_text: str, opt_level: int) -> bytes:
         return j.tm.emit_object(mod)
 
 
-def target_machine() -> Any:
-    """The host's target machine (for pass builders outside this module)."""
-    return _get().tm
+def run_passes(ir_text: str, passes: list[str]) -> str:
+    """IR text after the module passes named (``ModulePassManager.add_<name>_pass``), for the
+    host's target machine: a step before :func:`compile_ir` (the C++ codelets' inlining).
+    Raises RuntimeError for IR that does not parse or verify."""
+    j = _get()
+    with _LOCK:
+        mod = llvm.parse_assembly(ir_text)
+        mod.verify()
+        pb = llvm.create_pass_builder(j.tm, llvm.create_pipeline_tuning_options(speed_level=0))
+        mpm = llvm.create_new_module_pass_manager()
+        for name in passes:
+            getattr(mpm, f"add_{name}_pass")()
+        mpm.run(mod, pb)
+        return str(mod)
 
 
 def load_object(obj: bytes, name: str, symbol: str) -> int:

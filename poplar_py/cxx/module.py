@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import llvmlite
-import llvmlite.binding as llvm
 
 from ..codelet import jit
 from ..codelet.codegen import state_layout
@@ -329,19 +328,10 @@ def _inline(ir_text: str, file: str, symbols: list[str]) -> str:
     ir_text = re.sub(r' "(target-cpu|target-features|tune-cpu)"="[^"]*"', "", ir_text)
     ir_text = _DEFINE.sub(lambda m: m[0] if m["name"] in exported else _internal(m), ir_text)
     try:
-        mod = llvm.parse_assembly(ir_text)
-        mod.verify()
+        return jit.run_passes(ir_text, ["always_inliner", "sroa", "dead_code_elimination",
+                                        "global_dead_code_eliminate"])
     except RuntimeError as exc:
         raise CodeletError(f"{file}: clang's IR does not load into llvmlite: {exc}") from None
-    pto = llvm.create_pipeline_tuning_options(speed_level=0)
-    pb = llvm.create_pass_builder(jit.target_machine(), pto)
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_always_inliner_pass()
-    mpm.add_sroa_pass()
-    mpm.add_dead_code_elimination_pass()
-    mpm.add_global_dead_code_eliminate_pass()
-    mpm.run(mod, pb)
-    return str(mod)
 
 
 _DEFINE = re.compile(r"^define (?P<head>[^@]*)@(?P<name>[-\w.$]+)(?P<tail>\(.*)$", re.MULTILINE)
