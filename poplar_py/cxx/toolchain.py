@@ -118,7 +118,7 @@ def clang() -> Clang:
     """The checked toolchain (found once per process). Raises CodeletError when the ``cxx``
     extra is missing or its LLVM major differs from llvmlite's, saying what to install."""
     try:
-        import ziglang
+        import ziglang  # the cxx extra: looked for when a C++ file is first added, not on import
     except ImportError:
         raise CodeletError(
             "C++ codelets need clang from the 'ziglang' wheel: install the cxx extra "

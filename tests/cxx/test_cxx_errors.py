@@ -3,12 +3,16 @@ compile-time refusals, the graph's own checks on C++ fields, and failures while 
 
 from __future__ import annotations
 
+import sys
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from cxx_harness import Vertex, run, write_source
 
 import poplar_py as poplar
 from poplar_py import CodeletError, GraphConnectionError, PoplarTypeError, VertexError
+from poplar_py.cxx import toolchain
 from poplar_py.types import FLOAT, INT
 
 BODY = """
@@ -157,3 +161,20 @@ def test_graph_checks_apply_to_cxx_fields(tmp_path):
     graph.connect(v["in"], good)
     with pytest.raises(GraphConnectionError, match="out"):
         poplar.Engine(graph, poplar.program.Execute(cs))
+
+
+def test_the_toolchain_says_what_to_install(monkeypatch):
+    toolchain.clang.cache_clear()
+    try:
+        monkeypatch.setattr(toolchain, "llvm", SimpleNamespace(llvm_version_info=(21, 1, 0)))
+        with pytest.raises(CodeletError, match=r"built on LLVM 22 but llvmlite on LLVM 21.*pip install "
+                                               r"'ziglang==0\.17\.1'"):
+            toolchain.clang()
+        toolchain.clang.cache_clear()
+        monkeypatch.setitem(sys.modules, "ziglang", None)
+        with pytest.raises(CodeletError, match=r"install the cxx extra \(pip install 'poplar-py\[cxx\]'"):
+            toolchain.clang()
+    finally:
+        monkeypatch.undo()
+        toolchain.clang.cache_clear()
+    assert toolchain.clang().version.startswith("22.")
