@@ -4,6 +4,7 @@ file it was inlined into, so errors name the line the user wrote."""
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -33,14 +34,16 @@ class Lines:
                     scope[1] if scope else "",
                     inlined[1] if inlined else None,
                 )
-            elif kind == "DIFile":
+            elif kind == "DIFile":  # clang splits a path under its working folder's parent
                 name = re.search(r'filename: "([^"]*)"', body)
-                files[node] = name[1] if name else ""
+                folder = re.search(r'directory: "([^"]*)"', body)
+                path = os.path.join(folder[1] if folder else "", name[1] if name else "")
+                files[node] = os.path.normpath(path)
             else:
                 found = re.search(r"\bfile: !(\d+)", body)
                 if found:
                     scope_files[node] = found[1]
-        return cls(locations, {s: files.get(f, "") for s, f in scope_files.items()}, file)
+        return cls(locations, {s: files.get(f, "") for s, f in scope_files.items()}, os.path.normpath(file))
 
     def line(self, instruction: str) -> int:
         """The codelet file's line of an instruction (0 when it has no location)."""
