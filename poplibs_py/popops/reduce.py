@@ -7,7 +7,8 @@ dimensions first, then ``reshape``) and reduced where it lives, as PopLibs does:
   reduced into one partial (float for half data). An output whose elements all live on one
   tile is finished here, with the scale and update applied.
 * stage 2, on the tile of each remaining output: its partials, one per stage-1 tile, are
-  reduced into the output.
+  reduced into the output. Outputs with many partials that would crowd that stage onto their
+  few tiles get an intermediate stage first, spread over the source tiles (``reduce_plan``).
 
 The plan (``reduce_plan``) is computed with numpy from the input's tile mapping, on runs
 rather than elements where it can; each tile's work is split over its worker contexts, one
@@ -45,6 +46,7 @@ from .reduce_plan import (
     Regions,
     assign_partials,
     fill_regions,
+    intermediate_group,
     plan_stage1,
     plan_stage2,
     split_for_workers,
@@ -267,11 +269,21 @@ def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[
         stage2 = plan_stage2(stage1, owner)
     _add_vertices(graph, _stage(graph, css, 0, name), stage1, source, out_flat, params,
                   t.elementType(), acc, out_type, partials)
-    if partials is not None:
-        second = ReduceParams(Operation.ADD if params.op is Operation.SQUARE_ADD else params.op,
-                              params.update, params.scale)
-        _add_vertices(graph, _stage(graph, css, 1, name), stage2, partials, out_flat, second,
-                      acc, acc, out_type, merge=True)
+    if partials is None:
+        return out
+    second = ReduceParams(Operation.ADD if params.op is Operation.SQUARE_ADD else params.op,
+                          params.update, params.scale)
+    group = intermediate_group(stage1, stage2, graph.getTarget().getNumTiles())
+    if group:  # reduce blocks of sources' partials first, spread over those sources' tiles
+        middle = plan_stage2(stage1, owner, group)
+        middle.final[:] = False
+        between = graph.addVariable(acc, [assign_partials(middle)], name + "/intermediatePartials")
+        _map_runs(graph, between, _partial_tiles(middle))
+        _add_vertices(graph, _stage(graph, css, 1, name), middle, partials, out_flat,
+                      ReduceParams(second.op), acc, acc, acc, between, merge=True)
+        stage2, partials = plan_stage2(middle, owner), between
+    _add_vertices(graph, _stage(graph, css, 2 if group else 1, name), stage2, partials, out_flat, second,
+                  acc, acc, out_type, merge=True)
     return out
 
 

@@ -9,7 +9,12 @@ a piece of a wider region is ``width`` long and element ``i`` belongs to output 
 
 Stage 1 works on the input where it lives: an output whose elements all live on one tile is
 finished there; any other gets one partial per tile holding some of its elements. Stage 2
-reduces the partials of each output on the output's tile.
+reduces the partials of each output on the output's tile. When that would pile most of the
+work on the outputs' few tiles (a column reduction of a tensor spread over the whole IPU: a
+bias gradient's thousand partials per output on the tiles of a short output), an intermediate
+stage first reduces each block of ``group`` consecutive source tiles' partials on a tile of
+that block (:func:`intermediate_group`), as PopLibs' intermediate partials do, so the last
+stage reduces a few partials per output.
 """
 
 from __future__ import annotations
@@ -134,8 +139,29 @@ def assign_partials(regions: Regions) -> int:
     return int(widths.sum())
 
 
-def plan_stage2(stage1: Regions, owner: np.ndarray) -> Regions:
-    """Stage 2: each output's partials (one per stage-1 tile) reduced on the output's tile.
+def intermediate_group(stage1: Regions, stage2: Regions, num_tiles: int) -> int:
+    """The number of consecutive source tiles whose partials an intermediate stage should reduce
+    together (about the square root of the tiles holding partials), or 0 when stage 2 alone
+    spreads its work well enough (its busiest tile reads at most 4x an even share of the
+    partials) or outputs have few partials (under 64)."""
+    part = ~stage1.final
+    width = stage1.width[part]
+    covered = np.repeat(stage1.out0[part], width) + np.arange(int(width.sum())) - np.repeat(
+        np.cumsum(width) - width, width)  # every output of every partial region
+    sources = np.bincount(covered).max(initial=0)
+    read = np.bincount(np.repeat(stage2.tile, stage2.count), weights=stage2.length, minlength=num_tiles)
+    total = float(read.sum())
+    if sources < 64 or read.max(initial=0) <= 4 * total / num_tiles:
+        return 0
+    # blocks of about sqrt(T) of the T source tiles: each stage then reduces about sqrt(T) partials
+    return int(np.ceil(np.sqrt(int(stage1.tile[part].max()) + 1)))
+
+
+def plan_stage2(stage1: Regions, owner: np.ndarray, group: int = 0) -> Regions:
+    """Stage 2: each output's partials (one per stage-1 tile) reduced on the output's tile; with
+    ``group``, the intermediate stage instead: the partials of source tiles ``b * group`` to
+    ``(b + 1) * group - 1`` reduced on one of those tiles, chosen by the output's tile so that a
+    block's outputs spread over its tiles.
 
     Works on runs, not elements: each partial region is cut where the outputs' tile changes,
     and the pieces on one destination tile that continue each other are joined."""
@@ -151,6 +177,10 @@ def plan_stage2(stage1: Regions, owner: np.ndarray) -> Regions:
     length = np.minimum(b[g], edges[run + 1]) - r
     pos = stage1.dst0[part][g] + r - a[g]
     src, dest = stage1.tile[part][g], owner[r]
+    if group:
+        block = src // group * group
+        size = np.minimum(group, int(stage1.tile.max()) + 1 - block)
+        dest = block + dest % size
     order = np.lexsort((pos, dest))
     r, pos, src, dest, length = r[order], pos[order], src[order], dest[order], length[order]
     brk = np.ones(r.size, dtype=bool)
@@ -182,8 +212,10 @@ def split_for_workers(regions: Regions, workers: int) -> np.ndarray:
     share = np.maximum(np.ceil(tile_work[regions.tile] / workers), 1)
     chunks = np.minimum(np.ceil(work / share), np.minimum(regions.width, workers)).astype(np.int64)
     # Cutting a region multiplies its pieces (vertex state, exchange descriptors): regions
-    # with many pieces, such as stage 2 gathering a partial from every tile, stay whole.
-    chunks[(regions.width == 1) | (regions.count > MAX_CHUNKED_PIECES)] = 1
+    # with many pieces, such as stage 2 gathering a partial from every tile, stay whole, unless
+    # their tile would leave most workers idle (the last stage after an intermediate one)
+    few = 2 * np.bincount(regions.tile)[regions.tile] <= workers
+    chunks[(regions.width == 1) | ((regions.count > MAX_CHUNKED_PIECES) & ~few)] = 1
     if (chunks > 1).any():
         _chunk(regions, np.maximum(chunks, 1))
         piece_region = np.repeat(np.arange(regions.tile.size), regions.count)

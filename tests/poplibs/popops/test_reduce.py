@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,8 @@ import poplar_py as poplar
 from poplar_py import program as prog
 from poplibs_py import popops
 from poplibs_py.poputil import PoplibsError
+
+reduce_module = importlib.import_module("poplibs_py.popops.reduce")  # popops.reduce is the function
 
 Op = popops.Operation
 
@@ -397,3 +401,36 @@ def test_reductions_add_to_a_list_of_compute_sets_as_poplibs_css_form(harness):
     (got, most) = h.run(out, more)
     np.testing.assert_allclose(got, x.sum(axis=1), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(most, x.max(axis=0))
+
+
+@pytest.mark.parametrize("op", [Op.ADD, Op.MAX, Op.SQUARE_ADD])
+def test_outputs_with_many_partials_get_an_intermediate_stage(harness, op):
+    # a column reduction of data spread over 256 tiles: each output has a partial on ~128 tiles,
+    # which the last stage alone would reduce on the output's few tiles
+    h = harness(tiles=256)
+    x = (np.arange(128 * 96, dtype=np.float32).reshape(128, 96) % 13) - 6
+    t = h.tensor(x)
+    out = popops.reduce(h.graph, t, [0], popops.ReduceParams(op, scale=2.0) if op is Op.ADD else op, h.seq,
+                        "bias")
+    (got,) = h.run(out)
+    want = {Op.ADD: 2 * x.sum(0), Op.MAX: x.max(0), Op.SQUARE_ADD: (x * x).sum(0)}[op]
+    np.testing.assert_array_equal(got, want)
+    steps = {s["name"]: s for s in h.engine.getProfile()["execution"]["steps"]}
+    assert list(steps) == ["bias/stage1", "bias/stage2", "bias/stage3"]
+    assert steps["bias/stage3"]["compute"] < steps["bias/stage2"]["compute"] * 4
+
+
+def test_the_intermediate_stage_spreads_a_bias_gradient(harness, monkeypatch):
+    # a bias gradient over a whole IPU: without the intermediate stage the outputs' 24 tiles
+    # each reduce ~180 partials per output; with it, two stages of ~39
+    def gradient() -> int:
+        h = harness(tiles=1472)
+        t = h.tensor(np.ones((256, 768), np.float32))
+        out = popops.reduce(h.graph, t, [0], Op.ADD, h.seq, "grad")
+        (got,) = h.run(out)
+        np.testing.assert_array_equal(got, np.full(768, 256.0))
+        return sum(s["compute"] for s in h.engine.getProfile()["execution"]["steps"])
+
+    spread = gradient()
+    monkeypatch.setattr(reduce_module, "intermediate_group", lambda *_: 0)
+    assert spread * 3 < gradient()
