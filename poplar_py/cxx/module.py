@@ -133,9 +133,7 @@ class CxxVertexType(type):
 class CxxVertex(Vertex, metaclass=CxxVertexType):
     """Base of the vertex classes made for a C++ codelet file's vertices. Each has (unannotated:
     annotations of a vertex class declare fields) ``cxxFile`` (its CxxFile), ``cxxSymbol`` (its
-    batch runner's name), ``cxxRecord`` (clang's layout) and ``isSupervisor``."""
-
-    isSupervisor = False
+    batch runner's name) and ``cxxRecord`` (clang's layout, whose ``base`` says which kind)."""
 
 
 class CxxMultiVertex(CxxVertex, MultiVertex, metaclass=CxxVertexType):
@@ -190,7 +188,6 @@ def _make_class(
     cls.vertexName = record.name.replace(", ", ",")
     cls.sourceFile = cxx.file
     cls.cxxFile, cls.cxxSymbol, cls.cxxRecord = cxx, symbol, record
-    cls.isSupervisor = record.base == "SupervisorVertex"
     return cls
 
 
