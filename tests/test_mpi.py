@@ -42,6 +42,7 @@ def reports(ranks: int, mode: str, tmp_path: Path, *args: str) -> list[str]:
 TUTORIALS = {
     "tut1": ["tutorials/tut1_variables/tut1.py"],
     "tut7": ["tutorials/tut7_matrix_vector_opt/tut7.py", "2000", "500"],
+    "tut7 C++": ["tutorials/tut7_matrix_vector_opt/tut7.py", "2000", "500", "--cpp"],
     "tut5 replicated": ["tutorials/tut5_ml/regression_demo.py", "1", "100", "--replicas", "4"],
 }
 

@@ -375,6 +375,9 @@ def _source_file(name: str, text: str) -> str:
     folder = (jit.cache_dir() or Path(os.environ.get("TMPDIR", "/tmp")) / "poplar_py") / "cxx_sources"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}_{hashlib.sha256(text.encode()).hexdigest()[:16]}.cpp"
-    if not path.exists():
-        path.write_text(text)
+    if not path.exists():  # atomically: MPI ranks adding the same text write the same file
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".cpp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
     return str(path)
