@@ -4,6 +4,7 @@ code size for planning, and the message of a failed vertex."""
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -49,6 +50,10 @@ class CxxInfo:
         self.state_dtype: np.dtype = state_layout(cls.fields)[0]
         self.code_bytes = instrument.code_bytes(cls.cxxFile.ir, f"{cls.cxxSymbol}_entry")
 
+    @functools.cached_property
+    def _checked(self) -> CxxCompiled:
+        return CxxCompiled(self.cls, KernelOptions())
+
     def run_interpreted(
         self,
         states: np.ndarray,
@@ -60,8 +65,7 @@ class CxxInfo:
     ) -> np.void | None:
         """C++ codelets have no interpreter: in interpreter mode they run compiled (checked)."""
         err = np.zeros(1, ERR_DTYPE)
-        kernel = CxxCompiled(self.cls, KernelOptions())
-        code = kernel.run(states.ctypes.data, len(states), 0, 0, err.ctypes.data, offset, buffers)
+        code = self._checked.run(states.ctypes.data, len(states), 0, 0, err.ctypes.data, offset, buffers)
         return err[0] if code else None
 
 

@@ -171,11 +171,16 @@ def load(path: str, source: str | None, flags: str) -> list[type[CxxVertex]]:
         return known
     classes: list[type[CxxVertex]] = []
     for record, symbol in zip(cxx.records, cxx.symbols):
-        fields = {m.name: field_spec(record, m, cxx.file) for m in record.members}
-        check_layout(record, fields, state_layout(fields)[0], cxx.file)
-        classes.append(_make_class(cxx, record, symbol, fields))
+        classes.append(_make_class(cxx, record, symbol, _fields(record, cxx.file)))
     _loaded[cxx.digest] = classes
     return classes
+
+
+def _fields(record: VertexRecord, file: str) -> dict[str, FieldSpec]:
+    """The record's fields, their layout checked against the engine's state record."""
+    fields = {m.name: field_spec(record, m, file) for m in record.members}
+    check_layout(record, fields, state_layout(fields)[0], file)
+    return fields
 
 
 def _make_class(
@@ -288,9 +293,8 @@ def _entries(symbols: list[str], records: list[VertexRecord]) -> dict[str, int]:
 def _mask(record: VertexRecord, file: str) -> str:
     """A C string of the record's bytes lanes must agree on: 0xff for vector sizes and state
     scalars, 0 for pointers and padding (checking the fields first)."""
-    fields = {m.name: field_spec(record, m, file) for m in record.members}
+    fields = _fields(record, file)
     state = state_layout(fields)[0]
-    check_layout(record, fields, state, file)
     mask = bytearray(max(record.size, state.itemsize))
     for column in state.names:
         spec = fields[column.split(".")[0]]
