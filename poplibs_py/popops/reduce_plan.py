@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poplar_py.regions import expand_ranges
+
 MAX_CHUNKED_PIECES = 16
 
 
@@ -145,9 +147,7 @@ def intermediate_group(stage1: Regions, stage2: Regions, num_tiles: int) -> int:
     spreads its work well enough (its busiest tile reads at most 4x an even share of the
     partials) or outputs have few partials (under 64)."""
     part = ~stage1.final
-    width = stage1.width[part]
-    covered = np.repeat(stage1.out0[part], width) + np.arange(int(width.sum())) - np.repeat(
-        np.cumsum(width) - width, width)  # every output of every partial region
+    covered = expand_ranges(stage1.out0[part], stage1.width[part])[1]  # each partial region's outputs
     sources = np.bincount(covered).max(initial=0)
     read = np.bincount(np.repeat(stage2.tile, stage2.count), weights=stage2.length, minlength=num_tiles)
     total = float(read.sum())
@@ -179,7 +179,7 @@ def plan_stage2(stage1: Regions, owner: np.ndarray, group: int = 0) -> Regions:
     src, dest = stage1.tile[part][g], owner[r]
     if group:
         block = src // group * group
-        size = np.minimum(group, int(stage1.tile.max()) + 1 - block)
+        size = np.minimum(group, int(src.max()) + 1 - block)  # the last block may be short
         dest = block + dest % size
     order = np.lexsort((pos, dest))
     r, pos, src, dest, length = r[order], pos[order], src[order], dest[order], length[order]
