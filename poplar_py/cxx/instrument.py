@@ -28,6 +28,7 @@ from ..codelet.exprs import COSTS
 from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
 from .costs import DIVIDE, FREE, MAX_LOCAL_BYTES, ONE, VERTEX_OVERHEAD, call_cost, type_bytes
+from .ir_text import DEFINE, LABEL, RESULT
 from .lanes import lockstep
 from .lines import Lines
 from .loops import Loops
@@ -35,8 +36,6 @@ from .loops import Loops
 #: how a vertex failed, in its error record (1-3 are the Python codelets')
 ERR_RETURNED_FALSE, ERR_OUT_OF_BOUNDS, ERR_ASSERTION, ERR_TRAP, ERR_DIVIDE = 1, 2, 3, 4, 5
 _TERMINATORS = ("br ", "ret ", "switch ", "unreachable", "indirectbr ", "resume ", "callbr ", "invoke ")
-_LABEL = re.compile(r"^([-\w.$]+|\"[^\"]+\"):")
-_RESULT = re.compile(r"^\s*(%[-\w.$]+) = (.*)$")
 _CALLEE = re.compile(r"\bcall\b[^@%]*?(?:@([-\w.$]+)|(%[-\w.$]+))\(")
 _ARGS = re.compile(r"%[-\w.$]+")
 
@@ -62,14 +61,14 @@ def instrument(ir_text: str, entries: dict[str, int], file: str, checked: bool) 
     if "@llvm.global_ctors" in ir_text:
         raise CodeletError(f"{file}: global objects with constructors are not supported in codelets")
     lines = Lines.of(ir_text, file)
-    defined = set(re.findall(r"^define [^@]*@([-\w.$]+)\(", ir_text, re.MULTILINE))
+    defined = {m[1] for m in map(DEFINE.match, ir_text.split("\n")) if m is not None}
     out: list[str] = []
     flags: dict[str, int] = {}
     text = ir_text.split("\n")
     i = 0
     while i < len(text):
         line = text[i]
-        name = re.match(r"^define [^@]*@([-\w.$]+)\(", line)
+        name = DEFINE.match(line)
         if name is None or name[1] not in entries:
             out.append(line)
             i += 1
@@ -164,8 +163,8 @@ class _Rewriter:
                 if stripped == "]":
                     out, block, in_switch = out + block, [], False
                 continue
-            if not stripped or stripped.startswith(";") or _LABEL.match(raw):
-                label = _LABEL.match(raw)
+            if not stripped or stripped.startswith(";") or LABEL.match(raw):
+                label = LABEL.match(raw)
                 self.block = label[1] if label else self.block
                 block.append(raw)
                 continue
@@ -203,7 +202,7 @@ class _Rewriter:
 
     # costs --------------------------------------------------------------------------------------
     def cost(self, raw: str) -> int:
-        m = _RESULT.match(raw)
+        m = RESULT.match(raw)
         if m is not None and m[1] in self.loop_control:
             return 0
         rest = (m[2] if m else raw).strip()
@@ -269,7 +268,7 @@ class _Rewriter:
             return self.fail(raw, _FAILURES[name])
         if name is not None and name.startswith("__poplar_py_"):
             return self.hook(name, raw)
-        m = _RESULT.match(raw)
+        m = RESULT.match(raw)
         if m is not None and m[2].split(" ", 1)[0] in ("sdiv", "udiv", "srem", "urem"):
             return self.guard_division(raw, m[2])
         return [raw]
@@ -278,7 +277,7 @@ class _Rewriter:
         """A call to one of poplar_py/hooks.h's functions, replaced by what it stands for."""
         e = self.e
         args = raw[raw.index("(", raw.index("@")) + 1 : raw.rindex(")")]
-        result = _RESULT.match(raw)
+        result = RESULT.match(raw)
         if name == "__poplar_py_cycles":
             return []  # counted
         if name == "__poplar_py_check":

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 
+from .ir_text import RESULT
+
 #: the Python codelets' figure: two chains hide most of an add's latency
 LANES = 2
-_RESULT = re.compile(r"^\s*(%[-\w.$]+) = (.*)$")
 _VALUE = re.compile(r"(?<!label )(%(?!class\.|struct\.|union\.)[-\w.$]+)")  # values, not types
 _PURE = (
     "llvm.fabs",
@@ -64,7 +65,7 @@ def lockstep(lines: list[str], name: str, stride: int) -> list[str] | None:
     out = [re.sub(r"@[-\w.$]+\(", f"@{name}(", header, count=1)]
     out += [f"  {lanes[k]} = getelementptr i8, ptr {state}, i64 {k * stride}" for k in range(1, LANES)]
     for line in body:
-        result = _RESULT.match(line)
+        result = RESULT.match(line)
         uniform = result[1] not in varying if result else not any(v in varying for v in _VALUE.findall(line))
         if not line.startswith("  ") or uniform:
             out.append(line)  # once: its value (lane 0's operands where it reads a record) agrees
@@ -95,7 +96,7 @@ def _varying(body: list[str], state: str) -> set[str]:
     through them, locals (allocas), calls that are not pure maths, and what reads any of these."""
     defs = []
     for line in body:
-        m = _RESULT.match(line)
+        m = RESULT.match(line)
         if m is not None:
             defs.append((m[1], m[2].strip()))
     records = {state}  # addresses within a lane's own state record

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_LABEL = re.compile(r"^([-\w.$]+):")
+from .ir_text import LABEL, RESULT
+
 _PHI = re.compile(r"^\s*(%[-\w.$]+) = phi (i\d+) (.*)$")
 _STEP = re.compile(r"^\s*(%[-\w.$]+) = (?:add|sub)(?: nuw| nsw)* i\d+ (%[-\w.$]+), (-?\d+)")
 _WIDEN = re.compile(r"^\s*(%[-\w.$]+) = (zext|sext|trunc)(?: nneg)? i\d+ (%[-\w.$]+) to (i\d+)")
@@ -42,7 +43,7 @@ def blocks(body: list[str]) -> list[tuple[str, list[str]]]:
     """(label, lines) of each basic block; the entry block's label is ``""``."""
     out: list[tuple[str, list[str]]] = [("", [])]
     for line in body:
-        m = _LABEL.match(line)
+        m = LABEL.match(line)
         if m is not None:
             out.append((m[1], []))
         else:
@@ -71,7 +72,7 @@ class Loops:
         self.block_of: dict[str, str] = {}
         for label, lines in blocks(body):
             for line in lines:
-                m = re.match(r"^\s*(%[-\w.$]+) = ", line)
+                m = RESULT.match(line)
                 if m is not None:
                     self.block_of[m[1]] = label
         self.control: set[str] = set()
