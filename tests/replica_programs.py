@@ -22,6 +22,8 @@ others got shorter (sync, host, global exchange); every total stayed as it was, 
 reports gained each IPU's clock and waiting. ``collectives`` again when gcl's all-gather marked
 its work buffer undefined before filling it (a WriteUndef: the buffer is packed by liveness
 instead of always live, 100 bytes less of variables, 512 more of control code for the program).
+``index_scale`` again when the kernels' count issued floating-point operations beside the main
+pipeline's and costed a loop's step (its codelet's compute cycles, 780 to 708 on its busiest tile).
 """
 
 from __future__ import annotations

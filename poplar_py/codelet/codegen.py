@@ -47,6 +47,7 @@ from .exprs import (
 from .inference import TypedCodelet, is_range
 from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .ops import MathLib, ScalarOps
+from .repeat import repeatable
 from .size import code_bytes
 from .types import (
     ERR_ASSERTION,
@@ -154,7 +155,7 @@ class KernelBuilder(VersionedLowering):
         self.module = ir.Module(name=symbol)
         self.module.triple, self.module.data_layout = triple, data_layout
         self.flags = ("reassoc", "contract", "nsz", "arcp", "afn") if fast_math else ()
-        self.pending = 0
+        self.pending = self.pending_aux = 0
         self.unchecked: frozenset[int] = frozenset()  # accesses a versioned loop proved in bounds
         self.versioning = True  # False while lowering the checked copy of versioned code
         self.unroller = Unroller()
@@ -378,7 +379,9 @@ class KernelBuilder(VersionedLowering):
         pass
 
     def _CycleMark(self, node: CycleMark) -> None:
+        self._flush()
         self.pending += node.cycles
+        self._flush()
 
     def _Expr(self, node: ast.Expr) -> None:
         self.expr(node.value)
@@ -490,12 +493,18 @@ class KernelBuilder(VersionedLowering):
         ``hints``: LLVM loop options it gets (codelet_versioning)."""
         counter = self._alloca(I64, "for.i")
         head, body, latch, done = (self._block(f"for.{x}") for x in ("head", "body", "latch", "end"))
+        # a loop's control is its index step and its test-and-branch (brnzdec), 2 a turn; a repeat
+        # loop (rpt: a count the instruction holds, a body without branches) costs 1, once
+        control = 1
         if bounds is not None:
             start, stop, step = bounds
+            if repeatable(node, bounds, self._is_helper):
+                self.pending += 1
+                control = 0
             self.b.store(start, counter)
             self._goto(head)
             i = self.b.load(counter)
-            self.pending += 1
+            self.pending += control
             self._cbr(self._range_test(i, stop, step), body, done)
             self.b.position_at_end(body)
             self._store(node.target, i, PY_INT)
@@ -523,6 +532,7 @@ class KernelBuilder(VersionedLowering):
         self._body(node.body)
         self.frame.loops.pop()
         self._goto(latch)
+        self.pending += control
         self.b.store(self.b.add(self.b.load(counter), step, flags=step_flags), counter)
         back = self._br(head)
         if not self.unrolling:  # the rolled cold copy: LLVM must not unroll it either

@@ -87,7 +87,8 @@ class ExprLowering:
     err: ir.Value  # the error record to fill on failure
     cyc_out: ir.Value  # where the vertex's cycle count is stored on return
     counter: ir.Value  # the cycle counter slot
-    pending: int  # cycles counted in the current block, not yet added to the counter
+    pending: int  # main-pipeline cycles counted in the current block, not yet added to the counter
+    pending_aux: int  # the same on the auxiliary (floating-point) pipeline, which issues beside it
     unchecked: frozenset[int]  # id() of the accesses not to check (the fast path of a versioned loop)
     oob: tuple[ir.Block, list[ir.PhiInstr]] | None  # the shared out-of-bounds exit and its values
     unroller: Unroller  # the copies of loops that unroll, and their types
@@ -128,9 +129,20 @@ class ExprLowering:
 
     # control flow with cycle accounting ---------------------------------------------------------
     def _flush(self) -> None:
-        if self.pending:
-            self.b.store(self.b.add(self.b.load(self.counter), I64(self.pending)), self.counter)
-            self.pending = 0
+        """Add the block's cycles to the counter: a worker issues a main-pipeline instruction (memory,
+        integers, control) and a floating-point one together, so a block takes the longer of its
+        two pipelines' counts."""
+        cycles = max(self.pending, self.pending_aux)
+        if cycles:
+            self.b.store(self.b.add(self.b.load(self.counter), I64(cycles)), self.counter)
+        self.pending = self.pending_aux = 0
+
+    def _issue(self, t: CType | None, cycles: int = 1) -> None:
+        """Count an operation on values of type ``t``: the auxiliary pipeline's for floats."""
+        if isinstance(t, ScalarType) and t.is_float:
+            self.pending_aux += cycles
+        else:
+            self.pending += cycles
 
     def _br(self, target: ir.Block) -> ir.Instruction:
         self._flush()
@@ -290,13 +302,8 @@ class ExprLowering:
     def binop(self, op: ast.operator, a: Value, at: CType, b: Value, bt: CType, rt: ScalarType) -> ir.Value:
         assert isinstance(at, ScalarType) and isinstance(bt, ScalarType)
         kind = type(op).__name__
-        self.pending += (
-            COSTS["div"]
-            if kind in ("Div", "FloorDiv", "Mod")
-            else COSTS["pow"]
-            if kind == "Pow" and rt.is_float
-            else 1
-        )
+        self._issue(rt, COSTS["div"] if kind in ("Div", "FloorDiv", "Mod")
+                    else COSTS["pow"] if kind == "Pow" and rt.is_float else 1)
         if kind == "Pow" and rt.is_int:
             assert isinstance(b, ir.Constant)
             return self.ops.int_pow(self.ops.convert(a, at, rt), int(b.constant), rt)
@@ -308,7 +315,7 @@ class ExprLowering:
     def _eUnaryOp(self, node: ast.UnaryOp) -> ir.Value:
         t = self.type(node.operand)
         assert isinstance(t, ScalarType)
-        self.pending += 1
+        self._issue(t)
         v = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
             return self.b.not_(self.ops.truth(v, t))
@@ -328,7 +335,7 @@ class ExprLowering:
         c = None
         for k, (op, right_node, ct) in enumerate(zip(node.ops, node.comparators, types)):
             right = self.expr(right_node)
-            self.pending += 1
+            self._issue(ct)
             lt, rtt = self.type(operands[k]), self.type(right_node)
             assert isinstance(lt, ScalarType) and isinstance(rtt, ScalarType)
             c = self.ops.compare(
@@ -423,20 +430,20 @@ class ExprLowering:
         args = [self.expr(a) for a in node.args]
         types = [self.type(a) for a in node.args]
         if name in ("float", "int", "bool", "cast"):
-            self.pending += 1
             assert isinstance(types[0], ScalarType) and isinstance(rt, ScalarType)
+            self._issue(types[0] if types[0].is_float else rt)
             return self.ops.convert(args[0], types[0], rt)
         if name in ("min", "max", "abs"):
             assert isinstance(rt, ScalarType)
             return self._minmax_abs(name, args, types, rt)
         if name in ("cdiv", "cmod"):
             assert isinstance(rt, ScalarType)
-            self.pending += COSTS["div"]
+            self._issue(rt, COSTS["div"])
             a, c = (self.ops.convert(v, t, rt) for v, t in zip(args, types))  # type: ignore[arg-type]
             return self.ops.trunc_divmod(a, c, rt)[0 if name == "cdiv" else 1]
-        self.pending += COSTS.get(name, MATH_COST)
+        self.pending_aux += COSTS.get(name, MATH_COST)
         if name == "log" and len(args) == 2:  # log(x, base) = log(x) / log(base)
-            self.pending += MATH_COST + COSTS["div"]
+            self.pending_aux += MATH_COST + COSTS["div"]
         return self.math.call(name, args, types)  # type: ignore[arg-type]
 
     def _callee_name(self, f: ast.expr) -> str:
@@ -449,11 +456,11 @@ class ExprLowering:
     def _minmax_abs(self, name: str, args: list[Value], types: list[CType], rt: ScalarType) -> ir.Value:
         conv = [self.ops.convert(a, t, rt) for a, t in zip(args, types)]  # type: ignore[arg-type]
         if name == "abs":
-            self.pending += 1
+            self._issue(rt)
             return self.ops.abs(conv[0], rt, self.math)
         result = conv[0]
         for v in conv[1:]:  # Python: a later argument wins only if strictly greater (smaller)
-            self.pending += 1
+            self._issue(rt)
             result = self.b.select(
                 self.ops.compare("Gt" if name == "max" else "Lt", v, result, rt), v, result
             )

@@ -8,9 +8,10 @@ converts). Each copy reads the loop variable as a constant, so local arrays
 indexed by it become registers and its indices become constants that loop versioning
 (:mod:`codelet_loopver`) sees through. The copies are typed like the body they copy.
 
-Cycles stay those of the loop: a :class:`CycleMark` before each copy and one after the last
-count the loop's tests; the loop variable is assigned its last value at the end, as Python
-leaves it.
+Cycles stay those of the loop: :class:`CycleMark` statements count its control (a repeat loop's
+1 before the copies, else each turn's step and test and the last test: ``codelet/repeat.py``) and
+keep each copy's count apart, as each turn of the loop is; the loop variable is assigned its last
+value at the end, as Python leaves it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import copy
 from collections.abc import Callable
 
 from .inference import FunctionTypes, is_range
+from .repeat import branch_free
 from .types import PY_INT, CType, ScalarType, fold, known
 
 UNROLL_TRIPS = 64
@@ -27,7 +29,8 @@ UNROLL_NODES = 4096
 
 
 class CycleMark(ast.stmt):
-    """A statement that only counts cycles (the tests of an unrolled loop)."""
+    """A statement that only counts cycles (the control of an unrolled loop), apart from the
+    statements before and after it."""
 
     _fields = ("cycles",)
 
@@ -116,12 +119,13 @@ class Unroller:
         if trips is None:
             return [s]
         var = s.target.id  # type: ignore[attr-defined]
-        out: list[ast.stmt] = []
+        repeats = branch_free(s.body, lambda c: id(c) in types.calls or id(c) in self.calls)
+        out: list[ast.stmt] = [CycleMark(1, s.lineno)] if repeats else []
         for value in trips:
-            out.append(CycleMark(1, s.lineno))
+            out.append(CycleMark(0 if repeats else 2, s.lineno))
             for b in s.body:
                 out.extend(self._statement(self._copy(b, types, var, value), types))
-        out.append(CycleMark(1, s.lineno))
+        out.append(CycleMark(0 if repeats else 1, s.lineno))
         if trips:  # the variable keeps its last value, as in Python
             last = ast.Assign([copy.copy(s.target)], ast.Name(var, ast.Load()), lineno=s.lineno)
             out.append(self._copy(last, types, var, trips[-1]))

@@ -24,6 +24,9 @@ ONE = frozenset((
     "fcmp", "select", "load", "store", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp", "sitofp",
     "shufflevector", "atomicrmw", "cmpxchg"))
 DIVIDE = frozenset(("udiv", "sdiv", "urem", "srem", "fdiv", "frem"))
+#: what issues on the auxiliary (floating-point) pipeline, beside the main one
+FLOAT_OPS = frozenset(("fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp", "fptrunc", "fpext", "fptoui",
+                       "fptosi", "uitofp", "sitofp"))
 FREE = frozenset((
     "phi", "getelementptr", "alloca", "bitcast", "ptrtoint", "inttoptr", "addrspacecast", "freeze", "trunc",
     "zext", "sext", "extractvalue", "insertvalue", "extractelement", "insertelement", "ret", "unreachable",

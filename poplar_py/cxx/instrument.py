@@ -27,7 +27,17 @@ from dataclasses import dataclass
 from ..codelet.exprs import COSTS
 from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
-from .costs import DIVIDE, FREE, MAX_LOCAL_BYTES, ONE, VERTEX_OVERHEAD, call_cost, type_bytes
+from .costs import (
+    DIVIDE,
+    ENDINGS,
+    FLOAT_OPS,
+    FREE,
+    MAX_LOCAL_BYTES,
+    ONE,
+    VERTEX_OVERHEAD,
+    call_cost,
+    type_bytes,
+)
 from .ir_text import DEFINE, LABEL, RESULT
 from .lanes import lockstep
 from .lines import Lines
@@ -37,6 +47,8 @@ from .loops import Loops
 ERR_RETURNED_FALSE, ERR_OUT_OF_BOUNDS, ERR_ASSERTION, ERR_TRAP, ERR_DIVIDE = 1, 2, 3, 4, 5
 _TERMINATORS = ("br ", "ret ", "switch ", "unreachable", "indirectbr ", "resume ", "callbr ", "invoke ")
 _CALLEE = re.compile(r"\bcall\b[^@%]*?(?:@([-\w.$]+)|(%[-\w.$]+))\(")
+#: a floating-point type in an instruction, or in an intrinsic's name (``llvm.fabs.f32``)
+_FLOAT_TYPE = re.compile(r"\b(?:half|bfloat|float|double)\b|\.(?:v\d+)?f(?:16|32|64)\b")
 _ARGS = re.compile(r"%[-\w.$]+")
 
 
@@ -155,7 +167,7 @@ class _Rewriter:
             f"  store i64 {VERTEX_OVERHEAD}, ptr %__pp.cycles, align 8",
         ]
         block: list[str] = []
-        cost, in_switch = 0, False
+        main, aux, in_switch = self.loops.repeat_entries.get("", 0), 0, False
         for raw in e.body:
             stripped = raw.strip()
             if in_switch:  # a switch's list of cases, to its closing bracket
@@ -165,15 +177,19 @@ class _Rewriter:
                 continue
             if not stripped or stripped.startswith(";") or LABEL.match(raw):
                 label = LABEL.match(raw)
-                self.block = label[1] if label else self.block
+                if label:
+                    self.block = label[1]
+                    main += self.loops.repeat_entries.get(self.block, 0)
                 block.append(raw)
                 continue
-            cost += self.cost(raw)
+            cost = self.cost(raw)
+            main, aux = (main, aux + cost) if self.auxiliary(raw) else (main + cost, aux)
             if not stripped.startswith(_TERMINATORS):
                 block += self.rewrite(raw)
                 continue
-            block += self.count(cost) + self.terminator(raw)
-            cost = 0
+            # a worker issues a main-pipeline and a floating-point instruction together
+            block += self.count(max(main, aux)) + self.terminator(raw)
+            main = aux = 0
             if stripped.startswith("switch ") and stripped.endswith("["):
                 in_switch = True
             else:
@@ -204,13 +220,13 @@ class _Rewriter:
     def cost(self, raw: str) -> int:
         m = RESULT.match(raw)
         if m is not None and m[1] in self.loop_control:
-            return 0
+            return int(m[1] in self.loops.steps and m[1] not in self.loops.repeats)
         rest = (m[2] if m else raw).strip()
         opcode = rest.split(" ", 1)[0].rstrip(",")
         if opcode in ("tail", "musttail", "notail", "call") or " call " in f" {rest} ":
             return self.call_cost(raw)
         if opcode == "br":
-            return 1 if rest.startswith("br i1") else 0
+            return 1 if rest.startswith("br i1") and not self.loops.repeats_branch(raw) else 0
         if opcode == "switch":
             return 1
         if opcode == "select" and rest.startswith(("select i1 true", "select i1 false")):
@@ -224,6 +240,23 @@ class _Rewriter:
                 self.check_alloca(raw)
             return 0
         raise CodeletError(f"{self.where(raw)}: the simulator cannot run the instruction '{opcode}'")
+
+    @staticmethod
+    def auxiliary(raw: str) -> bool:
+        """Whether an instruction issues on the auxiliary (floating-point) pipeline: float
+        arithmetic, compares and conversions, selects of floats, float intrinsics and maths calls."""
+        m = RESULT.match(raw)
+        rest = (m[2] if m else raw).strip()
+        opcode = rest.split(" ", 1)[0]
+        if opcode in FLOAT_OPS:
+            return True
+        if opcode == "select":
+            return _FLOAT_TYPE.search(rest.split(",", 1)[1]) is not None
+        callee = _CALLEE.search(raw)
+        if callee is None or callee[1].startswith(("__poplar_py_", "llvm.mem")):
+            return False
+        name = callee[1]
+        return _FLOAT_TYPE.search(name) is not None if name.startswith("llvm.") else name not in ENDINGS
 
     def call_cost(self, raw: str) -> int:
         if re.search(r"\bcall\b[^(]*\basm\b", raw):

@@ -4,8 +4,10 @@ A counted loop is a header block holding an induction variable ``i = phi [start,
 latch]`` (``start`` a constant >= 0) and a branch on ``i < n`` (or ``i`` widened) whose true
 edge enters the loop body. Two facts follow:
 
-* its control (the compare the branch tests and the step ``i + 1``) costs the branch alone, as a
-  Python codelet's ``for ... in range`` does (:func:`loop_control`);
+* its control costs what a Python codelet's ``for ... in range`` costs: the step ``i + 1`` and the
+  branch 1 each a turn (the compare is the branch's: ``brnzdec``), or, for a repeat loop (a
+  constant count of at most ``RPT_MAX_COUNT`` turns, no branch in its body:
+  ``codelet/repeat.py``), nothing a turn and 1 where it is entered (:attr:`Loops.repeat_entries`);
 * inside the body ``i < n``, so a bounds check of index ``i`` against a size is passed by every
   iteration when ``n <= size``: the check is told so (:class:`Loops.bound`), and LLVM's loop
   unswitching then runs the loop without checks when that holds, as the Python codelets'
@@ -17,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..codelet.repeat import RPT_MAX_COUNT
 from .ir_text import LABEL, RESULT
 
 _PHI = re.compile(r"^\s*(%[-\w.$]+) = phi (i\d+) (.*)$")
@@ -75,7 +78,11 @@ class Loops:
                 m = RESULT.match(line)
                 if m is not None:
                     self.block_of[m[1]] = label
-        self.control: set[str] = set()
+        self.lines = dict(blocks(body))
+        self.control: set[str] = set()  # compares and steps of loop control
+        self.steps: set[str] = set()  # of those, the steps (1 a turn, unless the loop repeats)
+        self.repeats: set[str] = set()  # the compares and steps of repeat loops (free)
+        self.repeat_entries: dict[str, int] = {}  # block -> repeat loops it enters (1 each)
         self.bounds: dict[str, Bound] = {}
         self._find(body)
 
@@ -105,28 +112,51 @@ class Loops:
             if name not in branches or not found:
                 continue
             self.control |= {name} | {steps[v] for v in found}
+            self.steps |= {steps[v] for v in found}
             if predicate in _BELOW:
                 index, limit = (operands[k] for k in _BELOW[predicate])
                 variable = index if index in steps else widened.get(index)
                 if variable in counted and limit not in roots:
-                    self._bound(
+                    bound = self._bound(
                         name,
                         Bound(limit, type_, predicate.startswith("s"), frozenset()),
                         branches[name],
                         variable,
                         widened,
                     )
+                    if bound is not None:
+                        self._repeat(name, phis[variable], steps[variable], bound)
 
     def _bound(
         self, compare: str, bound: Bound, targets: tuple[str, str], variable: str, widened: dict[str, str]
-    ) -> None:
+    ) -> Bound | None:
         header = self.block_of.get(compare, "")
         body = self._body(header, targets[0])
         if header in body or targets[1] in body:
-            return  # not a loop whose true edge enters its body
+            return None  # not a loop whose true edge enters its body
         bound = Bound(bound.value, bound.type, bound.signed, frozenset(body))
         for value in [variable, *(w for w, v in widened.items() if v == variable)]:
             self.bounds[value] = bound
+        return bound
+
+    def _repeat(self, compare: str, incoming: str, step: str, bound: Bound) -> None:
+        """Mark a counted loop as a repeat loop when its count is a constant that fits and its
+        body does not branch."""
+        start = re.findall(r"\[ (\d+), %([-\w.$]+) \]", incoming)
+        if len(start) != 1 or not re.fullmatch(r"\d+", bound.value):
+            return
+        if not 0 <= int(bound.value) - int(start[0][0]) <= RPT_MAX_COUNT:
+            return
+        if any(line.strip().startswith(("br i1", "switch ")) for b in bound.body for line in self.lines[b]):
+            return
+        self.repeats |= {compare, step}
+        entry = start[0][1] if start[0][1] in self.lines else ""  # the entry block has no label line
+        self.repeat_entries[entry] = self.repeat_entries.get(entry, 0) + 1
+
+    def repeats_branch(self, line: str) -> bool:
+        """Whether a conditional branch is a repeat loop's (free)."""
+        m = _BRANCH.match(line)
+        return m is not None and m[1] in self.repeats
 
     def _body(self, header: str, first: str) -> set[str]:
         """The blocks reached from ``first`` without passing ``header`` that lead back to it."""

@@ -49,16 +49,19 @@ def test_a_cxx_vertex_counts_what_its_python_twin_counts(tmp_path, n):
     got = run([write_source(tmp_path, DOT_CPP), py],
               [Vertex("Dot", {"a": x, "b": x}, {"out": ((), FLOAT)}),
                Vertex("DotPy", {"a": x, "b": x}, {"out": ((), FLOAT)}, tile=1)])
-    assert got.cycles["Dot"] == got.cycles["DotPy"] == 12 + 5 * n  # 10 + the result's store and load
+    # 10 + n + 1 tests + n x (the step, and two loads issued beside the multiply and add) + the store
+    assert got.cycles["Dot"] == got.cycles["DotPy"] == 12 + 4 * n
     assert got.outputs[0]["out"] == got.outputs[1]["out"] == np.dot(x, x)
 
 
 @pytest.mark.parametrize(("statement", "cost"), [
-    ("*out = x[0] + x[1];", 4),          # two loads, an add, a store
-    ("*out = x[0] / x[1];", 13),         # a division costs 10
-    ("*out = std::sqrt(x[0]);", 12),     # sqrt costs 10, as math.sqrt
-    ("*out = std::exp(x[0]);", 22),      # other maths 20
-    ("if (x[0] < x[1]) *out = 1.0f;", 5),  # compare, branch, then the store (x[0] = 0 < x[1] = 1)
+    ("*out = x[0] + x[1];", 3),          # two loads and a store; the add issues beside them
+    ("*out = x[0] / x[1];", 10),         # a division costs 10, beside the loads and the store
+    ("*out = std::sqrt(x[0]);", 10),     # sqrt costs 10, as math.sqrt
+    ("*out = std::exp(x[0]);", 20),      # other maths 20
+    ("if (x[0] < x[1]) *out = 1.0f;", 4),  # loads and branch (the compare beside them), the store
+    ("int k = int(x[0]); *out = x[k] + x[1] * x[1];", 5),  # four loads, the store; 3 float ops beside
+    ("float a = x[0], b = x[1]; *out = a * b + a * b - b * b + a * a;", 7),  # 7 float ops; 3 beside them
 ])
 def test_per_operation_costs(tmp_path, statement, cost):
     src = write_source(tmp_path, "#include <cmath>\n" + f"""
@@ -85,8 +88,54 @@ public:
 };
 """)
     got = run(src, [Vertex("Spin", {"v": np.zeros(10, np.float32)})])
-    # worker 0: 10 + compare 2 + the loop (11 tests, 10 x (load, add, store)) = 10 + 2 + 11 + 30
+    # worker 0: 10 + compare and branch 2 + the loop (11 tests, 10 x (the step, the load and the
+    # store, the add beside them)) = 10 + 2 + 11 + 30
     assert got.cycles["Spin"] == 6 * (10 + 2 + 11 + 30)
+
+
+SUM_CPP = """
+class Sum : public Vertex {
+public:
+  Input<Vector<float>> x;
+  Output<float> out;
+  bool compute() {
+    float s = 0;
+    for (unsigned i = 0; i < COUNT; ++i) s += x[i];
+    *out = s;
+    return true;
+  }
+};
+"""
+SUM_PY = """from poplar_py import Input, Output, Vector, Vertex
+
+
+class SumPy(Vertex):
+    x: Input[Vector[float]]
+    out: Output[float]
+
+    def compute(self):
+        s = 0.0
+        for i in range(COUNT):
+            s += self.x[i]
+        self.out = s
+        return True
+"""
+
+
+@pytest.mark.parametrize(("count", "cycles"), [
+    (64, 10 + 1 + 64 + 1),  # rpt: 1 to start, then each turn the load with the add beside it
+    (4095, 10 + 1 + 4095 + 1),  # the most turns rpt counts
+    (4096, 10 + 4097 + 4096 * 2 + 1),  # brnzdec: a test each turn, and the step beside the load
+])
+def test_a_loop_of_a_constant_count_repeats(tmp_path, count, cycles):
+    py = tmp_path / "sum_py.py"
+    py.write_text(SUM_PY.replace("COUNT", str(count)))
+    x = np.ones(count, dtype=np.float32)
+    got = run([write_source(tmp_path, SUM_CPP.replace("COUNT", str(count))), py],
+              [Vertex("Sum", {"x": x}, {"out": ((), FLOAT)}),
+               Vertex("SumPy", {"x": x}, {"out": ((), FLOAT)}, tile=1)])
+    assert got.cycles["Sum"] == got.cycles["SumPy"] == cycles
+    assert got.outputs[0]["out"] == got.outputs[1]["out"] == count
 
 
 def test_perf_estimates_override_the_count(tmp_path):

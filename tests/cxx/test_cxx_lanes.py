@@ -66,8 +66,9 @@ def test_lanes_give_each_vertex_its_own_results_and_cycles(tmp_path, sizes):
         expected.append(np.float32(s * np.float32(scale)))
     got = run(src, vertices)
     assert [float(o["out"]) for o in got.outputs] == [float(e) for e in expected]
-    # each vertex: 10 + the loop (n + 1 tests, n x (two loads, multiply, add)) + load scale, multiply, store
-    assert got.cycles["Dot"] == sum(10 + (n + 1) + 4 * n + 3 for n in sizes)
+    # each vertex: 10 + the loop (n + 1 tests, n x (the step, two loads issued beside the multiply
+    # and add)) + the multiply by scale issued beside the store
+    assert got.cycles["Dot"] == sum(10 + (n + 1) + 3 * n + 2 for n in sizes)
 
 
 def test_a_failing_lane_names_its_own_vertex(tmp_path):
