@@ -127,14 +127,16 @@ class Profile:
         budget = TILE_CYCLES_BUDGET
         rows: dict[int, int] = {}  # step id -> its row
         spans: dict[int, Span] = {}
+        waits_are_sync = t.calibration.wait_is_sync
         for step, cost in self.costs():
             spans[step.id] = self.span(cost)
             count = self.record.counts[step.id]
             # a tile's figures count the runs of steps its IPU takes part in
             runs = count if cost.ipus is None else \
                 count * np.repeat(np.isin(self.model.every_ipu, cost.ipus), per_ipu)
+            sync = cost.sync + cost.waits() if waits_are_sync else cost.sync
             for key, values in (("compute", cost.compute), ("computeActive", cost.compute_active),
-                                ("exchange", cost.exchange), ("host", cost.host), ("sync", cost.sync),
+                                ("exchange", cost.exchange), ("host", cost.host), ("sync", sync),
                                 ("globalExchange", cost.global_exchange),
                                 ("streamingMemory", cost.streaming)):
                 by_tile[key] += runs * values
@@ -144,7 +146,7 @@ class Profile:
                               "exchange": int(cost.exchange.max(initial=0)),
                               "globalExchange": cost.global_exchange,
                               "host": int(cost.host.max(initial=0)), "streamingMemory": cost.streaming,
-                              "compute": int(cost.compute.max(initial=0))})
+                              "compute": int(cost.compute.max(initial=0)), "streamCopyBegin": cost.prepare})
             if isinstance(step, ExecuteStep):
                 step_rows[-1]["computeSet"] = step.runner.name
                 if step.runner.flops:  # one run on one replica: every replica runs it
@@ -171,7 +173,8 @@ class Profile:
         return {
             "poplarVersion": {"string": "poplar-py 0.1.0"},
             "compilation": {
-                "target": {"type": "IpuModel", "architecture": t.getTargetArchString(),
+                "target": {"type": "Ipu" if t.calibration.hardware else "IpuModel",
+                           "architecture": t.getTargetArchString(),
                            "numIPUs": t.getNumIPUs(), "tilesPerIpu": t.getTilesPerIPU(), "numTiles": n,
                            "bytesPerTile": t.getBytesPerTile(), "clockFrequency": t.getTileClockFrequency(),
                            "numReplicas": replicas, "ipusPerReplica": t.getNumIPUs() // replicas,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .arguments import checked_int
+from .calibration import HARDWARE, IPU_MODEL, Calibration
 from .errors import InvalidArgumentError, InvalidMachineModelError
 from .types import Type, asType
 
@@ -182,6 +183,7 @@ class Target:
     streamingMemoryBytesPerMachine: int = 256 * 2**30
     streamingMemoryBandwidth: float = STREAMING_MEMORY_BANDWIDTH
     streamingMemoryLatency: float = STREAMING_MEMORY_LATENCY
+    calibration: Calibration = IPU_MODEL  # the IPU Model's figures, or the hardware's (DeviceManager)
 
     @staticmethod
     def _from_model(m: IPUModel) -> Target:
@@ -437,7 +439,9 @@ class DeviceManager:
     """The devices of a simulated IPU-POD64 of Mk2 IPUs, numbered as Poplar numbers a Pod's: ids
     0-63 are the IPUs one by one, 64-95 pairs of them, 96-111 fours, then eights, sixteens,
     thirty-twos, and 126 all 64. Each device is what ``IPUModel()`` describes (so ``poplar-py run
-    --tiles/--arch`` apply) with its number of IPUs, reporting ``TargetType.IPU``."""
+    --tiles/--arch`` apply) with its number of IPUs, reporting ``TargetType.IPU``: the hardware
+    path, whose cycle model is calibrated against hardware measurements (host I/O, syncs, no
+    ``setPerfEstimate``; :mod:`poplar_py.calibration`)."""
 
     @staticmethod
     def createDeviceManager() -> DeviceManager:
@@ -479,7 +483,7 @@ class DeviceManager:
             index -= SYSTEM_IPUS // size
         m = IPUModel()
         m.numIPUs = size
-        return Device(replace(Target._from_model(m), targetType=TargetType.IPU), did)
+        return Device(replace(Target._from_model(m), targetType=TargetType.IPU, calibration=HARDWARE), did)
 
 
 def _sizes() -> list[int]:

@@ -32,11 +32,17 @@ class StepCost:
     streaming: int = 0  # cycles of a Streaming Memory transfer, every tile waiting
     ipus: np.ndarray | None = None  # the device's IPUs it involves (compiler/timeline.py); None: every one
     syncs: bool = False  # whether those IPUs synchronise before it
+    prepare: int = 0  # cycles the host prepares a stream copy's data (StreamCopyBegin), every tile waiting
 
     @property
     def cycles(self) -> int:
         return int(self.sync.max(initial=0) + self.exchange.max(initial=0) + self.host.max(initial=0)
-                   + self.compute.max(initial=0)) + self.global_exchange + self.streaming
+                   + self.compute.max(initial=0)) + self.global_exchange + self.streaming + self.prepare
+
+    def waits(self) -> np.ndarray:
+        """Cycles each tile waits at the step's barriers for slower tiles: the slowest tile's
+        exchange and compute less its own."""
+        return (self.exchange.max(initial=0) - self.exchange) + (self.compute.max(initial=0) - self.compute)
 
 
 def _ceil_div(a: np.ndarray, b: int) -> np.ndarray:
@@ -58,6 +64,12 @@ class CostModel:
         self.zero = np.zeros(n, dtype=np.int64)
         self.fabric = Fabric(target) if target.getNumIPUs() > 1 else None
         self.every_ipu = np.arange(target.getNumIPUs())
+        cal, clock = target.calibration, target.getTileClockFrequency()
+        self.host_bytes_per_cycle = (target.hostExchangeBytesPerCycle if cal.host_bandwidth is None
+                                     else cal.host_bandwidth / clock)
+        self.prepare_bytes_per_cycle = (None if cal.host_prepare_bandwidth is None
+                                        else cal.host_prepare_bandwidth / clock)
+        self.host_barrier = self.barrier + round(cal.host_sync * clock)  # a stream copy's sync, per tile
 
     def device(self, traffic: TileTraffic) -> TileTraffic:
         """A step's traffic over the device: a replica's counts on every replica
@@ -111,13 +123,23 @@ class CostModel:
         bytes_per_cycle = t.getStreamingMemoryBandwidth() / t.getTileClockFrequency()
         return t.getStreamingMemoryLatencyCycles() + int(np.ceil(per_machine.max() / bytes_per_cycle))
 
-    def host(self, traffic: TileTraffic) -> np.ndarray:
-        """Host exchange cycles: the whole transfer at the host rate, every tile waiting. Each
-        replica has its own host link, so the replica moving the most bytes sets the time."""
+    def host_bytes(self, traffic: TileTraffic) -> int:
+        """Bytes of the replica moving the most over its host link (each replica has its own)."""
         moved = np.bincount(self.replica_of_tile, weights=traffic.bytes_in + traffic.bytes_out)
-        total = int(moved.max(initial=0))
-        return np.full(self.target.getNumTiles(), -(-total // self.target.hostExchangeBytesPerCycle),
-                       dtype=np.int64)
+        return int(moved.max(initial=0))
+
+    def host(self, traffic: TileTraffic) -> np.ndarray:
+        """Host exchange cycles: the whole transfer at the host link's rate, every tile waiting; the
+        replica moving the most bytes sets the time."""
+        cycles = int(np.ceil(self.host_bytes(traffic) / self.host_bytes_per_cycle))
+        return np.full(self.target.getNumTiles(), cycles, dtype=np.int64)
+
+    def prepare(self, traffic: TileTraffic) -> int:
+        """Cycles the host takes preparing a transfer's data before it moves (the hardware's
+        StreamCopyBegin; none on the IPU Model)."""
+        if self.prepare_bytes_per_cycle is None:
+            return 0
+        return int(np.ceil(self.host_bytes(traffic) / self.prepare_bytes_per_cycle))
 
 
 @dataclass

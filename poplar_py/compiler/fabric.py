@@ -6,7 +6,8 @@ rungs of two IPUs, ``2r`` and ``2r + 1``, joined by 4 links, each IPU joined to 
 the next rung by 2 links; a **torus** (``IPUModel.ipuLinkTopology = "torus"``) also joins the
 last rung to the first. Bytes from IPU ``a`` to IPU ``b`` follow a shortest path (fewest hops,
 fixed per pair) and load every link group on it; a step's global exchange takes as long as its
-most loaded group needs at ``links x bandwidth``, since every group carries its bytes in parallel.
+most loaded group needs at ``links x bandwidth``, since every group carries its bytes in parallel,
+after the latency of its longest route's hops (the target's calibration: none on the IPU Model).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Fabric:
         self.num_ipus = target.getNumIPUs()
         self.graph = fabric_graph(self.num_ipus, target.ipuLinkTopology)
         self.link_bytes_per_cycle = target.ipuLinkBandwidth / target.getTileClockFrequency()
+        self.hop_cycles = target.calibration.link_latency * target.getTileClockFrequency()
 
     @functools.cache  # noqa: B019 (one Fabric per cost model; the routes are few)
     def route(self, src: int, dst: int) -> tuple[tuple[int, int], ...]:
@@ -60,8 +62,11 @@ class Fabric:
     def cycles(self, flows: np.ndarray) -> int:
         """Cycles to move ``flows[a, b]`` bytes from IPU a to IPU b, all at once."""
         load: dict[tuple[int, int], int] = {}
+        hops = 0
         for a, b in zip(*np.nonzero(flows)):
-            for edge in self.route(int(a), int(b)):
+            route = self.route(int(a), int(b))
+            hops = max(hops, len(route))
+            for edge in route:
                 load[edge] = load.get(edge, 0) + int(flows[a, b])
         worst = max((nbytes / self.graph.edges[edge]["links"] for edge, nbytes in load.items()), default=0.0)
-        return int(np.ceil(worst / self.link_bytes_per_cycle))
+        return int(np.ceil(worst / self.link_bytes_per_cycle + hops * self.hop_cycles))

@@ -179,8 +179,9 @@ class HostStep(Step):
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None
         traffic = model.device(self.traffic)
-        return StepCost(self.kind, model.barrier, model.exchange(traffic), model.host(traffic),
-                        model.zero, model.zero, ipus=model.ipus(traffic), syncs=True)
+        return StepCost(self.kind, model.host_barrier, model.exchange(traffic), model.host(traffic),
+                        model.zero, model.zero, ipus=model.ipus(traffic), syncs=True,
+                        prepare=model.prepare(traffic))
 
 
 @dataclass

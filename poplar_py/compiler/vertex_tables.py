@@ -200,9 +200,11 @@ def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndar
 
 def _cycle_estimates(graph: GraphIR, plan: ComputeSetPlan, target: Target
                      ) -> tuple[np.ndarray, dict[str, int]]:
-    """Per vertex: setPerfEstimate, else a registered estimator, else -1 (use the kernel's count);
-    and the FLOPs the estimators reported, by the type they name ("" when they name none)."""
-    out = graph.vertices.perf[plan.vertices].copy()
+    """Per vertex: setPerfEstimate (read by the IPU Model only), else a registered estimator, else
+    -1 (use the kernel's count); and the FLOPs the estimators reported, by the type they name (""
+    when they name none)."""
+    out = graph.vertices.perf[plan.vertices].copy() if target.calibration.perf_estimates \
+        else np.full(plan.vertices.size, -1, _I64)
     flops: dict[str, int] = {}
     estimators = graph.perf_estimators
     if not estimators:

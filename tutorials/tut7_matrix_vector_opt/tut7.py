@@ -5,8 +5,10 @@ Each row is split into segments; a hand-written cycle-cost model, computed from 
 target's figures, picks the split. Partial dot products are spread over all tiles and
 a second compute set reduces them. Prints the profile summary at the end.
 Usage: ``poplar-py run tutorials/tut7_matrix_vector_opt/tut7.py numRows numCols
-[--device {model-ipu1,model-ipu2}] [--cpp]`` (the hardware choice ``ipu`` is not available);
-``--cpp`` takes the vertices from matrix_mul_codelets.cpp, their C++ twins.
+[--device {model-ipu1,model-ipu2,ipu}] [--cpp]``. ``ipu`` attaches to an IPU from the
+DeviceManager: the hardware path, whose profile is calibrated against Graphcore's hardware run
+(the cycle estimates the program sets are not read there); ``--cpp`` takes the vertices from
+matrix_mul_codelets.cpp, their C++ twins.
 """
 
 import sys
@@ -104,7 +106,7 @@ def parseArgs(argv: list[str]):
             device = next(args, None)
             if device is None:
                 raise ValueError("Missing argument following --device")
-            if device not in ("model-ipu1", "model-ipu2"):
+            if device not in ("model-ipu1", "model-ipu2", "ipu"):
                 raise ValueError(f"Unrecognised device {device}")
         else:
             positional.append(arg)
@@ -127,7 +129,7 @@ def main() -> int:
     except ValueError as error:
         print(error)
         print("Failed to parse arguments")
-        print(f"usage: {sys.argv[0]} numRows numCols --device {{model-ipu1,model-ipu2}} [--cpp]",
+        print(f"usage: {sys.argv[0]} numRows numCols --device {{model-ipu1,model-ipu2,ipu}} [--cpp]",
               file=sys.stderr)
         return -1
 
@@ -135,10 +137,19 @@ def main() -> int:
     print(f"Multiplying matrix of size {numRows}x{numCols} by vector of size {numCols}")
     print("Constructing compute graph and control program")
 
-    ipuModel = poplar.IPUModel("ipu1" if deviceName == "model-ipu1" else "ipu2")
-    ipuModel.minIPUSyncDelay = 0
-    ipuModel.relativeSyncDelay = poplar.IPUModel.RelativeSyncDelayType.NO_DELAY
-    device = ipuModel.createDevice()
+    if deviceName == "ipu":
+        devices = poplar.DeviceManager.createDeviceManager().getDevices(poplar.TargetType.IPU, 1)
+        print("Trying to attach to IPU")
+        device = next((d for d in devices if d.attach()), None)
+        if device is None:
+            print("Error attaching to device", file=sys.stderr)
+            return 1
+        print(f"Attached to IPU {device.getId()}")
+    else:
+        ipuModel = poplar.IPUModel("ipu1" if deviceName == "model-ipu1" else "ipu2")
+        ipuModel.minIPUSyncDelay = 0
+        ipuModel.relativeSyncDelay = poplar.IPUModel.RelativeSyncDelayType.NO_DELAY
+        device = ipuModel.createDevice()
     graph = poplar.Graph(device)
     cpp = "--cpp" in sys.argv[1:]
     graph.addCodelets("matrix_mul_codelets.cpp" if cpp else "matrix_mul_codelets.py")
