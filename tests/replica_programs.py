@@ -23,7 +23,9 @@ reports gained each IPU's clock and waiting. ``collectives`` again when gcl's al
 its work buffer undefined before filling it (a WriteUndef: the buffer is packed by liveness
 instead of always live, 100 bytes less of variables, 512 more of control code for the program).
 ``index_scale`` again when the kernels' count issued floating-point operations beside the main
-pipeline's and costed a loop's step (its codelet's compute cycles, 780 to 708 on its busiest tile).
+pipeline's and costed a loop's step (its codelet's compute cycles, 780 to 708 on its busiest tile);
+``tutorial5`` when popops' reductions took the estimates of PopLibs' single-input and strided
+vertices where their shapes are those (its cycles only).
 """
 
 from __future__ import annotations

@@ -152,14 +152,12 @@ def lanes(op, v, identity):
     for c in range(4):
         s[c] = identity
     n = len(v)
-    j = 0
-    while j + 4 <= n:
+    whole = n - n % 4
+    for j in range(0, whole, 4):  # a range loop: its accesses are checked once, before it runs
         for c in range(4):
             s[c] = op.update(s[c], v[j + c])
-        j += 4
-    while j < n:
+    for j in range(whole, n):
         s[0] = op.update(s[0], v[j])
-        j += 1
     return op.update(op.update(s[0], s[1]), op.update(s[2], s[3]))
 
 

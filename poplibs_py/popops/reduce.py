@@ -304,7 +304,7 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
     pieces of a region become one entry, their concatenation: one exchange buffer per region
     instead of one per piece (the codelet reads an entry ``k * width`` long as ``k`` pieces)."""
     workers = graph.getTarget().getNumWorkerContexts()
-    worker = split_for_workers(regions, workers)
+    worker = split_for_workers(regions, workers, max(1, 8 // in_type.size))
     scaled = params.useScale
     op = f"popops::Reduce{params.op.value}"
     final = (templateVertex("popops::ScaledReduce", op, in_type, acc, out_type, params.update) if scaled

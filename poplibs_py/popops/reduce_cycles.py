@@ -1,19 +1,29 @@
-"""The cycle estimate of popops' reduction vertices (PopLibs' ``getCyclesEstimateForReduce``,
-``lib/popops/reduction/CycleEstimationFunctions.cpp``, the general vertex with a list of partials
-per output region).
+"""The cycle estimate of popops' reduction vertices (PopLibs' ``lib/popops/reduction/
+CycleEstimationFunctions.cpp``).
 
 A ``Reduce``, ``ScaledReduce`` or ``ReduceAddInPlace`` vertex is one worker's share of a tile's
 output regions: region ``r`` of ``out`` sums (or takes the maximum of ...) its ``numPartials[r]``
-entries of ``partials``, each a whole number of copies of the region. ADD, SQUARE_ADD, MUL, MAX
-and MIN are vectorised: an outer loop over vectors of the region (8 halves or 4 floats in the
-accumulators for ADD and SQUARE_ADD, the data-path vector for the others), and for each partial an
-inner loop loading one vector per pass at the data-path width, plus per-region set-up, the
-remainder checks and the (scaled, updated) store in the output type. LOGICAL_AND, LOGICAL_OR and
-LOG_ADD are C++ loops of one element per pass.
+entries of ``partials``, each a whole number of copies of the region. PopLibs picks a specialised
+assembly vertex for the shapes it has one for (``getReductionVertexSpecialisation``), and so does
+the estimate, by the work's shape:
+
+* one output element from one run of partials (ADD, SQUARE_ADD, LOG_ADD, not updating): PopLibs'
+  ``SCALAR_OUTPUT_SINGLE_INPUT`` (``getCyclesEstimateForSingleInput``), the accumulators' vector
+  (4 floats, 8 halves) every max(loads, 1) cycles;
+* outputs of whole 32-bit words whose partials are rows of the region (ADD, SQUARE_ADD, MAX,
+  MIN, LOG_ADD into float or half): ``STRIDED_REDUCE`` (``getCyclesEstimateForStridedReduce``), a
+  loop over the region's 64-bit vectors with a cycle per partial row, each region on its own;
+* anything else: the general vertex (``getCyclesEstimateForReduce``), an outer loop over vectors
+  of the region (8 halves or 4 floats in the accumulators for ADD and SQUARE_ADD, the data-path
+  vector for MUL, MAX and MIN), and for each partial an inner loop loading one vector per pass at
+  the data-path width, plus per-region set-up, the remainder checks and the (scaled, updated)
+  store in the output type; LOGICAL_AND, LOGICAL_OR and LOG_ADD are C++ loops of one element per
+  pass.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +33,9 @@ from .perf_estimation import rowSizes
 
 #: operations PopLibs runs in vectorised assembly, and those of them that use the accumulators
 VECTORISED = frozenset({"Add", "SquareAdd", "Mul", "Max", "Min"})
+#: operations with PopLibs' single-input and strided specialisations
+SINGLE_INPUT = frozenset({"Add", "SquareAdd", "LogAdd"})
+STRIDED = frozenset({"Add", "SquareAdd", "Max", "Min", "LogAdd"})
 ACCUMULATED = frozenset({"Add", "SquareAdd"})
 #: cycles of one element of the C++ operations (LOG_ADD's exp and log: 20)
 SCALAR_OP_CYCLES = {"LogAdd": 20}
@@ -36,7 +49,75 @@ def accumulatorWidth(partialsType: Type) -> int:
 def reduceCycles(partials: Sequence[int], outs: Sequence[int], numPartials: Sequence[int],
                  partialsType: Type, outType: Type, op: str, update: bool, target: Target) -> int:
     """Worker cycles of a reduction vertex: ``outs`` region lengths, ``numPartials[r]`` entries of
-    ``partials`` (their lengths) for region ``r``, ``op`` the operation's name (``Operation.value``)."""
+    ``partials`` (their lengths) for region ``r``, ``op`` the operation's name (``Operation.value``);
+    the specialised vertex's figure where PopLibs has one for the shape."""
+    if op in SINGLE_INPUT and not update and list(outs) == [1] and len(partials) == 1:
+        return singleInputCycles(partials[0], partialsType, outType, op, target)
+    rows = _rows(partials, outs, numPartials)
+    if op in STRIDED and outType in (FLOAT, HALF) and rows is not None and all(
+            w * outType.size % 4 == 0 and w * partialsType.size % 8 == 0 for w in outs):
+        return sum(stridedCycles(w, p, partialsType, outType, op, update, target) for w, p in zip(outs, rows))
+    return generalCycles(partials, outs, numPartials, partialsType, outType, op, update, target)
+
+
+def _rows(partials: Sequence[int], outs: Sequence[int], numPartials: Sequence[int]) -> list[int] | None:
+    """The partial rows of each region (each entry a whole number of the region's width), else None."""
+    rows, first = [], 0
+    for width, count in zip(outs, numPartials):
+        entries = partials[first:first + count]
+        if width == 0 or any(n % width for n in entries):
+            return None
+        rows.append(sum(entries) // width)
+        first += count
+    return rows
+
+
+def _op_vector(op: str, partialsType: Type, strided: bool) -> tuple[int, int]:
+    """(elements, cycles) of one vector operation (``getOpVectorWidthAndCycles``): the
+    accumulators' width a cycle; LOG_ADD's assembly (strided only) 2 floats in 23 cycles or 4 halves
+    in 13, its C++ one element in 20."""
+    if op != "LogAdd":
+        return accumulatorWidth(partialsType), 1
+    if strided:
+        return (4, 13) if partialsType == HALF else (2, 23)
+    return 1, 20
+
+
+def singleInputCycles(n: int, partialsType: Type, outType: Type, op: str, target: Target) -> int:
+    """``getCyclesEstimateForSingleInput``: ``n`` partials into one output."""
+    width, per_op = _op_vector(op, partialsType, False)
+    per_cycle = min(width, target.getVectorWidth(partialsType))
+    loads = width // per_cycle
+    per_loop, elements = max(loads, per_op), per_cycle * loads
+    cycles = 1 + 2 + 6 + per_loop * n // elements + 5 + n % elements + 3
+    return cycles + (5 if outType != FLOAT else 0)
+
+
+#: result storage after a strided loop: PopLibs' table by partials type, then output type, then
+#: update (half partials: by operation; float partials: by whether it is LOG_ADD)
+_STRIDED_STORE_HALF = {HALF: {"Add": (7, 9), "Max": (7, 10), "Min": (7, 10), "LogAdd": (7, 22)},
+                       FLOAT: {"Add": (6, 11), "Max": (7, 10), "Min": (7, 10), "LogAdd": (7, 56)}}
+_STRIDED_STORE_FLOAT = {HALF: {False: (2, 4), True: (2, 13)}, FLOAT: {False: (2, 5), True: (2, 27)}}
+
+
+def stridedCycles(width: int, rows: int, partialsType: Type, outType: Type, op: str, update: bool,
+                  target: Target) -> int:
+    """``getCyclesEstimateForStridedReduce``: ``rows`` partial rows of ``width`` into ``width``
+    outputs (one outer stride)."""
+    vector, per_op = _op_vector(op, partialsType, True)
+    if partialsType == HALF:
+        store = _STRIDED_STORE_HALF[outType].get(op, (0, 0))  # SQUARE_ADD: none in the table
+        post = 1 + store[update]
+    else:
+        post = (3 if op == "Add" else 2) + _STRIDED_STORE_FLOAT[outType][op == "LogAdd"][update]
+    outer = 3 + post + 3 + per_op * (rows - 1)
+    per_loop = math.gcd(min(vector, target.getVectorWidth(partialsType)), width)
+    return 3 + 2 + 6 + 5 + outer * -(-width // per_loop)
+
+
+def generalCycles(partials: Sequence[int], outs: Sequence[int], numPartials: Sequence[int],
+                  partialsType: Type, outType: Type, op: str, update: bool, target: Target) -> int:
+    """``getCyclesEstimateForReduce``: the general vertex."""
     cycles = 5 + 1 + 1
     if op not in VECTORISED:
         cycles += 12 * 2

@@ -201,23 +201,24 @@ def fill_regions(owner: np.ndarray) -> Regions:
                    zero, zero[:0], zero[:0])
 
 
-def split_for_workers(regions: Regions, workers: int) -> np.ndarray:
+def split_for_workers(regions: Regions, workers: int, grain: int = 1) -> np.ndarray:
     """Cut wide regions holding more than a worker's share of their tile's work (and few
-    pieces) into column chunks, in place, and return each region's worker (consecutive regions of a tile share
-    out its work evenly)."""
+    pieces) into column chunks starting at multiples of ``grain`` columns (64 bits of partials,
+    as PopLibs' strided vertices take them), in place, and return each region's worker
+    (consecutive regions of a tile share out its work evenly)."""
     piece_region = np.repeat(np.arange(regions.tile.size), regions.count)
     read = np.bincount(piece_region, weights=regions.length, minlength=regions.tile.size)
     work = np.maximum(read, regions.width)
     tile_work = np.bincount(regions.tile, weights=work)
     share = np.maximum(np.ceil(tile_work[regions.tile] / workers), 1)
-    chunks = np.minimum(np.ceil(work / share), np.minimum(regions.width, workers)).astype(np.int64)
+    chunks = np.minimum(np.ceil(work / share), np.minimum(-(-regions.width // grain), workers)).astype(np.int64)
     # Cutting a region multiplies its pieces (vertex state, exchange descriptors): regions
     # with many pieces, such as stage 2 gathering a partial from every tile, stay whole, unless
     # their tile would leave most workers idle (the last stage after an intermediate one)
     few = 2 * np.bincount(regions.tile)[regions.tile] <= workers
     chunks[(regions.width == 1) | ((regions.count > MAX_CHUNKED_PIECES) & ~few)] = 1
     if (chunks > 1).any():
-        _chunk(regions, np.maximum(chunks, 1))
+        _chunk(regions, np.maximum(chunks, 1), grain)
         piece_region = np.repeat(np.arange(regions.tile.size), regions.count)
         read = np.bincount(piece_region, weights=regions.length, minlength=regions.tile.size)
         work = np.maximum(read, regions.width)
@@ -228,12 +229,14 @@ def split_for_workers(regions: Regions, workers: int) -> np.ndarray:
     return np.clip(worker, 0, workers - 1)
 
 
-def _chunk(regions: Regions, chunks: np.ndarray) -> None:
-    """Split region g into ``chunks[g]`` column ranges (its pieces are ``width`` long)."""
+def _chunk(regions: Regions, chunks: np.ndarray, grain: int) -> None:
+    """Split region g into ``chunks[g]`` column ranges starting at multiples of ``grain`` (its
+    pieces are ``width`` long)."""
     g = np.repeat(np.arange(chunks.size), chunks)
     c = np.arange(g.size) - np.repeat(np.cumsum(chunks) - chunks, chunks)
-    lo = regions.width[g] * c // chunks[g]
-    hi = regions.width[g] * (c + 1) // chunks[g]
+    grains = -(-regions.width[g] // grain)
+    lo = np.minimum(grains * c // chunks[g] * grain, regions.width[g])
+    hi = np.minimum(grains * (c + 1) // chunks[g] * grain, regions.width[g])
     count = regions.count[g]
     first = (np.cumsum(regions.count) - regions.count)[g]
     k = np.repeat(first, count) + np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)

@@ -184,6 +184,38 @@ def test_reduce_add_rows(n, type_):
     assert cycles > 0
 
 
+@pytest.mark.parametrize("n", [7, 96, 1001])
+@pytest.mark.parametrize("type_", [poplar.FLOAT, poplar.HALF])
+def test_reduce_a_row_to_one_output_is_the_single_input_vertex(n, type_):
+    # SCALAR_OUTPUT_SINGLE_INPUT (getCyclesEstimateForSingleInput): the accumulators' vector (4
+    # floats, 8 halves) in two 64-bit loads a loop; 1 + 2 + 6 + 2 a loop + 5 + 1 a remainder
+    # element + 3, and 5 to store a half; one worker does it all
+    cycles, x, got = _run(n, type_, lambda g, ts, seq: popops.reduce(g, ts[0], [0], popops.Operation.ADD, seq))
+    per_loop = 4 if type_ == poplar.FLOAT else 8
+    worker = 1 + 2 + 6 + 2 * n // per_loop + 5 + n % per_loop + 3 + (5 if type_ == poplar.HALF else 0)
+    assert cycles == W * worker
+    np.testing.assert_allclose(got, x.astype(np.float32).sum(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("cols", [100, 64, 1000])
+@pytest.mark.parametrize("type_", [poplar.FLOAT, poplar.HALF])
+def test_reduce_columns_is_the_strided_vertex(cols, type_):
+    # STRIDED_REDUCE (getCyclesEstimateForStridedReduce): a column sum of [4, cols] on one tile, the
+    # columns cut for the workers at 64-bit grains; per worker 3 + 2 + 6 + 5, then per 64-bit
+    # vector of outputs 3 + the store (float 3 + 2, half 1 + 7) + 3 + a cycle per row after the first
+    cycles, x, got = _run(4 * cols, type_, lambda g, ts, seq: popops.reduce(
+        g, ts[0].reshape([4, cols]), [0], popops.Operation.ADD, seq))
+    grain = 2 if type_ == poplar.FLOAT else 4
+    grains = _ceil(cols, grain)
+    chunks = min(W, grains)
+    widths = [min(grains * (c + 1) // chunks * grain, cols) - min(grains * c // chunks * grain, cols)
+              for c in range(chunks)]
+    store = 3 + 2 if type_ == poplar.FLOAT else 1 + 7
+    worker = max(16 + _ceil(w, grain) * (3 + store + 3 + 3) for w in widths)
+    assert cycles == W * worker
+    np.testing.assert_allclose(got, x.reshape(4, -1).astype(np.float32).sum(0), rtol=1e-3)
+
+
 def test_simple_ops_reach_the_vector_width():
     # doubling a large tile's elements adds one 3-cycle pass (1 + 2) per vector per worker:
     # 2 floats or 4 halves per pass, 64 bits
