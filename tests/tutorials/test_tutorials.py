@@ -85,7 +85,8 @@ def _summary_figure(out: str, label: str) -> float:
 
 
 def test_tut7_on_the_hardware_path_lands_near_graphcores_hardware_profile(tmp_path):
-    out = poplar_py_run(tmp_path, "tutorials/tut7_matrix_vector_opt/tut7.py", "10000", "1000", "--device", "ipu")
+    out = poplar_py_run(tmp_path, "tutorials/tut7_matrix_vector_opt/tut7.py", "10000", "1000",
+                        "--device", "ipu")
     assert "Device ipu" in out and "Trying to attach to IPU" in out and "Attached to IPU 0" in out
     assert "Worst cost seen: 53807" in out and "Multiplication result OK" in out
     # Graphcore's hardware profile of this run (its README): within 25%, compute within 20%

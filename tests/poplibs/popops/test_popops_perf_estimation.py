@@ -190,7 +190,8 @@ def test_reduce_a_row_to_one_output_is_the_single_input_vertex(n, type_):
     # SCALAR_OUTPUT_SINGLE_INPUT (getCyclesEstimateForSingleInput): the accumulators' vector (4
     # floats, 8 halves) in two 64-bit loads a loop; 1 + 2 + 6 + 2 a loop + 5 + 1 a remainder
     # element + 3, and 5 to store a half; one worker does it all
-    cycles, x, got = _run(n, type_, lambda g, ts, seq: popops.reduce(g, ts[0], [0], popops.Operation.ADD, seq))
+    cycles, x, got = _run(n, type_, lambda g, ts, seq: popops.reduce(g, ts[0], [0], popops.Operation.ADD,
+                                                                     seq))
     per_loop = 4 if type_ == poplar.FLOAT else 8
     worker = 1 + 2 + 6 + 2 * n // per_loop + 5 + n % per_loop + 3 + (5 if type_ == poplar.HALF else 0)
     assert cycles == W * worker
