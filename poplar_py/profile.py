@@ -419,11 +419,16 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
         for v in ex["vertexTypes"]:
             lines.append(f"    {v['type']:<{width}}  ({v['instances']:,} instances): {v['cycles']:>14,}")
     if str(options.get("showExecutionSteps", "false")).lower() == "true":
+        # the host preparing stream data (StreamCopyBegin) has a column where it takes time: hardware
+        begin = any(s.get("streamCopyBegin") for s in ex["steps"])
         lines += ["", "  Execution steps:", f"    {'Step':<48}{'Type':<17}{'Runs':>7}{'Sync':>9}"
-                  f"{'Exchange':>11}{'Host':>11}{'Compute':>11}{'Cycles':>14}"]
+                  f"{'Exchange':>11}{'Host':>11}" + (f"{'Host prep':>12}" if begin else "")
+                  + f"{'Compute':>11}{'Cycles':>14}"]
         for s in ex["steps"]:
             lines.append(f"    {s['name'][:47]:<48}{s['type']:<17}{s['count']:>7,}{s['sync']:>9,}"
-                         f"{s['exchange']:>11,}{s['host']:>11,}{s['compute']:>11,}{s['cycles']:>14,}")
+                         f"{s['exchange']:>11,}{s['host']:>11,}"
+                         + (f"{s.get('streamCopyBegin', 0):>12,}" if begin else "")
+                         + f"{s['compute']:>11,}{s['cycles']:>14,}")
     return "\n".join(lines) + "\n"
 
 
