@@ -210,9 +210,10 @@ def split_for_workers(regions: Regions, workers: int, grain: int = 1) -> np.ndar
     read = np.bincount(piece_region, weights=regions.length, minlength=regions.tile.size)
     work = np.maximum(read, regions.width)
     tile_work = np.bincount(regions.tile, weights=work)
-    share = np.maximum(np.ceil(tile_work[regions.tile] / workers), 1)
+    share = np.maximum(tile_work[regions.tile] / workers, 1)
     grains = -(-regions.width // grain)
-    chunks = np.minimum(np.ceil(work / share), np.minimum(grains, workers)).astype(np.int64)
+    # the nearest whole number of shares (not the next): a region just over two shares in two chunks
+    chunks = np.minimum(np.maximum(np.rint(work / share), 1), np.minimum(grains, workers)).astype(np.int64)
     # Cutting a region multiplies its pieces (vertex state, exchange descriptors): regions
     # with many pieces, such as stage 2 gathering a partial from every tile, stay whole, unless
     # their tile would leave most workers idle (the last stage after an intermediate one)
