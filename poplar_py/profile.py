@@ -151,7 +151,7 @@ class Profile:
                 step_rows[-1]["computeSet"] = step.runner.name
                 if step.runner.flops:  # one run on one replica: every replica runs it
                     add_flops(step_rows[-1], step.runner.flops, replicas)
-            tile_cycles = {key: compact(getattr(cost, key)) for key in _PHASES}
+            tile_cycles = {key: compact(sync if key == "sync" else getattr(cost, key)) for key in _PHASES}
             numbers = sum(len(v) if isinstance(v, list) else len(v["runs"]) if isinstance(v, dict) else 1
                           for v in tile_cycles.values())
             if numbers <= budget:

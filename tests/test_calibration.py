@@ -11,6 +11,7 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
+from poplar_py.profile import expand
 from poplar_py.calibration import (
     HARDWARE,
     HOST_BANDWIDTH,
@@ -94,6 +95,7 @@ def test_a_tiles_wait_for_slower_tiles_is_sync_on_hardware(tmp_path, path):
     assert compute[0] == 6 * 51 and compute[1:] == [0, 0, 0]
     waits = [0] + [compute[0]] * 3 if path == "hardware" else [0] * 4
     assert sync == [barrier + w for w in waits]  # one barrier: nothing comes in or goes out
+    assert expand(profile["steps"][0]["tileCycles"]["sync"], 4).tolist() == sync  # the viewer's too
     assert profile["totalCycles"] == barrier + compute[0]  # the step takes as long on both paths
 
 
