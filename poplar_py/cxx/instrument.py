@@ -119,7 +119,11 @@ def code_bytes(ir_text: str, entry: str) -> int:
     rewriter = _Rewriter(
         _entry(text[start], text[start + 1 : text.index("}", start)]), Lines({}, {}, ""), set(), checked=False
     )
-    costs = [rewriter.cost(line) for line in rewriter.e.body if line.startswith("  ")]
+    def counted(line: str) -> bool:  # loop control is counted once below, whatever a turn costs
+        m = RESULT.match(line)
+        return line.startswith("  ") and (m is None or m[1] not in rewriter.loop_control)
+
+    costs = [rewriter.cost(line) for line in rewriter.e.body if counted(line)]
     # one instruction per operation (a division or a maths call is one), less the loads the
     # headers' bookkeeping makes free (negative adjustments)
     working = sum(min(c, 1) for c in costs)
