@@ -144,7 +144,7 @@ def field_spec(record: VertexRecord, member: Member, file: str) -> FieldSpec:
             f"{file}: field '{member.name}' of vertex {record.name} has type {member.ctype}, which the "
             "simulator cannot lay out; fields are Input/Output/InOut of an element type or of "
             "Vector<T>/VectorList<T>, Vector<Input<Vector<T>>>, Vector<T>, or an element type "
-            f"({', '.join(t.name for t in ALL_TYPES)}, half)"
+            f"({', '.join(t.name for t in ALL_TYPES)})"
         )
     return spec
 
