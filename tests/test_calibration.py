@@ -11,7 +11,6 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.profile import expand
 from poplar_py.calibration import (
     HARDWARE,
     HOST_BANDWIDTH,
@@ -20,6 +19,7 @@ from poplar_py.calibration import (
     IPU_MODEL,
     LINK_LATENCY,
 )
+from poplar_py.profile import expand
 
 CLOCK = 1.33e9
 

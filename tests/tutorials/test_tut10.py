@@ -2,6 +2,7 @@
 of the simulated Pod against the same step in numpy, for several splits."""
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,35 @@ def test_a_step_matches_numpy(tp, pp, dp, phased):
             # step makes a step of its float rounding, on the Pod and in numpy alike
             atol = LR if name.endswith(".bk") else 1e-3 * LR
             np.testing.assert_allclose(value, want, rtol=1e-4, atol=atol, err_msg=f"replica {r} {name}")
+
+
+@pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
+@pytest.mark.parametrize("tp,pp,dp", [(1, 1, 2), (2, 2, 2)])
+def test_a_half_step_stays_near_numpys_float_step(tp, pp, dp, phased):
+    # weights, activations and gradients in half, products with half partials, Adam in float: the
+    # loss within half's precision of float's; an Adam step moves a weight by about the learning
+    # rate, the sign of its gradient's, so a weight is the float step's, less half's rounding,
+    # unless its gradient is too small for half to give its sign (a step the other way; a key
+    # bias's gradient is zero but for rounding: every step is one of those)
+    sizes = replace(SIZES, half=True)
+    split = gpt.Split(tp, pp, dp, accum=2)
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
+    full = gpt.initial_parameters(sizes, seed=1)
+    trainer.write_parameters(full)
+    data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
+    loss = trainer.step(data, 1)
+    groups = [data[d * tp] for d in range(dp)]
+    expected_loss, expected = reference.train_step(
+        {k: v.astype(np.float64) for k, v in full.items()}, {}, SIZES, groups, LR, 1
+    )
+    assert loss == pytest.approx(expected_loss, rel=2e-3)
+    for r in range(split.replicas):
+        for name, value in trainer.read_parameters(r).items():
+            assert value.dtype == np.float16
+            want = gpt.shard_of(name, expected[name], tp, trainer.replica_tp(r))
+            error = np.abs(value.astype(np.float64) - want)
+            assert error.max() <= 2.1 * LR, name
+            assert name.endswith(".bk") or (error <= 0.1 * LR).mean() >= 0.9, name
 
 
 @pytest.mark.parametrize("pp,accum,layers", [(2, 4, 2), (4, 8, 4)])

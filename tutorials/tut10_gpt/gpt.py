@@ -16,7 +16,10 @@ backward), whose stages run side by side on their IPUs.
 
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
-        [--lr ETA] [--seed K]
+        [--lr ETA] [--seed K] [--phased] [--half]
+
+``--half`` keeps weights, activations and gradients in half and multiplies with half partials (as
+Graphcore trains BERT on Pods); Adam's master weights and moments stay float.
 
 Each step prints its loss (nats per byte, the mean over the step's tokens), the simulated step
 time and the Pod's tokens per second.
@@ -271,7 +274,7 @@ class Trainer:
             place = next(g.index(r) for g in groups if r in g)
             for name, flat in self._blocks(full, self.replica_tp(r)).items():
                 if name.count("/"):  # a phased layer's row of parameters
-                    self.engine.copyToRemoteBuffer(flat, name, 0, replicaIndex=r)
+                    self.engine.copyToRemoteBuffer(flat.astype(self.s.dtype.dtype), name, 0, replicaIndex=r)
                 else:
                     self.engine.writeTensor(f"{name}/params", flat, replicaIndex=r)
                 adam = self.optimisers[name]
@@ -290,7 +293,7 @@ class Trainer:
                     {name: flat[lo:hi].reshape(st.shapes[name]) for name, (lo, hi) in st.offsets.items()}
                 )
             for layer in st.layers if st.phased else ():
-                row = np.empty(st.layer_size, np.float32)
+                row = np.empty(st.layer_size, self.s.dtype.dtype)
                 self.engine.copyFromRemoteBuffer(f"stage{st.index}/l{layer}", row, 0, replicaIndex=r)
                 out.update(
                     {
@@ -383,6 +386,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for flag in ("tp", "pp", "dp", "accum"):
         p.add_argument(f"--{flag}", type=int, default=None)
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
+    p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=256)
@@ -406,14 +410,15 @@ def split_of(args: argparse.Namespace) -> Split:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch)
+    s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
+              half=args.half)
     split = split_of(args)
     check(s, split, args.pod)
     text = DATA.read_bytes()
     print(
         f"GPT: {s.layers} layers, hidden {s.hidden}, {s.heads} heads, sequence {s.seq}, "
-        f"vocabulary {s.vocab}; tp {split.tp} x pp {split.pp} x dp {split.dp} = {split.ipus} IPUs, "
-        f"{split.accum} micro-batch(es) of {s.batch} per replica and step"
+        f"vocabulary {s.vocab}, {s.dtype}; tp {split.tp} x pp {split.pp} x dp {split.dp} = "
+        f"{split.ipus} IPUs, {split.accum} micro-batch(es) of {s.batch} per replica and step"
     )
     print(
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"

@@ -27,7 +27,7 @@ MASKED = -10_000.0  # added to the scores of future positions: exp() of it is 0 
 
 @dataclass(frozen=True)
 class Sizes:
-    """The model's sizes and the micro-batch."""
+    """The model's sizes, the micro-batch and the precision."""
 
     vocab: int = 256
     hidden: int = 128
@@ -36,6 +36,11 @@ class Sizes:
     seq: int = 64
     batch: int = 1
     eps: float = 1e-5  # layer norm
+    half: bool = False  # weights, activations and gradients in half, products with half partials
+
+    @property
+    def dtype(self) -> poplar.Type:
+        return poplar.HALF if self.half else poplar.FLOAT
 
     @property
     def tokens(self) -> int:
@@ -160,11 +165,11 @@ class Stage:
             self.row0 = self.rows.slice(0, 1)
             for layer in layers:
                 self.remote[layer] = graph.addRemoteBuffer(
-                    f"stage{index}/l{layer}", poplar.FLOAT, self.layer_size, repeats=2
+                    f"stage{index}/l{layer}", s.dtype, self.layer_size, repeats=2
                 )
         self._layer_functions: LayerFunctions | None = None
         self.mask = graph.addConstant(
-            poplar.FLOAT,
+            s.dtype,
             [s.seq, s.seq],
             np.triu(np.full([s.seq, s.seq], MASKED, np.float32), 1),
             "causalMask",
@@ -172,7 +177,7 @@ class Stage:
         poputil.mapTensorLinearly(graph, self.mask)
 
     def _buffer(self, size: int, name: str) -> poplar.Tensor:
-        t = self.graph.addVariable(poplar.FLOAT, [size], name)
+        t = self.graph.addVariable(self.s.dtype, [size], name)
         poputil.mapTensorLinearly(self.graph, t)
         return t
 
@@ -240,7 +245,7 @@ class Stage:
         if self._layer_functions is None:
             s, g = self.s, self.graph
             x, d = (
-                g.addVariable(poplar.FLOAT, [s.tokens, s.hidden], f"stage{self.index}/{w}")
+                g.addVariable(s.dtype, [s.tokens, s.hidden], f"stage{self.index}/{w}")
                 for w in ("x", "d")
             )
             for t in (x, d):
@@ -254,7 +259,7 @@ class Stage:
             flat = poplar.concat([saved[k].flatten() for k in names]).expand([0])
             stash = g.addRemoteBuffer(
                 f"stage{self.index}/activations",
-                poplar.FLOAT,
+                s.dtype,
                 flat.numElements(),
                 repeats=len(self.layers) * micros,
             )
@@ -276,14 +281,22 @@ class Stage:
             seq.add(prog.Copy(self.pair, self.remote[layer], self.rows))
 
     # ---- building blocks -------------------------------------------------------------------
+    @property
+    def options(self) -> dict[str, str]:
+        """The products' options: half partials in half (Graphcore's ``enable_half_partials``)."""
+        return {"partialsType": "half"} if self.s.half else {}
+
     def mm(self, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str) -> poplar.Tensor:
-        return poplin.matMul(self.graph, a, b, seq, name)
+        return poplin.matMul(self.graph, a, b, seq, name, self.options)
+
+    def grouped(self, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str) -> poplar.Tensor:
+        return poplin.matMulGrouped(self.graph, a, b, seq, name, self.options)
 
     def mm_acc(
         self, into: poplar.Tensor, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str
     ) -> None:
         """``into += a @ b`` (gradients accumulate over micro-batches)."""
-        poplin.matMulAcc(self.graph, into, 1.0, a, b, seq, name)
+        poplin.matMulAcc(self.graph, into, 1.0, a, b, seq, name, self.options)
 
     def bias_grad(self, dy: poplar.Tensor, b: str, seq: prog.Sequence) -> None:
         db = popops.reduce(self.graph, dy, [0], popops.Operation.ADD, seq, f"{b}/grad")
@@ -336,14 +349,12 @@ class Stage:
         g, s = self.graph, self.s
         a, white1, isd1 = self.layer_norm(x, p + "ln1", seq)
         q, k, v = (self.dense(a, p + f"w{n}", p + f"b{n}", seq) for n in "qkv")
-        scores = poplin.matMulGrouped(
-            g, self.heads(q), self.heads(k).dimShuffle([0, 2, 1]), seq, p + "scores"
-        )
+        scores = self.grouped(self.heads(q), self.heads(k).dimShuffle([0, 2, 1]), seq, p + "scores")
         popops.mulInPlace(g, scores, 1 / math.sqrt(s.head_dim), seq, p + "scale")
         mask = self.mask.expand([0]).broadcast(scores.dim(0), 0)
         popops.addInPlace(g, scores, mask, seq, p + "causal")
         probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, scores, seq, p + "softmax")
-        ctx = self.merge(poplin.matMulGrouped(g, probs, self.heads(v), seq, p + "context"))
+        ctx = self.merge(self.grouped(probs, self.heads(v), seq, p + "context"))
         o = self.mm(ctx, self.param(p + "wo"), seq, p + "wo")
         self.all_reduce(o, seq, p + "wo/allReduce")
         popops.addInPlace(g, o, self.param(p + "bo"), seq, p + "bo/add")
@@ -389,16 +400,14 @@ class Stage:
         self.bias_grad(d_o, p + "bo", seq)
         self.mm_acc(self.grad(p + "wo"), t["ctx"].transpose(), d_o, seq, p + "wo/grad")
         d_ctx = self.heads(self.mm(d_o, self.param(p + "wo").transpose(), seq, p + "wo/inputGrad"))
-        d_probs = poplin.matMulGrouped(
-            g, d_ctx, self.heads(t["v"]).dimShuffle([0, 2, 1]), seq, p + "probs/grad"
-        )
-        d_v = poplin.matMulGrouped(g, t["probs"].dimShuffle([0, 2, 1]), d_ctx, seq, p + "v/grad")
+        d_probs = self.grouped(d_ctx, self.heads(t["v"]).dimShuffle([0, 2, 1]), seq, p + "probs/grad")
+        d_v = self.grouped(t["probs"].dimShuffle([0, 2, 1]), d_ctx, seq, p + "v/grad")
         d_scores = popnn.nonLinearityInputGradient(
             g, NL.SOFTMAX_STABLE, t["probs"], d_probs, seq, p + "softmax/grad"
         )
         popops.mulInPlace(g, d_scores, 1 / math.sqrt(s.head_dim), seq, p + "scale/grad")
-        d_q = poplin.matMulGrouped(g, d_scores, self.heads(t["k"]), seq, p + "q/grad")
-        d_k = poplin.matMulGrouped(g, d_scores.dimShuffle([0, 2, 1]), self.heads(t["q"]), seq, p + "k/grad")
+        d_q = self.grouped(d_scores, self.heads(t["k"]), seq, p + "q/grad")
+        d_k = self.grouped(d_scores.dimShuffle([0, 2, 1]), self.heads(t["q"]), seq, p + "k/grad")
         d_a = None
         for n, d in (("q", d_q), ("k", d_k), ("v", d_v)):
             d = self.merge(d)
@@ -454,11 +463,11 @@ class Stage:
         h, white, isd = self.layer_norm(x, "lnf", seq)
         logits = self.mm(h, self.param("wte").transpose(), seq, "logits")
         probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, logits, seq, "logits/softmax")
-        losses = g.addVariable(poplar.FLOAT, [s.tokens], "losses")
+        losses = g.addVariable(s.dtype, [s.tokens], "losses")
         deltas = g.clone(probs, "deltas")
         poputil.mapTensorLinearly(g, losses)
         seq.add(popnn.calcLoss(g, probs, targets, losses, deltas, popnn.CROSS_ENTROPY_LOSS, "loss"))
-        loss = popops.reduce(g, losses, [0], popops.Operation.ADD, seq, "loss/sum")
+        loss = popops.reduce(g, losses, poplar.FLOAT, [0], popops.Operation.ADD, seq, "loss/sum")
         popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
         return loss, dict(h=h, white=white, isd=isd, deltas=deltas)
 

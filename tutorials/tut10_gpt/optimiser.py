@@ -4,7 +4,8 @@ Replicated tensor sharding, as Graphcore trains large models: each replica of a 
 group of D keeps 1/D of a stage's master weights and of Adam's two moments in a remote buffer
 (rows 0, 1 and 2 of its own rows). A step reduce-scatters the stage's gradients in the group (each
 replica gets the mean of its shard), loads its shard's rows, updates them, stores them back and
-all-gathers the group's new weights into the stage's parameters.
+all-gathers the group's new weights into the stage's parameters. The state is float whatever the
+parameters' type: half parameters and gradients are converted on the way in and out.
 
 The bias corrections come from the host each step as two numbers (``lr_t``, ``eps_t``), so that
 ``w -= lr_t m / (sqrt(v) + eps_t)`` is Adam's ``w -= lr m^ / (sqrt(v^) + eps)`` exactly.
@@ -46,6 +47,8 @@ class ShardedAdam:
         g = gcl.reduceScatterCrossReplica(
             graph, grads, gcl.CollectiveOperator.MEAN, seq, group, f"{name}/grads/reduceScatter"
         )
+        if g.elementType() != poplar.FLOAT:
+            g = popops.cast(graph, g, poplar.FLOAT, seq, f"{name}/grads/float")
         self.shard = g.numElements()
         self.buffer = graph.addRemoteBuffer(f"{name}/adam", poplar.FLOAT, self.shard, repeats=3)
         rows = graph.addConstant(poplar.UNSIGNED_INT, [3], [0, 1, 2], f"{name}/adam/rows")
@@ -79,6 +82,8 @@ class ShardedAdam:
             f"{name}/adam/w",
         )
         seq.add(prog.Copy(held, self.buffer, rows))
+        if params.elementType() != poplar.FLOAT:
+            w = popops.cast(graph, w, params.elementType(), seq, f"{name}/weights/{params.elementType()}")
         new = gcl.allGatherCrossReplica(graph, w, seq, group, f"{name}/weights/allGather")
         seq.add(prog.Copy(new.flatten().slice(0, params.numElements()), params))
         popops.zero(graph, grads, seq, f"{name}/grads/zero")
