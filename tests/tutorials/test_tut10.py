@@ -53,6 +53,27 @@ def test_a_step_matches_numpy(tp, pp, dp, phased):
 
 
 @pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
+@pytest.mark.parametrize("layers_per_ipu", [(0, 2), (2, 0)])
+def test_stages_take_the_layers_they_are_given(layers_per_ipu, phased):
+    # the embeddings alone on the first IPU, as Graphcore pipelines BERT (or a stage of the head
+    # alone): the same step as numpy's
+    split = gpt.Split(1, len(layers_per_ipu), 1, accum=len(layers_per_ipu), layers_per_ipu=layers_per_ipu)
+    trainer = gpt.Trainer(SIZES, split, LR, device(split.ipus), phased=phased)
+    assert [len(st.layers) for st in trainer.stages] == list(layers_per_ipu)
+    full = gpt.initial_parameters(SIZES, seed=1)
+    trainer.write_parameters(full)
+    data = gpt.batches(gpt.DATA.read_bytes(), SIZES, split, np.random.default_rng(2))
+    loss = trainer.step(data, 1)
+    expected_loss, expected = reference.train_step(
+        {k: v.astype(np.float64) for k, v in full.items()}, {}, SIZES, [data[0]], LR, 1
+    )
+    assert loss == pytest.approx(expected_loss, rel=1e-5)
+    for name, value in trainer.read_parameters(0).items():
+        atol = LR if name.endswith(".bk") else 1e-3 * LR
+        np.testing.assert_allclose(value, expected[name], rtol=1e-4, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
 @pytest.mark.parametrize("tp,pp,dp", [(1, 1, 2), (2, 2, 2)])
 def test_a_half_step_stays_near_numpys_float_step(tp, pp, dp, phased):
     # weights, activations and gradients in half, products with half partials, Adam in float: the
@@ -100,6 +121,9 @@ def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
     (["--tp", "3", "--pp", "1", "--dp", "1"], "--tp 3 must divide --heads 8"),
     (["--pp", "4", "--layers", "2", "--tp", "1", "--dp", "1"], "--pp 4 is more stages than --layers 2"),
     (["--pp", "2", "--accum", "1", "--tp", "1", "--dp", "1"], "--accum 1 is fewer micro-batches"),
+    (["--pp", "2", "--tp", "1", "--dp", "1", "--layers-per-ipu", "0,1"],
+     "--layers-per-ipu 0,1 must give each of the --pp 2 stages a number of layers, 2"),
+    (["--pp", "2", "--tp", "1", "--dp", "1", "--layers-per-ipu", "0,1,1"], "--layers-per-ipu 0,1,1 must"),
 ])
 def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monkeypatch):
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached

@@ -16,10 +16,12 @@ backward), whose stages run side by side on their IPUs.
 
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
-        [--lr ETA] [--seed K] [--phased] [--half]
+        [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half]
 
-``--half`` keeps weights, activations and gradients in half and multiplies with half partials (as
-Graphcore trains BERT on Pods); Adam's master weights and moments stay float.
+``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
+first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
+half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights
+and moments stay float.
 
 Each step prints its loss (nats per byte, the mean over the step's tokens), the simulated step
 time and the Pod's tokens per second.
@@ -28,6 +30,7 @@ time and the Pod's tokens per second.
 from __future__ import annotations
 
 import argparse
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +54,14 @@ class Split:
     pp: int = 1
     dp: int = 1
     accum: int = 1
+    layers_per_ipu: tuple[int, ...] | None = None  # layers of each stage (None: as even as can be)
+
+    def stage_layers(self, layers: int) -> list[range]:
+        """The layers of each pipeline stage."""
+        counts = self.layers_per_ipu or [(i + 1) * layers // self.pp - i * layers // self.pp
+                                         for i in range(self.pp)]
+        ends = np.cumsum([0, *counts]).tolist()
+        return [range(a, b) for a, b in itertools.pairwise(ends)]
 
     @property
     def replicas(self) -> int:
@@ -71,8 +82,16 @@ def check(s: Sizes, split: Split, pod: int | None) -> None:
         )
     if s.heads % split.tp or s.mlp % split.tp:
         problems.append(f"--tp {split.tp} must divide --heads {s.heads} and the MLP's {s.mlp} units")
-    if split.pp > s.layers:
+    if split.layers_per_ipu is None and split.pp > s.layers:
         problems.append(f"--pp {split.pp} is more stages than --layers {s.layers}")
+    if split.layers_per_ipu is not None and (
+        len(split.layers_per_ipu) != split.pp or sum(split.layers_per_ipu) != s.layers
+        or min(split.layers_per_ipu) < 0
+    ):
+        problems.append(
+            f"--layers-per-ipu {','.join(map(str, split.layers_per_ipu))} must give each of the --pp "
+            f"{split.pp} stages a number of layers, {s.layers} (--layers) in all"
+        )
     if split.pp > 1 and split.accum < split.pp:
         problems.append(
             f"--accum {split.accum} is fewer micro-batches than the --pp {split.pp} stages a pipeline needs"
@@ -100,9 +119,8 @@ class Trainer:
             lib.addCodelets(graph)
         tiles = graph.getTarget().getNumTiles() // split.pp
         self.stages = []
-        for i in range(split.pp):
+        for i, layers in enumerate(split.stage_layers(s.layers)):
             g = graph if split.pp == 1 else graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
-            layers = range(i * s.layers // split.pp, (i + 1) * s.layers // split.pp)
             self.stages.append(
                 Stage(
                     g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased
@@ -385,6 +403,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pod", type=int, choices=sorted(PODS), default=None)
     for flag in ("tp", "pp", "dp", "accum"):
         p.add_argument(f"--{flag}", type=int, default=None)
+    p.add_argument("--layers-per-ipu", type=lambda v: tuple(int(n) for n in v.split(",")), default=None,
+                   help="the layers of each pipeline stage, as 0,4,4,4 (the embedding's stage may have none)")
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
     p.add_argument("--steps", type=int, default=3)
@@ -405,7 +425,7 @@ def split_of(args: argparse.Namespace) -> Split:
     tp, pp, dp = PODS[pod] if pod is not None else (1, 1, 1)
     base = {"tp": tp, "pp": pp, "dp": dp, **explicit}
     accum = args.accum if args.accum is not None else base["pp"]
-    return Split(base["tp"], base["pp"], base["dp"], accum)
+    return Split(base["tp"], base["pp"], base["dp"], accum, args.layers_per_ipu)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -209,6 +209,8 @@ class Stage:
         self, x: poplar.Tensor, seq: prog.Sequence, micro: int, micros: int
     ) -> tuple[poplar.Tensor, list[dict]]:
         """The stage's blocks on micro-batch ``micro`` (of ``micros``): (output, what backward needs)."""
+        if not self.layers:
+            return x, []
         if self.phased:
             functions = self._functions(micros)
             seq.add(prog.Copy(x, functions.x))
@@ -227,6 +229,8 @@ class Stage:
         self, d: poplar.Tensor, saved: list[dict], seq: prog.Sequence, micro: int, micros: int
     ) -> poplar.Tensor:
         """The blocks' backward pass on micro-batch ``micro``, accumulating their gradients."""
+        if not self.layers:
+            return d
         if self.phased:
             functions = self._functions(micros)
             seq.add(prog.Copy(d, functions.d))
