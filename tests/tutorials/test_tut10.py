@@ -16,7 +16,7 @@ sys.path.insert(0, str(TUT))
 import breakdown  # noqa: E402
 import gpt  # noqa: E402
 import reference  # noqa: E402
-from model import Sizes  # noqa: E402
+from model import Sizes, parameter_shapes  # noqa: E402
 
 SIZES = Sizes(hidden=32, heads=4, layers=2, seq=8, batch=2)
 LR = 1e-2
@@ -131,6 +131,17 @@ def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monke
         gpt.main(flags)
 
 
+def test_model_flops_are_six_per_weight_and_token_and_the_attention():
+    # training (no recomputation) multiplies every weight matrix's elements by a token three times
+    # (forward, and the backward's two products), 2 FLOPs a multiply-add; attention's two products
+    # are over the sequence
+    s = Sizes(hidden=768, heads=12, layers=12, seq=128, vocab=30522)
+    shapes = parameter_shapes(s, 1, range(s.layers), False, True)
+    weights = sum(np.prod(shape) for name, shape in shapes.items()
+                  if name.split(".")[-1] in ("wq", "wk", "wv", "wo", "w1", "w2", "wte"))
+    assert s.flops_per_token == 6 * weights + 3 * 2 * 2 * s.seq * s.hidden * s.layers
+
+
 def test_the_tutorial_prints_its_figures(capsys):
     poplar.target.setModelDefaults(tilesPerIPU=16)
     try:
@@ -143,4 +154,5 @@ def test_the_tutorial_prints_its_figures(capsys):
     assert "the Pod's SRAM" in out and "IPU 1 of each replica (stage 1): SRAM" in out
     assert out.count("  cycles: compute") == 2 and "tp all-reduce" in out and "pipeline bubble" in out
     losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("step ")]
+    assert out.count(" model TFLOPS per IPU") == 2
     assert len(losses) == 2 and losses[1] < losses[0] < 6

@@ -24,7 +24,7 @@ half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam'
 and moments stay float.
 
 Each step prints its loss (nats per byte, the mean over the step's tokens), the simulated step
-time and the Pod's tokens per second.
+time, the Pod's tokens per second and the model FLOPs per IPU a second (``Sizes.flops_per_token``).
 """
 
 from __future__ import annotations
@@ -456,7 +456,8 @@ def main(argv: list[str] | None = None) -> None:
         execution = trainer.engine.getProfile()["execution"]
         seconds = execution["totalCycles"] / target.getTileClockFrequency()
         print(
-            f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} tokens/s"
+            f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} "
+            f"tokens/s, {s.flops_per_token * tokens / seconds / split.ipus / 1e12:.2f} model TFLOPS per IPU"
         )
         print("  " + describe_cycles(execution, trainer))
 

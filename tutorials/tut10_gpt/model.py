@@ -54,6 +54,16 @@ class Sizes:
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
+    @property
+    def flops_per_token(self) -> int:
+        """The model FLOPs of training on one token (a multiply-add is 2; the backward pass twice
+        the forward's products, no recomputation): per layer the four attention projections
+        (``4 h^2``), the MLP's two (``2 h x 4h``) and the attention's scores and context
+        (``2 x seq x h``), then the output projection (``h x vocab``)."""
+        h = self.hidden
+        per_layer = 2 * (4 * h * h + 2 * h * self.mlp) + 2 * 2 * self.seq * h
+        return 3 * (self.layers * per_layer + 2 * h * self.vocab)
+
 
 def layer_shapes(s: Sizes, tp: int) -> dict[str, list[int]]:
     """One layer's parameters on one tensor-parallel rank (column- and row-split ones 1/tp)."""
