@@ -4,7 +4,9 @@ Adam's state sharded in Streaming Memory, on a simulated Bow Pod.
 The model (``model.py``): byte-level tokens (vocabulary 256), learned positions, L pre-layer-norm
 decoder blocks of causal multi-head attention and a GELU MLP (4x hidden), a final layer norm and
 an output projection tied to the token embedding, softmax cross-entropy. It learns to predict
-the next byte of a public-domain English text (``data/``).
+the next byte of a public-domain English text (``data/``); with ``--predictions K`` it is a masked
+model instead, as BERT is pre-trained: attention both ways, K bytes of each sequence masked
+(replaced by byte 0) and predicted from the rest.
 
 The Pod's IPUs are ``pp x tp x dp``: a replica is ``pp`` IPUs (the layers cut into pipeline
 stages, one per IPU); ``tp`` consecutive replicas split every layer (tensor parallelism: heads and
@@ -16,7 +18,7 @@ backward), whose stages run side by side on their IPUs.
 
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
-        [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half]
+        [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
@@ -98,6 +100,8 @@ def check(s: Sizes, split: Split, pod: int | None) -> None:
         )
     if s.hidden % s.heads:
         problems.append(f"--heads {s.heads} must divide --hidden {s.hidden}")
+    if not 0 <= s.predictions <= s.seq:
+        problems.append(f"--predictions {s.predictions} must be 0 (a causal model) to --seq {s.seq}")
     if problems:
         raise SystemExit("gpt.py: " + "; ".join(problems))
 
@@ -132,7 +136,9 @@ class Trainer:
         first.graph.setTileMapping(self.hyper, 0)
         self.seq.add(prog.Copy(graph.addHostToDeviceFIFO("adam", poplar.FLOAT, 2), self.hyper))
         self.tokens_in = graph.addHostToDeviceFIFO("tokens", poplar.UNSIGNED_INT, s.tokens)
-        self.targets_in = graph.addHostToDeviceFIFO("targets", poplar.UNSIGNED_INT, s.tokens)
+        self.targets_in = graph.addHostToDeviceFIFO("targets", poplar.UNSIGNED_INT, s.targets)
+        self.positions_in = None if s.causal else graph.addHostToDeviceFIFO(
+            "positions", poplar.UNSIGNED_INT, s.targets)
         self.pipeline: set[str] = set()  # the names of the pipelined passes' steps
         self.loss = last.graph.addVariable(poplar.FLOAT, [1], "loss")
         last.graph.setTileMapping(self.loss, 0)
@@ -175,28 +181,36 @@ class Trainer:
         self.seq.add(prog.Copy(self.hyper, moved))
         return moved
 
-    def _inputs(self, seq: prog.Sequence, name: str) -> tuple[poplar.Tensor, poplar.Tensor]:
-        """A micro-batch's tokens (on the first stage) and targets (on the last), from the host."""
+    def _inputs(
+        self, seq: prog.Sequence, name: str
+    ) -> tuple[poplar.Tensor, poplar.Tensor, poplar.Tensor | None]:
+        """A micro-batch's tokens (on the first stage), targets and (a masked model) the positions
+        that predict them (on the last), from the host."""
         first, last = self.stages[0], self.stages[-1]
         tokens = first.graph.addVariable(poplar.UNSIGNED_INT, [self.s.tokens, 1], f"{name}/tokens")
-        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.tokens], f"{name}/targets")
+        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets], f"{name}/targets")
         poputil.mapTensorLinearly(first.graph, tokens)
         poputil.mapTensorLinearly(last.graph, targets)
         seq.add(prog.Copy(self.tokens_in, tokens.flatten()))
         seq.add(prog.Copy(self.targets_in, targets))
-        return tokens, targets
+        positions = None
+        if self.positions_in is not None:
+            positions = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets, 1], f"{name}/positions")
+            poputil.mapTensorLinearly(last.graph, positions)
+            seq.add(prog.Copy(self.positions_in, positions.flatten()))
+        return tokens, targets, positions
 
     @property
     def scale(self) -> float:
-        """d loss / d logits' factor: the loss is the mean over a replica's step's tokens."""
-        return 1 / (self.s.tokens * self.split.accum)
+        """d loss / d logits' factor: the loss is the mean over a replica's step's predictions."""
+        return 1 / (self.s.targets * self.split.accum)
 
     def _micro_batch(self, seq: prog.Sequence) -> None:
         """One stage: a micro-batch forward and backward, accumulating its gradients."""
         stage = self.stages[0]
-        tokens, targets = self._inputs(seq, "microBatch")
+        tokens, targets, positions = self._inputs(seq, "microBatch")
         x, saved = stage.forward_layers(stage.embed(tokens, seq), seq, 0, 1)
-        loss, head = stage.head(x, targets, seq, self.scale)
+        loss, head = stage.head(x, targets, positions, seq, self.scale)
         d = stage.head_backward(head, seq)
         popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
         d = stage.backward_layers(d, saved, seq, 0, 1)
@@ -219,7 +233,7 @@ class Trainer:
         sends = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # activations to the next stage
         returns = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # gradients to the previous
         for j in range(accum):
-            tokens, targets = self._inputs(forward[0][j], f"mb{j}")
+            tokens, targets, positions = self._inputs(forward[0][j], f"mb{j}")
             x: poplar.Tensor | None = None
             saved: list[list[dict]] = []
             for st in stages:
@@ -232,7 +246,7 @@ class Trainer:
                 x, mine = st.forward_layers(x, seq, j, accum)
                 saved.append(mine)
             last = stages[-1]
-            loss, head = last.head(x, targets, forward[-1][j], self.scale)
+            loss, head = last.head(x, targets, positions, forward[-1][j], self.scale)
             popops.addInPlace(last.graph, self.loss, loss.reshape([1]), forward[-1][j], "loss/acc")
             for st in reversed(stages):
                 seq = backward[st.index][j]
@@ -321,23 +335,20 @@ class Trainer:
                 )
         return out
 
-    def step(self, batches: np.ndarray, number: int) -> float:
-        """One training step on ``batches`` ([replica, micro-batch, batch, seq + 1] bytes): the mean
-        loss over every token of the step."""
+    def step(self, batches: Batches, number: int) -> float:
+        """One training step on ``batches``: the mean loss over every prediction of the step."""
         losses = np.zeros([self.split.replicas, 1], np.float32)
         hyper = corrections(self.lr, number)
         for r in range(self.split.replicas):
-            seqs = batches[r]
-            self.engine.connectStream(
-                "tokens", seqs[..., :-1].astype(np.uint32).reshape(-1).copy(), replicaIndex=r
-            )
-            self.engine.connectStream(
-                "targets", seqs[..., 1:].astype(np.uint32).reshape(-1).copy(), replicaIndex=r
-            )
+            streams = {"tokens": batches.tokens[r], "targets": batches.targets[r]}
+            if self.positions_in is not None:
+                streams["positions"] = batches.flat_positions(r)
+            for name, values in streams.items():
+                self.engine.connectStream(name, values.astype(np.uint32).reshape(-1).copy(), replicaIndex=r)
             self.engine.connectStream("adam", hyper, replicaIndex=r)
             self.engine.connectStream("loss", losses[r], replicaIndex=r)
         self.engine.run()
-        return float(losses.sum() / (self.split.replicas * self.s.tokens * self.split.accum))
+        return float(losses.sum() / (self.split.replicas * self.s.targets * self.split.accum))
 
 
 def flat_of(
@@ -383,13 +394,49 @@ def initial_parameters(s: Sizes, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def batches(text: bytes, s: Sizes, split: Split, rng: np.random.Generator) -> np.ndarray:
-    """A step's sequences ([replica, micro-batch, batch, seq + 1]): replicas of one tensor-parallel
-    group read the same ones, groups of the data-parallel dimension their own."""
+#: the token a masked model reads in place of a token it predicts (the text has no byte 0)
+MASK = 0
+
+
+@dataclass(frozen=True)
+class Batches:
+    """A step's micro-batches, each ``[replica, micro-batch, batch, ...]``: the tokens read, the
+    targets predicted, and (a masked model) the positions in a sequence that predict them."""
+
+    tokens: np.ndarray
+    targets: np.ndarray
+    positions: np.ndarray | None = None
+
+    def flat_positions(self, r: int) -> np.ndarray:
+        """Replica ``r``'s positions as indices of its micro-batches' tokens (sequence after sequence)."""
+        assert self.positions is not None
+        seq = self.tokens.shape[-1]
+        return self.positions[r] + seq * np.arange(self.positions.shape[2])[:, None]
+
+    def replica(self, r: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+        """Replica ``r``'s micro-batches: (tokens, targets, flat positions or None) each."""
+        flat = None if self.positions is None else self.flat_positions(r)
+        return [(self.tokens[r, j].reshape(-1), self.targets[r, j].reshape(-1),
+                 None if flat is None else flat[j].reshape(-1)) for j in range(self.tokens.shape[1])]
+
+
+def batches(text: bytes, s: Sizes, split: Split, rng: np.random.Generator) -> Batches:
+    """A step's micro-batches of the text: replicas of one tensor-parallel group read the same ones,
+    groups of the data-parallel dimension their own. A causal model reads ``seq`` bytes and
+    predicts each next one; a masked model reads ``seq`` bytes with ``predictions`` of them masked
+    and predicts those."""
     data = np.frombuffer(text, np.uint8)
     starts = rng.integers(0, data.size - s.seq - 1, [split.dp, split.accum, s.batch])
-    per_group = data[starts[..., None] + np.arange(s.seq + 1)]
-    return np.repeat(per_group, split.tp, axis=0)  # replica r = group r // tp
+    # replica r reads group r // tp's
+    seqs = np.repeat(data[starts[..., None] + np.arange(s.seq + 1)], split.tp, axis=0)
+    if s.causal:
+        return Batches(seqs[..., :-1], seqs[..., 1:])
+    tokens = seqs[..., :-1].copy()
+    order = rng.random([split.dp, split.accum, s.batch, s.seq]).argsort(axis=-1)  # a random order a sequence
+    positions = np.repeat(np.sort(order[..., : s.predictions], axis=-1), split.tp, axis=0)
+    targets = np.take_along_axis(tokens, positions, axis=-1)
+    np.put_along_axis(tokens, positions, MASK, axis=-1)
+    return Batches(tokens, targets, positions)
 
 
 def unigram_entropy(text: bytes) -> float:
@@ -407,6 +454,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the layers of each pipeline stage, as 0,4,4,4 (the embedding's stage may have none)")
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
+    p.add_argument("--predictions", type=int, default=0,
+                   help="a masked model (BERT): the masked positions a sequence predicts (0: a causal model)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=256)
@@ -431,12 +480,13 @@ def split_of(args: argparse.Namespace) -> Split:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
-              half=args.half)
+              half=args.half, predictions=args.predictions)
     split = split_of(args)
     check(s, split, args.pod)
     text = DATA.read_bytes()
     print(
-        f"GPT: {s.layers} layers, hidden {s.hidden}, {s.heads} heads, sequence {s.seq}, "
+        f"{'GPT' if s.causal else f'BERT-style masked model ({s.predictions} predictions a sequence)'}: "
+        f"{s.layers} layers, hidden {s.hidden}, {s.heads} heads, sequence {s.seq}, "
         f"vocabulary {s.vocab}, {s.dtype}; tp {split.tp} x pp {split.pp} x dp {split.dp} = "
         f"{split.ipus} IPUs, {split.accum} micro-batch(es) of {s.batch} per replica and step"
     )
@@ -449,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     target = trainer.device.getTarget()
     describe_memory(trainer, sum(v.size for v in full.values()), args.phased)
     rng = np.random.default_rng(args.seed)
-    tokens = s.tokens * split.accum * split.dp
+    tokens = s.tokens * split.accum * split.dp  # read; the model FLOPs per token count its predictions
     for step in range(1, args.steps + 1):
         trainer.engine.resetExecutionProfile()  # the profile holds one step (the last, at the end)
         loss = trainer.step(batches(text, s, split, rng), step)

@@ -37,6 +37,19 @@ class Sizes:
     batch: int = 1
     eps: float = 1e-5  # layer norm
     half: bool = False  # weights, activations and gradients in half, products with half partials
+    #: 0: a causal language model, every position predicting the next token (GPT); k > 0: a masked
+    #: language model, attention both ways and k masked positions a sequence predicting their
+    #: tokens (BERT)
+    predictions: int = 0
+
+    @property
+    def causal(self) -> bool:
+        return self.predictions == 0
+
+    @property
+    def targets(self) -> int:
+        """The positions of a micro-batch that predict a token."""
+        return self.batch * (self.predictions or self.seq)
 
     @property
     def dtype(self) -> poplar.Type:
@@ -59,10 +72,10 @@ class Sizes:
         """The model FLOPs of training on one token (a multiply-add is 2; the backward pass twice
         the forward's products, no recomputation): per layer the four attention projections
         (``4 h^2``), the MLP's two (``2 h x 4h``) and the attention's scores and context
-        (``2 x seq x h``), then the output projection (``h x vocab``)."""
+        (``2 x seq x h``), then the output projection (``h x vocab``) on the positions that predict."""
         h = self.hidden
         per_layer = 2 * (4 * h * h + 2 * h * self.mlp) + 2 * 2 * self.seq * h
-        return 3 * (self.layers * per_layer + 2 * h * self.vocab)
+        return 3 * (self.layers * per_layer) + 3 * 2 * h * self.vocab * self.targets // self.tokens
 
 
 def layer_shapes(s: Sizes, tp: int) -> dict[str, list[int]]:
@@ -178,13 +191,15 @@ class Stage:
                     f"stage{index}/l{layer}", s.dtype, self.layer_size, repeats=2
                 )
         self._layer_functions: LayerFunctions | None = None
-        self.mask = graph.addConstant(
-            s.dtype,
-            [s.seq, s.seq],
-            np.triu(np.full([s.seq, s.seq], MASKED, np.float32), 1),
-            "causalMask",
-        )
-        poputil.mapTensorLinearly(graph, self.mask)
+        self.mask: poplar.Tensor | None = None  # a causal model's, added to the attention scores
+        if s.causal:
+            self.mask = graph.addConstant(
+                s.dtype,
+                [s.seq, s.seq],
+                np.triu(np.full([s.seq, s.seq], MASKED, np.float32), 1),
+                "causalMask",
+            )
+            poputil.mapTensorLinearly(graph, self.mask)
 
     def _buffer(self, size: int, name: str) -> poplar.Tensor:
         t = self.graph.addVariable(self.s.dtype, [size], name)
@@ -365,8 +380,9 @@ class Stage:
         q, k, v = (self.dense(a, p + f"w{n}", p + f"b{n}", seq) for n in "qkv")
         scores = self.grouped(self.heads(q), self.heads(k).dimShuffle([0, 2, 1]), seq, p + "scores")
         popops.mulInPlace(g, scores, 1 / math.sqrt(s.head_dim), seq, p + "scale")
-        mask = self.mask.expand([0]).broadcast(scores.dim(0), 0)
-        popops.addInPlace(g, scores, mask, seq, p + "causal")
+        if self.mask is not None:
+            mask = self.mask.expand([0]).broadcast(scores.dim(0), 0)
+            popops.addInPlace(g, scores, mask, seq, p + "causal")
         probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, scores, seq, p + "softmax")
         ctx = self.merge(self.grouped(probs, self.heads(v), seq, p + "context"))
         o = self.mm(ctx, self.param(p + "wo"), seq, p + "wo")
@@ -468,28 +484,47 @@ class Stage:
         popops.addInPlace(g, self.grad("wpe"), d_pos, seq, "wpe/grad/acc")
 
     def head(
-        self, x: poplar.Tensor, targets: poplar.Tensor, seq: prog.Sequence, scale: float
+        self,
+        x: poplar.Tensor,
+        targets: poplar.Tensor,
+        positions: poplar.Tensor | None,
+        seq: prog.Sequence,
+        scale: float,
     ) -> tuple[poplar.Tensor, dict]:
-        """The final layer norm, logits ``x wte^T``, softmax cross-entropy against ``targets``: (the
-        micro-batch's summed loss, what :meth:`head_backward` needs: the gradient of ``scale`` x
-        that loss w.r.t. the logits among it)."""
+        """The final layer norm, logits ``x wte^T`` (a masked model's at its ``positions`` only,
+        ``[targets, 1]`` indices of the micro-batch's tokens), softmax cross-entropy against
+        ``targets``: (the micro-batch's summed loss, what :meth:`head_backward` needs: the gradient
+        of ``scale`` x that loss w.r.t. the logits among it)."""
         g, s = self.graph, self.s
         h, white, isd = self.layer_norm(x, "lnf", seq)
-        logits = self.mm(h, self.param("wte").transpose(), seq, "logits")
+        picked = h
+        if positions is not None:
+            picked = popops.multiSlice(g, h, positions, [0], [1], seq, debugName="masked").reshape(
+                [s.targets, s.hidden]
+            )
+        logits = self.mm(picked, self.param("wte").transpose(), seq, "logits")
         probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, logits, seq, "logits/softmax")
-        losses = g.addVariable(s.dtype, [s.tokens], "losses")
+        losses = g.addVariable(s.dtype, [s.targets], "losses")
         deltas = g.clone(probs, "deltas")
         poputil.mapTensorLinearly(g, losses)
         seq.add(popnn.calcLoss(g, probs, targets, losses, deltas, popnn.CROSS_ENTROPY_LOSS, "loss"))
         loss = popops.reduce(g, losses, poplar.FLOAT, [0], popops.Operation.ADD, seq, "loss/sum")
         popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
-        return loss, dict(h=h, white=white, isd=isd, deltas=deltas)
+        return loss, dict(picked=picked, positions=positions, white=white, isd=isd, deltas=deltas)
 
     def head_backward(self, t: dict, seq: prog.Sequence) -> poplar.Tensor:
         """The gradient w.r.t. the head's input (accumulating the projection's and the final layer
-        norm's gradients)."""
-        self.mm_acc(self.grad("wte"), t["deltas"].transpose(), t["h"], seq, "logits/grad")
+        norm's gradients); a masked model's reaches its positions only."""
+        g, s = self.graph, self.s
+        self.mm_acc(self.grad("wte"), t["deltas"].transpose(), t["picked"], seq, "logits/grad")
         d_h = self.mm(t["deltas"], self.param("wte"), seq, "logits/inputGrad")
+        if t["positions"] is not None:
+            d_picked = d_h
+            d_h = g.addVariable(s.dtype, [s.tokens, s.hidden], "masked/grad")
+            poputil.mapTensorLinearly(g, d_h)
+            popops.zero(g, d_h, seq, "masked/grad/zero")
+            popops.multiUpdateAdd(g, d_h, d_picked.reshape([s.targets, 1, s.hidden]), t["positions"], 1.0,
+                                  [0], [1], seq, debugName="masked/grad")
         return self.layer_norm_backward(t["white"], t["isd"], d_h, "lnf", seq)
 
 

@@ -1,4 +1,4 @@
-"""The same GPT and Adam step in numpy (float64): what the tests compare the simulated Pod with."""
+"""The same GPT (or BERT) and Adam step in numpy (float64): what the tests compare the simulated Pod with."""
 
 from __future__ import annotations
 
@@ -39,13 +39,12 @@ def _ln_back(dy: np.ndarray, saved: tuple) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def loss_and_grads(
-    p: dict[str, np.ndarray], s: Sizes, seqs: np.ndarray
+    p: dict[str, np.ndarray], s: Sizes, tokens: np.ndarray, targets: np.ndarray, positions: np.ndarray | None
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """The summed cross-entropy of ``seqs`` ([batch, seq + 1] bytes: inputs then targets shifted by
-    one) and its gradients."""
-    tokens, targets = seqs[:, :-1].reshape(-1), seqs[:, 1:].reshape(-1)
+    """The summed cross-entropy of a micro-batch (its tokens read, flat; the targets predicted, at
+    ``positions`` of the tokens, or each at its own position) and its gradients."""
     n, h, a, hd = s.tokens, s.hidden, s.heads, s.head_dim
-    mask = np.triu(np.full([s.seq, s.seq], MASKED), 1)
+    mask = np.triu(np.full([s.seq, s.seq], MASKED), 1) if s.causal else 0.0
     grads = {k: np.zeros_like(v, dtype=np.float64) for k, v in p.items()}
     x = p["wte"][tokens] + np.tile(p["wpe"], (s.batch, 1))
     saved = []
@@ -69,12 +68,16 @@ def loss_and_grads(
         x = act @ p[q + "w2"] + p[q + "b2"] + o
         saved.append((y, ln1, qq, kk, vv, probs, ctx, m, ln2, u, act, dgelu))
     hf, lnf = _ln(x, p["lnf.g"], p["lnf.b"], s.eps)
-    probs = _softmax(hf @ p["wte"].T)
-    loss = float(-np.log(probs[np.arange(n), targets]).sum())
+    rows = np.arange(n) if positions is None else positions
+    probs = _softmax(hf[rows] @ p["wte"].T)
+    picked = np.arange(rows.size)
+    loss = float(-np.log(probs[picked, targets]).sum())
     d_logits = probs.copy()
-    d_logits[np.arange(n), targets] -= 1
-    grads["wte"] += d_logits.T @ hf
-    d, grads["lnf.g"], grads["lnf.b"] = _ln_back(d_logits @ p["wte"], lnf)
+    d_logits[picked, targets] -= 1
+    grads["wte"] += d_logits.T @ hf[rows]
+    d_hf = np.zeros_like(hf)
+    np.add.at(d_hf, rows, d_logits @ p["wte"])
+    d, grads["lnf.g"], grads["lnf.b"] = _ln_back(d_hf, lnf)
     for layer in reversed(range(s.layers)):
         q = f"l{layer}."
         y, ln1, qq, kk, vv, probs, ctx, m, ln2, u, act, dgelu = saved[layer]
@@ -110,14 +113,14 @@ def train_step(
     step: int,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One step of data-parallel training: ``groups`` holds each data-parallel replica's micro-batches
-    ([micro-batch, batch, seq + 1]); the gradients of each replica's mean loss are averaged over the
-    replicas and Adam (``state``: each parameter's moments, updated) makes the step. The mean loss
-    and the new parameters."""
+    ((tokens, targets, positions) each: ``Batches.replica``); the gradients of each replica's mean
+    loss are averaged over the replicas and Adam (``state``: each parameter's moments, updated) makes
+    the step. The mean loss and the new parameters."""
     total, grads = 0.0, {k: np.zeros_like(v, dtype=np.float64) for k, v in p.items()}
-    count = len(groups) * groups[0].shape[0] * s.tokens
+    count = len(groups) * len(groups[0]) * s.targets
     for micro_batches in groups:
-        for seqs in micro_batches:
-            loss, g = loss_and_grads(p, s, seqs)
+        for tokens, targets, positions in micro_batches:
+            loss, g = loss_and_grads(p, s, tokens, targets, positions)
             total += loss
             for k in grads:  # each replica's mean, then the mean over the replicas: the mean over all
                 grads[k] += g[k] / count
