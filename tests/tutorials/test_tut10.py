@@ -56,7 +56,7 @@ def test_a_step_matches_numpy(tp, pp, dp, phased):
     (1, 1, 1, None, False), (2, 1, 2, None, False), (1, 2, 2, (0, 2), False), (2, 2, 1, (0, 2), True)])
 def test_a_masked_model_step_matches_numpy(tp, pp, dp, layers_per_ipu, phased):
     # BERT's objective: attention both ways, 3 masked positions a sequence predicting their bytes
-    sizes = replace(SIZES, predictions=3)
+    sizes = replace(SIZES, predictions=3, vocab=300)  # a vocabulary beyond the text's bytes too
     split = gpt.Split(tp, pp, dp, accum=2, layers_per_ipu=layers_per_ipu)
     trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
     full = gpt.initial_parameters(sizes, seed=1)
@@ -73,7 +73,9 @@ def test_a_masked_model_step_matches_numpy(tp, pp, dp, layers_per_ipu, phased):
     for r in range(split.replicas):
         for name, value in trainer.read_parameters(r).items():
             want = gpt.shard_of(name, expected[name], tp, trainer.replica_tp(r))
-            atol = LR if name.endswith(".bk") else 1e-3 * LR
+            # Adam's first step divides a gradient by its size: one near its epsilon moves by a
+            # fraction of the rate that float's rounding shifts (0.25% of it seen)
+            atol = LR if name.endswith(".bk") else 5e-3 * LR
             np.testing.assert_allclose(value, want, rtol=1e-4, atol=atol, err_msg=f"replica {r} {name}")
 
 
@@ -149,6 +151,8 @@ def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
     (["--pp", "2", "--tp", "1", "--dp", "1", "--layers-per-ipu", "0,1"],
      "--layers-per-ipu 0,1 must give each of the --pp 2 stages a number of layers, 2"),
     (["--pp", "2", "--tp", "1", "--dp", "1", "--layers-per-ipu", "0,1,1"], "--layers-per-ipu 0,1,1 must"),
+    (["--pp", "1", "--tp", "1", "--dp", "1", "--vocab", "100"], "--vocab 100 must hold the text's 256 bytes"),
+    (["--pp", "1", "--tp", "1", "--dp", "1", "--predictions", "200"], "--predictions 200 must be 0"),
 ])
 def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monkeypatch):
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached

@@ -19,6 +19,7 @@ backward), whose stages run side by side on their IPUs.
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
+        [--vocab V]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
@@ -100,6 +101,8 @@ def check(s: Sizes, split: Split, pod: int | None) -> None:
         )
     if s.hidden % s.heads:
         problems.append(f"--heads {s.heads} must divide --hidden {s.hidden}")
+    if s.vocab < 256:
+        problems.append(f"--vocab {s.vocab} must hold the text's 256 bytes")
     if not 0 <= s.predictions <= s.seq:
         problems.append(f"--predictions {s.predictions} must be 0 (a causal model) to --seq {s.seq}")
     if problems:
@@ -454,6 +457,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the layers of each pipeline stage, as 0,4,4,4 (the embedding's stage may have none)")
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
+    p.add_argument("--vocab", type=int, default=256,
+                   help="the token embedding's rows (the text's bytes use the first 256: 30522 is BERT's)")
     p.add_argument("--predictions", type=int, default=0,
                    help="a masked model (BERT): the masked positions a sequence predicts (0: a causal model)")
     p.add_argument("--steps", type=int, default=3)
@@ -480,7 +485,7 @@ def split_of(args: argparse.Namespace) -> Split:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
-              half=args.half, predictions=args.predictions)
+              half=args.half, predictions=args.predictions, vocab=args.vocab)
     split = split_of(args)
     check(s, split, args.pod)
     text = DATA.read_bytes()
