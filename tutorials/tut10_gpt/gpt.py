@@ -26,7 +26,7 @@ first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations a
 half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights
 and moments stay float.
 
-Each step prints its loss (nats per byte, the mean over the step's tokens), the simulated step
+Each step prints its loss (nats per byte, the mean over the step's predictions), the simulated step
 time, the Pod's tokens per second and the model FLOPs per IPU a second (``Sizes.flops_per_token``).
 """
 
