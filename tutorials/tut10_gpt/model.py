@@ -177,6 +177,9 @@ class Stage:
         self.offsets = _offsets(own)  # of what the flat buffers hold
         size = sum(math.prod(shape) for shape in own.values())
         self.params, self.grads = (self._buffer(size, f"stage{index}/{what}") for what in ("params", "grads"))
+        if "wte" in self.offsets:
+            self._spread_columns(self.param("wte"))
+            self._spread_columns(self.grad("wte"))
         self.remote: dict[int, poplar.RemoteBuffer] = {}
         if phased:
             self.work, self.work_grads = (
@@ -205,6 +208,17 @@ class Stage:
         t = self.graph.addVariable(self.s.dtype, [size], name)
         poputil.mapTensorLinearly(self.graph, t)
         return t
+
+    def _spread_columns(self, table: poplar.Tensor) -> None:
+        """The embedding table's columns spread over the stage's tiles, each column's rows on one
+        tile (PopLibs' ``createSliceableTensor`` layout), so a lookup or an update of a row reads
+        and writes each tile's own columns: laid out by rows, every tile would hold a few rows of
+        every column and one tile would gather them all."""
+        tiles, cols = self.graph.getTarget().getNumTiles(), table.dim(1)
+        groups = min(tiles, cols)
+        for k in range(groups):
+            self.graph.setTileMapping(table.slice(k * cols // groups, (k + 1) * cols // groups, 1),
+                                      k * tiles // groups)
 
     def _where(self, name: str, grads: bool) -> poplar.Tensor:
         if self.phased and in_layer(name):
