@@ -17,12 +17,13 @@ from ..poputil import PoplibsError, splitRegionsBetweenWorkers
 
 
 def element_tiles(graph: Graph, t: Tensor) -> np.ndarray:
-    """The tile of every element of ``t`` (flattened), from its tile mapping."""
-    tiles = np.zeros(t.numElements(), dtype=np.int64)
-    for tile, intervals in enumerate(graph.getTileMapping(t)):
-        for iv in intervals:
-            tiles[iv.begin():iv.end()] = tile
-    return tiles
+    """The tile of every element of ``t`` (flattened), from its tile mapping (which must be
+    complete, as ``getTileMapping`` requires)."""
+    begin, end, tile = graph.tile_intervals(t)
+    tiles = np.zeros(t.numElements() + 1, dtype=np.int64)
+    np.add.at(tiles, begin, tile)  # each interval's tile from its first element on: a running sum
+    np.add.at(tiles, end, -tile)
+    return np.cumsum(tiles[:-1])
 
 
 def majority_tiles(tiles: np.ndarray, num_tiles: int) -> np.ndarray:
