@@ -137,6 +137,13 @@ def _strip_debug_locations(text: str) -> str:
     return re.sub(r",? !dbg !\d+", "", text)
 
 
+def _operation(raw: str) -> tuple[str, str]:
+    """An instruction line without its result's name, and its opcode."""
+    m = RESULT.match(raw)
+    rest = (m[2] if m else raw).strip()
+    return rest, rest.split(" ", 1)[0].rstrip(",")
+
+
 def _entry(header: str, body: list[str]) -> Entry:
     params = header[header.index("(") + 1 : header.rindex(")")]
     names = _ARGS.findall(params)
@@ -225,8 +232,7 @@ class _Rewriter:
         m = RESULT.match(raw)
         if m is not None and m[1] in self.loop_control:
             return int(m[1] in self.loops.steps and m[1] not in self.loops.repeats)
-        rest = (m[2] if m else raw).strip()
-        opcode = rest.split(" ", 1)[0].rstrip(",")
+        rest, opcode = _operation(raw)
         if opcode in ("tail", "musttail", "notail", "call") or " call " in f" {rest} ":
             return self.call_cost(raw)
         if opcode == "br":
@@ -249,9 +255,7 @@ class _Rewriter:
     def auxiliary(raw: str) -> bool:
         """Whether an instruction issues on the auxiliary (floating-point) pipeline: float
         arithmetic, compares and conversions, selects of floats, float intrinsics and maths calls."""
-        m = RESULT.match(raw)
-        rest = (m[2] if m else raw).strip()
-        opcode = rest.split(" ", 1)[0]
+        rest, opcode = _operation(raw)
         if opcode in FLOAT_OPS:
             return True
         if opcode == "select":
