@@ -28,28 +28,42 @@ def device(ipus: int, tiles: int = 16) -> poplar.Device:
     return m.createDevice()
 
 
+def _step(sizes: Sizes, split: gpt.Split, phased: bool = False):
+    """One step on the Pod and the same step in numpy (float64), from the same parameters and
+    micro-batches: (trainer, micro-batches, loss, numpy's loss, numpy's parameters)."""
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
+    full = gpt.initial_parameters(sizes, seed=1)
+    trainer.write_parameters(full)
+    data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
+    loss = trainer.step(data, 1)
+    groups = [data.replica(d * split.tp) for d in range(split.dp)]  # each data-parallel group's
+    expected_loss, expected = reference.train_step(
+        {k: v.astype(np.float64) for k, v in full.items()}, {}, sizes, groups, LR, 1
+    )
+    return trainer, data, loss, expected_loss, expected
+
+
+def _shards(trainer, expected: dict[str, np.ndarray]):
+    """(replica, name, its parameter on the Pod, numpy's shard of it) for every replica's parameters."""
+    for r in range(trainer.split.replicas):
+        for name, value in trainer.read_parameters(r).items():
+            yield r, name, value, gpt.shard_of(name, expected[name], trainer.split.tp, trainer.replica_tp(r))
+
+
+def _assert_parameters_match(trainer, expected: dict[str, np.ndarray], atol: float) -> None:
+    # a key bias's gradient is zero (softmax ignores what every key adds alike): Adam's first step
+    # makes a step of its float rounding, on the Pod and in numpy alike
+    for r, name, value, want in _shards(trainer, expected):
+        tolerance = LR if name.endswith(".bk") else atol
+        np.testing.assert_allclose(value, want, rtol=1e-4, atol=tolerance, err_msg=f"replica {r} {name}")
+
+
 @pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
 @pytest.mark.parametrize("tp,pp,dp", [(1, 1, 1), (2, 1, 1), (1, 1, 2), (1, 2, 2), (2, 2, 2)])
 def test_a_step_matches_numpy(tp, pp, dp, phased):
-    split = gpt.Split(tp, pp, dp, accum=2)
-    trainer = gpt.Trainer(SIZES, split, LR, device(split.ipus), phased=phased)
-    full = gpt.initial_parameters(SIZES, seed=1)
-    trainer.write_parameters(full)
-    data = gpt.batches(gpt.DATA.read_bytes(), SIZES, split, np.random.default_rng(2))
-    loss = trainer.step(data, 1)
-    groups = [data.replica(d * tp) for d in range(dp)]  # each data-parallel group's micro-batches
-    expected_loss, expected = reference.train_step(
-        {k: v.astype(np.float64) for k, v in full.items()}, {}, SIZES, groups, LR, 1
-    )
+    trainer, _, loss, expected_loss, expected = _step(SIZES, gpt.Split(tp, pp, dp, accum=2), phased)
     assert loss == pytest.approx(expected_loss, rel=1e-5)
-    for r in range(split.replicas):
-        got = trainer.read_parameters(r)
-        for name, value in got.items():
-            want = gpt.shard_of(name, expected[name], tp, trainer.replica_tp(r))
-            # a key bias's gradient is zero (softmax ignores what every key adds alike): Adam's first
-            # step makes a step of its float rounding, on the Pod and in numpy alike
-            atol = LR if name.endswith(".bk") else 1e-3 * LR
-            np.testing.assert_allclose(value, want, rtol=1e-4, atol=atol, err_msg=f"replica {r} {name}")
+    _assert_parameters_match(trainer, expected, 1e-3 * LR)
 
 
 @pytest.mark.parametrize("tp,pp,dp,layers_per_ipu,phased", [
@@ -58,25 +72,13 @@ def test_a_masked_model_step_matches_numpy(tp, pp, dp, layers_per_ipu, phased):
     # BERT's objective: attention both ways, 3 masked positions a sequence predicting their bytes
     sizes = replace(SIZES, predictions=3, vocab=300)  # a vocabulary beyond the text's bytes too
     split = gpt.Split(tp, pp, dp, accum=2, layers_per_ipu=layers_per_ipu)
-    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
-    full = gpt.initial_parameters(sizes, seed=1)
-    trainer.write_parameters(full)
-    data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
+    trainer, data, loss, expected_loss, expected = _step(sizes, split, phased)
     assert data.positions is not None and data.targets.shape == (split.replicas, 2, sizes.batch, 3)
     assert (np.take_along_axis(data.tokens, data.positions, axis=-1) == gpt.MASK).all()
-    loss = trainer.step(data, 1)
-    groups = [data.replica(d * tp) for d in range(dp)]
-    expected_loss, expected = reference.train_step(
-        {k: v.astype(np.float64) for k, v in full.items()}, {}, sizes, groups, LR, 1
-    )
     assert loss == pytest.approx(expected_loss, rel=1e-5)
-    for r in range(split.replicas):
-        for name, value in trainer.read_parameters(r).items():
-            want = gpt.shard_of(name, expected[name], tp, trainer.replica_tp(r))
-            # Adam's first step divides a gradient by its size: one near its epsilon moves by a
-            # fraction of the rate that float's rounding shifts (0.25% of it seen)
-            atol = LR if name.endswith(".bk") else 5e-3 * LR
-            np.testing.assert_allclose(value, want, rtol=1e-4, atol=atol, err_msg=f"replica {r} {name}")
+    # Adam's first step divides a gradient by its size: one near its epsilon moves by a fraction of
+    # the rate that float's rounding shifts (0.25% of it seen)
+    _assert_parameters_match(trainer, expected, 5e-3 * LR)
 
 
 @pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
@@ -85,19 +87,10 @@ def test_stages_take_the_layers_they_are_given(layers_per_ipu, phased):
     # the embeddings alone on the first IPU, as Graphcore pipelines BERT (or a stage of the head
     # alone): the same step as numpy's
     split = gpt.Split(1, len(layers_per_ipu), 1, accum=len(layers_per_ipu), layers_per_ipu=layers_per_ipu)
-    trainer = gpt.Trainer(SIZES, split, LR, device(split.ipus), phased=phased)
+    trainer, _, loss, expected_loss, expected = _step(SIZES, split, phased)
     assert [len(st.layers) for st in trainer.stages] == list(layers_per_ipu)
-    full = gpt.initial_parameters(SIZES, seed=1)
-    trainer.write_parameters(full)
-    data = gpt.batches(gpt.DATA.read_bytes(), SIZES, split, np.random.default_rng(2))
-    loss = trainer.step(data, 1)
-    expected_loss, expected = reference.train_step(
-        {k: v.astype(np.float64) for k, v in full.items()}, {}, SIZES, [data.replica(0)], LR, 1
-    )
     assert loss == pytest.approx(expected_loss, rel=1e-5)
-    for name, value in trainer.read_parameters(0).items():
-        atol = LR if name.endswith(".bk") else 1e-3 * LR
-        np.testing.assert_allclose(value, expected[name], rtol=1e-4, atol=atol, err_msg=name)
+    _assert_parameters_match(trainer, expected, 1e-3 * LR)
 
 
 @pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
@@ -108,25 +101,14 @@ def test_a_half_step_stays_near_numpys_float_step(tp, pp, dp, phased):
     # rate, the sign of its gradient's, so a weight is the float step's, less half's rounding,
     # unless its gradient is too small for half to give its sign (a step the other way; a key
     # bias's gradient is zero but for rounding: every step is one of those)
-    sizes = replace(SIZES, half=True)
     split = gpt.Split(tp, pp, dp, accum=2)
-    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
-    full = gpt.initial_parameters(sizes, seed=1)
-    trainer.write_parameters(full)
-    data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
-    loss = trainer.step(data, 1)
-    groups = [data.replica(d * tp) for d in range(dp)]
-    expected_loss, expected = reference.train_step(
-        {k: v.astype(np.float64) for k, v in full.items()}, {}, SIZES, groups, LR, 1
-    )
+    trainer, _, loss, expected_loss, expected = _step(replace(SIZES, half=True), split, phased)
     assert loss == pytest.approx(expected_loss, rel=2e-3)
-    for r in range(split.replicas):
-        for name, value in trainer.read_parameters(r).items():
-            assert value.dtype == np.float16
-            want = gpt.shard_of(name, expected[name], tp, trainer.replica_tp(r))
-            error = np.abs(value.astype(np.float64) - want)
-            assert error.max() <= 2.1 * LR, name
-            assert name.endswith(".bk") or (error <= 0.1 * LR).mean() >= 0.9, name
+    for _, name, value, want in _shards(trainer, expected):
+        assert value.dtype == np.float16
+        error = np.abs(value.astype(np.float64) - want)
+        assert error.max() <= 2.1 * LR, name
+        assert name.endswith(".bk") or (error <= 0.1 * LR).mean() >= 0.9, name
 
 
 @pytest.mark.parametrize("pp,accum,layers", [(2, 4, 2), (4, 8, 4)])
