@@ -60,13 +60,15 @@ def ring_flow_bytes_per_cycle(target: poplar.Target, forward: dict[int, int]) ->
     return slowest * target.ipuLinkBandwidth / target.getTileClockFrequency()
 
 
-def all_reduce(replicas: int, nbytes: int, tiles: int,
-               group: gcl.CommGroup | None = None) -> tuple[int, poplar.Graph, poplar.Target]:
+def all_reduce(replicas: int, nbytes: int, tiles: int, group: gcl.CommGroup | None = None,
+               device: poplar.Device | None = None) -> tuple[int, poplar.Graph, poplar.Target]:
     """The cycles of an ADD all-reduce of ``nbytes`` of floats per replica (within ``group``) on
-    ``replicas`` replicas of one IPU of ``tiles`` tiles, its graph and its target."""
-    m = poplar.IPUModel()
-    m.numIPUs, m.tilesPerIPU = replicas, tiles
-    device = m.createDevice()
+    ``replicas`` replicas of one IPU of ``tiles`` tiles (an ``IPUModel()`` unless ``device`` is
+    given), its graph and its target."""
+    if device is None:
+        m = poplar.IPUModel()
+        m.numIPUs, m.tilesPerIPU = replicas, tiles
+        device = m.createDevice()
     graph = poplar.Graph(device, replication_factor=replicas)
     popops.addCodelets(graph)
     t = graph.addVariable(poplar.FLOAT, [nbytes // 4], "t")

@@ -23,13 +23,13 @@ import os
 import runpy
 import sys
 
-from bench_collectives import ring_link_bytes_per_cycle
+from bench_collectives import all_reduce, ring_link_bytes_per_cycle
 from timing import ROOT
 
 import poplar_py as poplar
 from poplar_py import program as prog
 from poplar_py.target import setModelDefaults
-from poplibs_py import gcl, poplin, popops, poputil
+from poplibs_py import poplin, popops, poputil
 from poplibs_py.poplin.plan import REGISTER_TILE
 
 TUTORIAL = ROOT / "tutorials" / "tut7_matrix_vector_opt"
@@ -191,15 +191,7 @@ def all_reduce_ratio(nbytes: int = 16 * 2**20, replicas: int = 16) -> tuple[int,
     """An ADD all-reduce of ``nbytes`` over ``replicas`` one-IPU replicas of a Mk2 Pod on the
     hardware path (736 tiles an IPU), and its ring bound: the bandwidth bound plus each step's
     syncs and link latency."""
-    device = hardware("ipu2", ipus=replicas, tiles=736)
-    target = device.getTarget()
-    graph = poplar.Graph(device, replication_factor=replicas)
-    popops.addCodelets(graph)
-    x = graph.addVariable(poplar.FLOAT, [nbytes // 4], "x")
-    poputil.mapTensorLinearly(graph, x)
-    program = prog.Sequence()
-    gcl.allReduceInPlaceCrossReplica(graph, x, gcl.CollectiveOperator.ADD, program, "allReduce")
-    cycles = run(graph, device, program)["execution"]["totalCycles"]
+    cycles, _, target = all_reduce(replicas, nbytes, 736, device=hardware("ipu2", ipus=replicas, tiles=736))
     steps = 2 * (replicas - 1)
     latency = target.calibration.link_latency * target.getTileClockFrequency()
     per_step = target.syncCycles + target.globalSyncCycles + latency
