@@ -128,18 +128,18 @@ class CostModel:
         moved = np.bincount(self.replica_of_tile, weights=traffic.bytes_in + traffic.bytes_out)
         return int(moved.max(initial=0))
 
-    def host(self, traffic: TileTraffic) -> np.ndarray:
-        """Host exchange cycles: the whole transfer at the host link's rate, every tile waiting; the
-        replica moving the most bytes sets the time."""
-        cycles = int(np.ceil(self.host_bytes(traffic) / self.host_bytes_per_cycle))
+    def host(self, nbytes: int) -> np.ndarray:
+        """Host exchange cycles of a transfer of ``nbytes`` (:meth:`host_bytes`): the whole
+        transfer at the host link's rate, every tile waiting."""
+        cycles = int(np.ceil(nbytes / self.host_bytes_per_cycle))
         return np.full(self.target.getNumTiles(), cycles, dtype=np.int64)
 
-    def prepare(self, traffic: TileTraffic) -> int:
-        """Cycles the host takes preparing a transfer's data before it moves (the hardware's
-        StreamCopyBegin; none on the IPU Model)."""
+    def prepare(self, nbytes: int) -> int:
+        """Cycles the host takes preparing a transfer's ``nbytes`` before they move (the
+        hardware's StreamCopyBegin; none on the IPU Model)."""
         if self.prepare_bytes_per_cycle is None:
             return 0
-        return int(np.ceil(self.host_bytes(traffic) / self.prepare_bytes_per_cycle))
+        return int(np.ceil(nbytes / self.prepare_bytes_per_cycle))
 
 
 @dataclass

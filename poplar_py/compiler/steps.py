@@ -179,9 +179,10 @@ class HostStep(Step):
     def cost(self, model: CostModel, record: RunRecord) -> StepCost:
         assert self.traffic is not None
         traffic = model.device(self.traffic)
-        return StepCost(self.kind, model.host_barrier, model.exchange(traffic), model.host(traffic),
+        nbytes = model.host_bytes(traffic)
+        return StepCost(self.kind, model.host_barrier, model.exchange(traffic), model.host(nbytes),
                         model.zero, model.zero, ipus=model.ipus(traffic), syncs=True,
-                        prepare=model.prepare(traffic))
+                        prepare=model.prepare(nbytes))
 
 
 @dataclass
