@@ -39,6 +39,7 @@ from pathlib import Path
 
 import breakdown
 import numpy as np
+import pipeline
 from model import Sizes, Stage, parameter_shapes, tp_all_reduce
 from optimiser import ShardedAdam, corrections
 
@@ -128,9 +129,11 @@ class Trainer:
         self.stages = []
         for i, layers in enumerate(split.stage_layers(s.layers)):
             g = graph if split.pp == 1 else graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
+            micros = split.accum if split.pp > 1 else 1  # micro-batches in flight
             self.stages.append(
                 Stage(
-                    g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased
+                    g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased,
+                    micros,
                 )
             )
         first, last = self.stages[0], self.stages[-1]
@@ -184,24 +187,27 @@ class Trainer:
         self.seq.add(prog.Copy(self.hyper, moved))
         return moved
 
-    def _inputs(
-        self, seq: prog.Sequence, name: str
-    ) -> tuple[poplar.Tensor, poplar.Tensor, poplar.Tensor | None]:
-        """A micro-batch's tokens (on the first stage), targets and (a masked model) the positions
-        that predict them (on the last), from the host."""
-        first, last = self.stages[0], self.stages[-1]
+    def _tokens(self, seq: prog.Sequence, name: str) -> poplar.Tensor:
+        """A micro-batch's tokens from the host, on the first stage."""
+        first = self.stages[0]
         tokens = first.graph.addVariable(poplar.UNSIGNED_INT, [self.s.tokens, 1], f"{name}/tokens")
-        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets], f"{name}/targets")
         poputil.mapTensorLinearly(first.graph, tokens)
-        poputil.mapTensorLinearly(last.graph, targets)
         seq.add(prog.Copy(self.tokens_in, tokens.flatten()))
+        return tokens
+
+    def _targets(self, seq: prog.Sequence, name: str) -> tuple[poplar.Tensor, poplar.Tensor | None]:
+        """A micro-batch's targets and (a masked model) the positions that predict them, from the
+        host, on the last stage."""
+        last = self.stages[-1]
+        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets], f"{name}/targets")
+        poputil.mapTensorLinearly(last.graph, targets)
         seq.add(prog.Copy(self.targets_in, targets))
         positions = None
         if self.positions_in is not None:
             positions = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets, 1], f"{name}/positions")
             poputil.mapTensorLinearly(last.graph, positions)
             seq.add(prog.Copy(self.positions_in, positions.flatten()))
-        return tokens, targets, positions
+        return targets, positions
 
     @property
     def scale(self) -> float:
@@ -211,65 +217,70 @@ class Trainer:
     def _micro_batch(self, seq: prog.Sequence) -> None:
         """One stage: a micro-batch forward and backward, accumulating its gradients."""
         stage = self.stages[0]
-        tokens, targets, positions = self._inputs(seq, "microBatch")
-        x, saved = stage.forward_layers(stage.embed(tokens, seq), seq, 0, 1)
+        stage.select(0, seq)
+        tokens = self._tokens(seq, "microBatch")
+        targets, positions = self._targets(seq, "microBatch")
+        x, saved = stage.forward_layers(stage.embed(tokens, seq), seq)
         loss, head = stage.head(x, targets, positions, seq, self.scale)
         d = stage.head_backward(head, seq)
         popops.addInPlace(stage.graph, self.loss, loss.reshape([1]), seq, "loss/acc")
-        d = stage.backward_layers(d, saved, seq, 0, 1)
+        d = stage.backward_layers(d, saved, seq)
         stage.embed_backward(tokens, d, seq)
+
+    def _arrival(self, like: poplar.Tensor, stage: Stage, name: str) -> poplar.Tensor:
+        """Where a tensor like ``like`` from a neighbouring stage arrives on ``stage``'s IPU."""
+        t = stage.graph.addVariable(like.elementType(), like.shape(), name)
+        poputil.mapTensorLinearly(stage.graph, t)
+        return t
 
     def _moved(self, t: poplar.Tensor, stage: Stage, seq: prog.Sequence, name: str) -> poplar.Tensor:
         """``t`` copied onto ``stage``'s IPU over the IPU-Links."""
-        moved = stage.graph.addVariable(t.elementType(), t.shape(), name)
-        poputil.mapTensorLinearly(stage.graph, moved)
+        moved = self._arrival(t, stage, name)
         seq.add(prog.Copy(t, moved))
         return moved
 
     def _gpipe(self) -> None:
-        """GPipe's schedule: in forward slot t stage s runs micro-batch t - s, then passes its output
-        on; in backward slot t stage s runs micro-batch t - (P - 1 - s) back, then passes the
-        gradient back. Each stage's programs run on its own IPU, so the stages of a slot overlap."""
-        stages, accum, pp = self.stages, self.split.accum, self.split.pp
-        forward = [[prog.Sequence() for _ in range(accum)] for _ in stages]
-        backward = [[prog.Sequence() for _ in range(accum)] for _ in stages]
-        sends = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # activations to the next stage
-        returns = [[prog.Sequence() for _ in range(accum)] for _ in stages]  # gradients to the previous
-        for j in range(accum):
-            tokens, targets, positions = self._inputs(forward[0][j], f"mb{j}")
-            x: poplar.Tensor | None = None
-            saved: list[list[dict]] = []
-            for st in stages:
-                seq = forward[st.index][j]
-                if st.first:
-                    x = st.embed(tokens, seq)
-                else:
-                    assert x is not None
-                    x = self._moved(x, st, sends[st.index - 1][j], f"mb{j}/stage{st.index}/in")
-                x, mine = st.forward_layers(x, seq, j, accum)
-                saved.append(mine)
-            last = stages[-1]
-            loss, head = last.head(x, targets, positions, forward[-1][j], self.scale)
-            popops.addInPlace(last.graph, self.loss, loss.reshape([1]), forward[-1][j], "loss/acc")
-            for st in reversed(stages):
-                seq = backward[st.index][j]
-                if st.last:
-                    d = st.head_backward(head, seq)
-                else:
-                    d = self._moved(d, st, returns[st.index + 1][j], f"mb{j}/stage{st.index}/outGrad")
-                d = st.backward_layers(d, saved[st.index], seq, j, accum)
-                if st.first:
-                    st.embed_backward(tokens, d, seq)
-        passes = [p for table in (forward, backward, sends, returns) for row in table for p in row]
-        self.pipeline = {prog.step_label(p) for p in prog.walk(passes)}
-        for t in range(accum + pp - 1):
-            live = [st.index for st in stages if 0 <= t - st.index < accum]
-            self.seq.add(prog.Sequence([forward[s][t - s] for s in live]))
-            self.seq.add(prog.Sequence([sends[s][t - s] for s in live if s + 1 < pp]))
-        for t in range(accum + pp - 1):
-            live = [s for s in reversed(range(pp)) if 0 <= t - (pp - 1 - s) < accum]
-            self.seq.add(prog.Sequence([backward[s][t - (pp - 1 - s)] for s in live]))
-            self.seq.add(prog.Sequence([returns[s][t - (pp - 1 - s)] for s in live if s > 0]))
+        """The stages' passes, each built once (``pipeline``), in GPipe's schedule."""
+        passes: list[pipeline.StagePasses] = []
+        bodies: list[prog.Program] = []
+        x_in: poplar.Tensor | None = None
+        for st in self.stages:
+            forward, backward = prog.Sequence(name=f"stage{st.index}/forward"), prog.Sequence(
+                name=f"stage{st.index}/backward")
+            kept: list[poplar.Tensor] = []
+            if st.first:
+                tokens = self._tokens(forward, f"stage{st.index}")
+                x = st.embed(tokens, forward)
+                kept.append(tokens)
+            else:
+                assert x_in is not None
+                x = x_in
+            x_out, saved = st.forward_layers(x, forward)
+            kept += [t for layer in saved for t in layer.values()]
+            d_in = None
+            if st.last:
+                targets, positions = self._targets(forward, f"stage{st.index}")
+                loss, head = st.head(x_out, targets, positions, forward, self.scale)
+                popops.addInPlace(st.graph, self.loss, loss.reshape([1]), forward, "loss/acc")
+                kept += [t for t in head.values() if t is not None]
+                d = st.head_backward(head, backward)
+            else:
+                d = d_in = self._arrival(x_out, st, f"stage{st.index}/outGrad")
+            d = st.backward_layers(d, saved, backward)
+            if st.first:
+                st.embed_backward(tokens, d, backward)
+            nxt = self.stages[st.index + 1] if not st.last else None
+            passes.append(pipeline.StagePasses(
+                st.graph.addFunction(forward), st.graph.addFunction(backward),
+                pipeline.Stash(st.graph, kept, self.split.accum, f"stage{st.index}"), st.select,
+                x_in=None if st.first else x, x_out=None if st.last else x_out, d_in=d_in,
+                d_out=None if st.first else d,
+            ))
+            bodies += [forward, backward]
+            if nxt is not None:
+                x_in = self._arrival(x_out, nxt, f"stage{nxt.index}/in")
+        schedule = pipeline.gpipe(passes, self.split.accum, self.seq)
+        self.pipeline = {prog.step_label(p) for p in prog.walk([*schedule, *bodies])}
 
     def _tie_embeddings(self) -> None:
         """With several stages the token embedding is on the first (the lookup) and the last (the

@@ -124,21 +124,15 @@ AllReduce = Callable[[poplar.Tensor, prog.Sequence, str], None]
 class LayerFunctions:
     """Phased: one block's code for every layer of a stage, the buffers it reads and writes (``x``:
     the input, then the output; ``d``: the output's gradient, then the input's), its saved
-    activations as one row (``saved``) and their stash in Streaming Memory (a row per layer and
-    micro-batch, ``rows`` their indices)."""
+    activations as one row (``saved``) and their stash in Streaming Memory (a buffer per layer,
+    a row per micro-batch)."""
 
     forward: poplar.Function
     backward: poplar.Function
     x: poplar.Tensor
     d: poplar.Tensor
     saved: poplar.Tensor
-    stash: poplar.RemoteBuffer
-    rows: poplar.Tensor
-    micros: int
-
-    def row(self, layer: int, micro: int) -> poplar.Tensor:
-        """The stash row of a stage's ``layer``-th layer on micro-batch ``micro``."""
-        return self.rows[layer * self.micros + micro]
+    stashes: list[poplar.RemoteBuffer]
 
 
 class Stage:
@@ -152,7 +146,9 @@ class Stage:
     buffers (``work``, ``work_grads``) just before the layer runs, so the IPU holds one layer at a
     time. Phased, one block's code serves every layer (a forward and a backward function, called
     once per layer), and the activations the backward pass needs are stashed in Streaming Memory
-    between the passes, so neither the code nor the memory grows with the layers."""
+    between the passes, so neither the code nor the memory grows with the layers. The stash has a
+    row for each of ``micros`` micro-batches in flight; :meth:`select` picks the micro-batch's
+    before its forward or backward pass runs, so the passes' code serves every micro-batch."""
 
     def __init__(
         self,
@@ -165,8 +161,9 @@ class Stage:
         tp_all_reduce: AllReduce,
         index: int,
         phased: bool = False,
+        micros: int = 1,
     ) -> None:
-        self.graph, self.s, self.tp, self.layers = graph, s, tp, layers
+        self.graph, self.s, self.tp, self.layers, self.micros = graph, s, tp, layers, micros
         self.first, self.last, self.index, self.phased = first, last, index, phased
         self.all_reduce = tp_all_reduce
         self.shapes = parameter_shapes(s, tp, layers, first, last)
@@ -189,6 +186,11 @@ class Stage:
             self.rows = graph.addConstant(poplar.UNSIGNED_INT, [2], [0, 1], f"stage{index}/layerRows")
             poputil.mapTensorLinearly(graph, self.rows)
             self.row0 = self.rows.slice(0, 1)
+            self.slots = graph.addConstant(poplar.UNSIGNED_INT, [micros], np.arange(micros),
+                                           f"stage{index}/slots")
+            poputil.mapTensorLinearly(graph, self.slots)
+            self.slot = graph.addVariable(poplar.UNSIGNED_INT, [1], f"stage{index}/slot")
+            graph.setTileMapping(self.slot, 0)
             for layer in layers:
                 self.remote[layer] = graph.addRemoteBuffer(
                     f"stage{index}/l{layer}", s.dtype, self.layer_size, repeats=2
@@ -243,20 +245,23 @@ class Stage:
                 else prog.Copy(self.remote[layer], self.work, self.row0)
             )
 
+    def select(self, micro: int, seq: prog.Sequence) -> None:
+        """Phased: the stash row of micro-batch ``micro`` for the passes that follow in ``seq``."""
+        if self.phased:
+            seq.add(prog.Copy(self.slots.slice(micro, micro + 1), self.slot))
+
     # ---- the layers of a micro-batch ----------------------------------------------------------
-    def forward_layers(
-        self, x: poplar.Tensor, seq: prog.Sequence, micro: int, micros: int
-    ) -> tuple[poplar.Tensor, list[dict]]:
-        """The stage's blocks on micro-batch ``micro`` (of ``micros``): (output, what backward needs)."""
+    def forward_layers(self, x: poplar.Tensor, seq: prog.Sequence) -> tuple[poplar.Tensor, list[dict]]:
+        """The stage's blocks on a micro-batch: (output, what backward needs)."""
         if not self.layers:
             return x, []
         if self.phased:
-            functions = self._functions(micros)
+            functions = self._functions()
             seq.add(prog.Copy(x, functions.x))
             for k, layer in enumerate(self.layers):
                 self.load(layer, seq, grads=False)
                 seq.add(prog.Call(functions.forward))
-                seq.add(prog.Copy(functions.saved, functions.stash, functions.row(k, micro)))
+                seq.add(prog.Copy(functions.saved, functions.stashes[k], self.slot))
             return functions.x, []
         saved = []
         for layer in self.layers:
@@ -264,18 +269,16 @@ class Stage:
             saved.append(t)
         return x, saved
 
-    def backward_layers(
-        self, d: poplar.Tensor, saved: list[dict], seq: prog.Sequence, micro: int, micros: int
-    ) -> poplar.Tensor:
-        """The blocks' backward pass on micro-batch ``micro``, accumulating their gradients."""
+    def backward_layers(self, d: poplar.Tensor, saved: list[dict], seq: prog.Sequence) -> poplar.Tensor:
+        """The blocks' backward pass on a micro-batch, accumulating their gradients."""
         if not self.layers:
             return d
         if self.phased:
-            functions = self._functions(micros)
+            functions = self._functions()
             seq.add(prog.Copy(d, functions.d))
             for k, layer in reversed(list(enumerate(self.layers))):
                 self.load(layer, seq, grads=True)
-                seq.add(prog.Copy(functions.stash, functions.saved, functions.row(k, micro)))
+                seq.add(prog.Copy(functions.stashes[k], functions.saved, self.slot))
                 seq.add(prog.Call(functions.backward))
                 self.store(layer, seq)
             return functions.d
@@ -283,7 +286,7 @@ class Stage:
             d = self.block_backward(d, f"l{layer}.", t, seq)
         return d
 
-    def _functions(self, micros: int) -> LayerFunctions:
+    def _functions(self) -> LayerFunctions:
         """Phased: the block's forward and backward code, built once (on the first layer's names)."""
         if self._layer_functions is None:
             s, g = self.s, self.graph
@@ -300,21 +303,13 @@ class Stage:
             backward.add(prog.Copy(self.block_backward(d, p, saved, backward), d))
             names = sorted(saved)
             flat = poplar.concat([saved[k].flatten() for k in names]).expand([0])
-            stash = g.addRemoteBuffer(
-                f"stage{self.index}/activations",
-                s.dtype,
-                flat.numElements(),
-                repeats=len(self.layers) * micros,
-            )
-            rows = g.addConstant(
-                poplar.UNSIGNED_INT,
-                [len(self.layers) * micros],
-                np.arange(len(self.layers) * micros),
-                f"stage{self.index}/activationRows",
-            )
-            poputil.mapTensorLinearly(g, rows)
+            stashes = [
+                g.addRemoteBuffer(f"stage{self.index}/activations/l{layer}", s.dtype, flat.numElements(),
+                                  repeats=self.micros)
+                for layer in self.layers
+            ]
             self._layer_functions = LayerFunctions(
-                g.addFunction(forward), g.addFunction(backward), x, d, flat, stash, rows, micros
+                g.addFunction(forward), g.addFunction(backward), x, d, flat, stashes
             )
         return self._layer_functions
 
