@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -303,12 +304,13 @@ class Trainer:
         for st in self.stages:
             if st.params.numElements():
                 out[f"stage{st.index}"] = flat_of(
-                    st.offsets, st.shapes, full, st.tp, rank, st.params.numElements()
+                    st.offsets, full, st.tp, rank, st.params.numElements(), st.flat_value
                 )
             for layer in st.layers if st.phased else ():
                 names = {f"l{layer}.{k}": v for k, v in st.layer_offsets.items()}
-                shapes = {f"l{layer}.{k}": v for k, v in st.layer_shapes.items()}
-                out[f"stage{st.index}/l{layer}"] = flat_of(names, shapes, full, st.tp, rank, st.layer_size)
+                out[f"stage{st.index}/l{layer}"] = flat_of(
+                    names, full, st.tp, rank, st.layer_size, st.flat_value
+                )
         return out
 
     def write_parameters(self, full: dict[str, np.ndarray]) -> None:
@@ -335,9 +337,7 @@ class Trainer:
         for st in self.stages:
             if st.params.numElements():
                 flat = self.engine.readTensor(f"stage{st.index}/params/read", replicaIndex=r)
-                out.update(
-                    {name: flat[lo:hi].reshape(st.shapes[name]) for name, (lo, hi) in st.offsets.items()}
-                )
+                out.update({name: st.value_of(name, flat[lo:hi]) for name, (lo, hi) in st.offsets.items()})
             for layer in st.layers if st.phased else ():
                 row = np.empty(st.layer_size, self.s.dtype.dtype)
                 self.engine.copyFromRemoteBuffer(f"stage{st.index}/l{layer}", row, 0, replicaIndex=r)
@@ -367,16 +367,17 @@ class Trainer:
 
 def flat_of(
     offsets: dict[str, tuple[int, int]],
-    shapes: dict[str, list[int]],
     full: dict[str, np.ndarray],
     tp: int,
     rank: int,
     size: int,
+    flat_value: Callable[[str, np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """Parameters laid out flat at ``offsets`` (rank ``rank``'s shard of each), cut from ``full``."""
+    """Parameters laid out flat at ``offsets`` (rank ``rank``'s shard of each, in the buffer's order
+    of its elements, ``flat_value``), cut from ``full``."""
     out = np.zeros(size, np.float32)
     for name, (lo, hi) in offsets.items():
-        out[lo:hi] = shard_of(name, full[name], tp, rank).reshape(-1)
+        out[lo:hi] = flat_value(name, shard_of(name, full[name], tp, rank))
     return out
 
 

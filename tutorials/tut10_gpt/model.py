@@ -174,9 +174,11 @@ class Stage:
         self.offsets = _offsets(own)  # of what the flat buffers hold
         size = sum(math.prod(shape) for shape in own.values())
         self.params, self.grads = (self._buffer(size, f"stage{index}/{what}") for what in ("params", "grads"))
+        #: the token embedding's column blocks, each block's rows on one tile
+        self.blocks = column_blocks(s.hidden, graph.getTarget().getNumTiles())
         if "wte" in self.offsets:
-            self._spread_columns(self.param("wte"))
-            self._spread_columns(self.grad("wte"))
+            self._spread_blocks(self._where("wte", False))
+            self._spread_blocks(self._where("wte", True))
         self.remote: dict[int, poplar.RemoteBuffer] = {}
         if phased:
             self.work, self.work_grads = (
@@ -211,16 +213,14 @@ class Stage:
         poputil.mapTensorLinearly(self.graph, t)
         return t
 
-    def _spread_columns(self, table: poplar.Tensor) -> None:
-        """The embedding table's columns spread over the stage's tiles, each column's rows on one
-        tile (PopLibs' ``createSliceableTensor`` layout), so a lookup or an update of a row reads
-        and writes each tile's own columns: laid out by rows, every tile would hold a few rows of
-        every column and one tile would gather them all."""
-        tiles, cols = self.graph.getTarget().getNumTiles(), table.dim(1)
-        groups = min(tiles, cols)
-        for k in range(groups):
-            self.graph.setTileMapping(table.slice(k * cols // groups, (k + 1) * cols // groups, 1),
-                                      k * tiles // groups)
+    def _spread_blocks(self, flat: poplar.Tensor) -> None:
+        """The embedding table lies in its buffer block after block of columns, each block's rows
+        together on one tile of the stage (PopLibs' ``createSliceableTensor`` layout), so a lookup
+        or an update of a row reads and writes each tile's own columns: laid out by rows, every
+        tile would hold a few rows of every column and one tile would gather them all."""
+        tiles, size = self.graph.getTarget().getNumTiles(), flat.numElements() // self.blocks
+        for k in range(self.blocks):
+            self.graph.setTileMapping(flat.slice(k * size, (k + 1) * size), k * tiles // self.blocks)
 
     def _where(self, name: str, grads: bool) -> poplar.Tensor:
         if self.phased and in_layer(name):
@@ -229,11 +229,34 @@ class Stage:
         lo, hi = self.offsets[name]
         return (self.grads if grads else self.params).slice(lo, hi)
 
+    def _view(self, name: str, grads: bool) -> poplar.Tensor:
+        flat = self._where(name, grads)
+        if name != "wte":
+            return flat.reshape(self.shapes[name])
+        rows, cols = self.shapes[name]
+        blocks = flat.reshape([self.blocks, rows, cols // self.blocks])
+        return blocks.dimShuffle([1, 0, 2]).reshape([rows, cols])
+
     def param(self, name: str) -> poplar.Tensor:
-        return self._where(name, False).reshape(self.shapes[name])
+        return self._view(name, False)
 
     def grad(self, name: str) -> poplar.Tensor:
-        return self._where(name, True).reshape(self.shapes[name])
+        return self._view(name, True)
+
+    def flat_value(self, name: str, value: np.ndarray) -> np.ndarray:
+        """A parameter's value as its buffer holds it (the embedding table block-major)."""
+        if name != "wte":
+            return value.reshape(-1)
+        rows, cols = value.shape
+        return value.reshape(rows, self.blocks, cols // self.blocks).transpose(1, 0, 2).reshape(-1)
+
+    def value_of(self, name: str, flat: np.ndarray) -> np.ndarray:
+        """A parameter's value from its part of the buffer (:meth:`flat_value`'s inverse)."""
+        shape = self.shapes[name]
+        if name != "wte":
+            return flat.reshape(shape)
+        rows, cols = shape
+        return flat.reshape(self.blocks, rows, cols // self.blocks).transpose(1, 0, 2).reshape(rows, cols)
 
     def load(self, layer: int, seq: prog.Sequence, grads: bool) -> None:
         """Phased: layer ``layer``'s parameters (and, ``grads``, its gradients so far) from Streaming
@@ -535,6 +558,12 @@ class Stage:
             popops.multiUpdateAdd(g, d_h, d_picked.reshape([s.targets, 1, s.hidden]), t["positions"], 1.0,
                                   [0], [1], seq, debugName="masked/grad")
         return self.layer_norm_backward(t["white"], t["isd"], d_h, "lnf", seq)
+
+
+def column_blocks(cols: int, tiles: int) -> int:
+    """The blocks an embedding table's ``cols`` columns are cut into: the most, of at most
+    ``tiles``, that divide them evenly."""
+    return max(k for k in range(1, min(cols, tiles) + 1) if cols % k == 0)
 
 
 def in_layer(name: str) -> bool:
