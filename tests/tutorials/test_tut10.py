@@ -28,10 +28,10 @@ def device(ipus: int, tiles: int = 16) -> poplar.Device:
     return m.createDevice()
 
 
-def _step(sizes: Sizes, split: gpt.Split, phased: bool = False):
+def _step(sizes: Sizes, split: gpt.Split, phased: bool = False, recompute: bool = False):
     """One step on the Pod and the same step in numpy (float64), from the same parameters and
     micro-batches: (trainer, micro-batches, loss, numpy's loss, numpy's parameters)."""
-    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased)
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased, recompute=recompute)
     full = gpt.initial_parameters(sizes, seed=1)
     trainer.write_parameters(full)
     data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
@@ -58,10 +58,12 @@ def _assert_parameters_match(trainer, expected: dict[str, np.ndarray], atol: flo
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=tolerance, err_msg=f"replica {r} {name}")
 
 
-@pytest.mark.parametrize("phased", [False, True], ids=["resident", "phased"])
+@pytest.mark.parametrize("phased,recompute", [(False, False), (True, False), (False, True)],
+                         ids=["resident", "phased", "recomputed"])
 @pytest.mark.parametrize("tp,pp,dp", [(1, 1, 1), (2, 1, 1), (1, 1, 2), (1, 2, 2), (2, 2, 2)])
-def test_a_step_matches_numpy(tp, pp, dp, phased):
-    trainer, _, loss, expected_loss, expected = _step(SIZES, gpt.Split(tp, pp, dp, accum=2), phased)
+def test_a_step_matches_numpy(tp, pp, dp, phased, recompute):
+    split = gpt.Split(tp, pp, dp, accum=2)
+    trainer, _, loss, expected_loss, expected = _step(SIZES, split, phased, recompute)
     assert loss == pytest.approx(expected_loss, rel=1e-5)
     _assert_parameters_match(trainer, expected, 1e-3 * LR)
 
@@ -123,6 +125,37 @@ def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
     bubble = breakdown.bubble(execution, trainer.pipeline, range(pp))
     assert bubble == pytest.approx((pp - 1) / (accum + pp - 1), abs=0.02)
     assert "pipeline bubble" in gpt.describe_cycles(execution, trainer)
+
+
+def _pipelined_step(accum: int):
+    sizes = Sizes(hidden=128, heads=4, layers=2, seq=16, batch=1)
+    split = gpt.Split(1, 2, 1, accum)
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus, tiles=64))
+    trainer.write_parameters(gpt.initial_parameters(sizes, seed=1))
+    trainer.step(gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2)), 1)
+    return trainer, trainer.engine.getProfile()["execution"]
+
+
+def test_the_steady_state_projects_a_longer_step():
+    # a step of 6 micro-batches projected from one of 2 lands near the step of 6 itself: the
+    # further micro-batches run at the busiest stage's pace
+    trainer, short = _pipelined_step(2)
+    _, long = _pipelined_step(6)
+    projected = breakdown.steady_state(short, trainer.pipeline, range(2), 2, 6)
+    assert projected == pytest.approx(long["totalCycles"], rel=0.03)
+    assert breakdown.steady_state(short, trainer.pipeline, range(2), 2, 2) == short["totalCycles"]
+
+
+def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
+    args = gpt.parse_args(["--bert-base", "--batch", "2", "--dp", "1"])
+    s, split = gpt.sizes_of(args), gpt.split_of(args)
+    assert (s.layers, s.hidden, s.heads, s.seq, s.vocab, s.predictions, s.half) == (
+        12, 768, 12, 128, 30522, 20, True)
+    assert (split.tp, split.pp, split.dp, split.layers_per_ipu, s.batch, args.steady) == (
+        1, 4, 1, (0, 4, 4, 4), 2, 512)
+    # Graphcore's published 16,391 sequences/s on a Bow Pod16, in model FLOPs per IPU
+    flops = s.flops_per_token * s.seq * gpt.GRAPHCORE_BERT_BASE_SEQUENCES
+    assert flops / 16 / 1e12 == pytest.approx(71.6, abs=0.05)
 
 
 @pytest.mark.parametrize("flags,culprit", [

@@ -6,6 +6,8 @@
 * The pipeline bubble: over the span of the pipelined forward and backward passes on replica 0's
   IPUs, the share in which its busiest stage did nothing (waiting for the others): GPipe's
   ``(P - 1) / (G + P - 1)`` when that stage sets the pace.
+* The steady state: a step with more micro-batches than were run, each further one at the
+  busiest stage's pace.
 * Per IPU of a replica: its tile memory (SRAM) and its Streaming Memory (remote buffers).
 """
 
@@ -45,9 +47,9 @@ def work(execution: dict) -> dict[str, float]:
     return {**out, **{f"links: {k}": v for k, v in links.items()}}
 
 
-def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:
-    """The share of the pipelined passes' span in which the busiest of ``ipus`` did nothing (0
-    when none of the steps named in ``pipeline`` ran)."""
+def pipeline_span(execution: dict, pipeline: set[str], ipus: range) -> tuple[int, int]:
+    """(the span of the steps named in ``pipeline`` from the first start to the last end on
+    ``ipus``, the cycles the busiest of ``ipus`` ran them): (0, 0) when none ran."""
     names = [s["name"] for s in execution["steps"]]
     starts, ends, busy = [], [], dict.fromkeys(ipus, 0)
     for entry in execution.get("timeline", {}).get("entries", []):
@@ -59,8 +61,24 @@ def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:
                 starts.append(start)
                 ends.append(end)
     if not starts:
-        return 0.0
-    return 1 - max(busy.values()) / (max(ends) - min(starts))
+        return 0, 0
+    return max(ends) - min(starts), max(busy.values())
+
+
+def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:
+    """The share of the pipelined passes' span in which the busiest of ``ipus`` did nothing (0
+    when none of the steps named in ``pipeline`` ran)."""
+    span, busiest = pipeline_span(execution, pipeline, ipus)
+    return 1 - busiest / span if span else 0.0
+
+
+def steady_state(execution: dict, pipeline: set[str], ipus: range, micros: int, target: int) -> int:
+    """The cycles of a step of ``target`` micro-batches, from one of ``micros``: the step's cycles
+    outside the pipelined passes (the optimiser, the host) as they were, and the passes' span with
+    each further micro-batch at the pace of the busiest stage (its busy cycles a micro-batch): in a
+    full pipeline the busiest stage never waits."""
+    _, busiest = pipeline_span(execution, pipeline, ipus)
+    return execution["totalCycles"] + (target - micros) * busiest // micros
 
 
 def memory(compilation: dict, ipus: int) -> list[tuple[int, int]]:

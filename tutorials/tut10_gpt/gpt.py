@@ -19,7 +19,7 @@ backward), whose stages run side by side on their IPUs.
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
-        [--vocab V]
+        [--vocab V] [--recompute] [--steady G] [--bert-base]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
@@ -49,6 +49,16 @@ from poplar_py import program as prog
 from poplibs_py import gcl, poplin, popnn, popops, poputil
 
 DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
+#: ``--bert-base``: BERT-Base pre-training (phase 1) as Graphcore runs it on a Bow Pod16 (the
+#: Hugging Face model card of Graphcore/bert-base-uncased): 4 replicas of a 4-IPU pipeline, the
+#: embeddings alone on the first IPU, half with half partials. Graphcore's micro-batch is 32 and
+#: it accumulates 512 of them; the default here runs 4 of 8 on the host and projects the step to
+#: 512 (``--steady``). Flags given explicitly win.
+BERT_BASE = dict(layers=12, hidden=768, heads=12, seq=128, predictions=20, vocab=30522, half=True, tp=1, pp=4,
+                 dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, batch=8, accum=4, steady=512)
+#: Graphcore's published throughput of that configuration (micro-batch 32, 512 micro-batches,
+#: 65,536 sequences a step; SDK 3.1, PopART): https://www.graphcore.ai/performance-results
+GRAPHCORE_BERT_BASE_SEQUENCES = 16_391
 #: the default split of each Bow Pod: (tp, pp, dp)
 PODS = {16: (2, 2, 4), 64: (4, 2, 8), 256: (4, 2, 32)}
 
@@ -115,7 +125,13 @@ class Trainer:
     """The training step on every replica, compiled and loaded."""
 
     def __init__(
-        self, s: Sizes, split: Split, lr: float, device: poplar.Device | None = None, phased: bool = False
+        self,
+        s: Sizes,
+        split: Split,
+        lr: float,
+        device: poplar.Device | None = None,
+        phased: bool = False,
+        recompute: bool = False,
     ) -> None:
         self.s, self.split, self.lr = s, split, lr
         if device is None:
@@ -134,7 +150,7 @@ class Trainer:
             self.stages.append(
                 Stage(
                     g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased,
-                    micros,
+                    micros, recompute,
                 )
             )
         first, last = self.stages[0], self.stages[-1]
@@ -146,7 +162,7 @@ class Trainer:
         self.targets_in = graph.addHostToDeviceFIFO("targets", poplar.UNSIGNED_INT, s.targets)
         self.positions_in = None if s.causal else graph.addHostToDeviceFIFO(
             "positions", poplar.UNSIGNED_INT, s.targets)
-        self.pipeline: set[str] = set()  # the names of the pipelined passes' steps
+        self.pipeline: set[str] = set()  # the names of the micro-batches' steps (pipelined or not)
         self.loss = last.graph.addVariable(poplar.FLOAT, [1], "loss")
         last.graph.setTileMapping(self.loss, 0)
         popops.zero(last.graph, self.loss, self.seq, "loss/zero")
@@ -154,6 +170,7 @@ class Trainer:
             body = prog.Sequence(name="microBatch")
             self._micro_batch(body)
             self.seq.add(prog.Repeat(split.accum, body))
+            self.pipeline = {prog.step_label(p) for p in prog.walk([body])}
         else:
             self._gpipe()
         self._tie_embeddings()
@@ -469,6 +486,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="the layers of each pipeline stage, as 0,4,4,4 (the embedding's stage may have none)")
     p.add_argument("--phased", action="store_true", help="keep each layer's weights in Streaming Memory")
     p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
+    p.add_argument("--recompute", action="store_true",
+                   help="keep each block's input only and run the block forward again before its backward")
     p.add_argument("--vocab", type=int, default=256,
                    help="the token embedding's rows (the text's bytes use the first 256: 30522 is BERT's)")
     p.add_argument("--predictions", type=int, default=0,
@@ -481,7 +500,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args(argv)
+    p.add_argument("--steady", type=int, default=None,
+                   help="also print the step projected to this many micro-batches (the pipeline full)")
+    p.add_argument("--bert-base", action="store_true",
+                   help="BERT-Base as Graphcore trains it on a Bow Pod16 (flags given explicitly win)")
+    args = p.parse_args(argv)
+    if args.bert_base:
+        for key, value in BERT_BASE.items():
+            if getattr(args, key) == p.get_default(key):
+                setattr(args, key, value)
+    return args
 
 
 def split_of(args: argparse.Namespace) -> Split:
@@ -494,11 +522,14 @@ def split_of(args: argparse.Namespace) -> Split:
     return Split(base["tp"], base["pp"], base["dp"], accum, args.layers_per_ipu)
 
 
+def sizes_of(args: argparse.Namespace) -> Sizes:
+    return Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
+                 half=args.half, predictions=args.predictions, vocab=args.vocab)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    s = Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
-              half=args.half, predictions=args.predictions, vocab=args.vocab)
-    split = split_of(args)
+    s, split = sizes_of(args), split_of(args)
     check(s, split, args.pod)
     text = DATA.read_bytes()
     print(
@@ -510,23 +541,41 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
     )
-    trainer = Trainer(s, split, args.lr, phased=args.phased)
+    trainer = Trainer(s, split, args.lr, phased=args.phased, recompute=args.recompute)
     full = initial_parameters(s, args.seed)
     trainer.write_parameters(full)
     target = trainer.device.getTarget()
     describe_memory(trainer, sum(v.size for v in full.values()), args.phased)
     rng = np.random.default_rng(args.seed)
-    tokens = s.tokens * split.accum * split.dp  # read; the model FLOPs per token count its predictions
     for step in range(1, args.steps + 1):
         trainer.engine.resetExecutionProfile()  # the profile holds one step (the last, at the end)
         loss = trainer.step(batches(text, s, split, rng), step)
         execution = trainer.engine.getProfile()["execution"]
-        seconds = execution["totalCycles"] / target.getTileClockFrequency()
-        print(
-            f"step {step} loss {loss:.4f}  {seconds * 1e3:.3f} ms simulated, {tokens / seconds:,.0f} "
-            f"tokens/s, {s.flops_per_token * tokens / seconds / split.ipus / 1e12:.2f} model TFLOPS per IPU"
-        )
+        figures = throughput(s, split, execution["totalCycles"], split.accum, target)
+        print(f"step {step} loss {loss:.4f}  {figures}")
         print("  " + describe_cycles(execution, trainer))
+    if args.steady is not None:
+        cycles = breakdown.steady_state(
+            execution, trainer.pipeline, range(split.pp), split.accum, args.steady
+        )
+        print(f"steady state, {args.steady} micro-batches a step (each past the {split.accum} run at the "
+              f"busiest stage's pace): {throughput(s, split, cycles, args.steady, target)}")
+    if args.bert_base:
+        flops = s.flops_per_token * s.seq * GRAPHCORE_BERT_BASE_SEQUENCES
+        print(f"Graphcore's Bow Pod16 (micro-batch 32, 512 micro-batches): "
+              f"{GRAPHCORE_BERT_BASE_SEQUENCES:,} sequences/s, {flops / 16 / 1e12:.1f} model TFLOPS per IPU")
+
+
+def throughput(s: Sizes, split: Split, cycles: int, micros: int, target: poplar.Target) -> str:
+    """A step of ``cycles`` on ``micros`` micro-batches a replica: its time, the Pod's sequences
+    and tokens a second, the model FLOPs per IPU a second (``Sizes.flops_per_token``)."""
+    seconds = cycles / target.getTileClockFrequency()
+    sequences = s.batch * micros * split.dp  # the tensor-parallel replicas of a group read the same ones
+    tokens = sequences * s.seq
+    return (
+        f"{seconds * 1e3:.3f} ms simulated, {sequences / seconds:,.1f} sequences/s, {tokens / seconds:,.0f} "
+        f"tokens/s, {s.flops_per_token * tokens / seconds / split.ipus / 1e12:.2f} model TFLOPS per IPU"
+    )
 
 
 def describe_memory(trainer: Trainer, params: int, phased: bool) -> None:

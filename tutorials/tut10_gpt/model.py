@@ -148,7 +148,11 @@ class Stage:
     once per layer), and the activations the backward pass needs are stashed in Streaming Memory
     between the passes, so neither the code nor the memory grows with the layers. The stash has a
     row for each of ``micros`` micro-batches in flight; :meth:`select` picks the micro-batch's
-    before its forward or backward pass runs, so the passes' code serves every micro-batch."""
+    before its forward or backward pass runs, so the passes' code serves every micro-batch.
+
+    With ``recompute`` (not phased), the backward pass needs only each block's input: it runs the
+    block forward again before its backward (Graphcore's recomputation checkpoints at each encoder
+    layer), so a micro-batch in flight keeps one activation a layer instead of thirteen."""
 
     def __init__(
         self,
@@ -162,8 +166,10 @@ class Stage:
         index: int,
         phased: bool = False,
         micros: int = 1,
+        recompute: bool = False,
     ) -> None:
         self.graph, self.s, self.tp, self.layers, self.micros = graph, s, tp, layers, micros
+        self.recompute = recompute and not phased
         self.first, self.last, self.index, self.phased = first, last, index, phased
         self.all_reduce = tp_all_reduce
         self.shapes = parameter_shapes(s, tp, layers, first, last)
@@ -288,8 +294,9 @@ class Stage:
             return functions.x, []
         saved = []
         for layer in self.layers:
+            x_in = x
             x, t = self.block(x, f"l{layer}.", seq)
-            saved.append(t)
+            saved.append({"x": x_in} if self.recompute else t)
         return x, saved
 
     def backward_layers(self, d: poplar.Tensor, saved: list[dict], seq: prog.Sequence) -> poplar.Tensor:
@@ -306,6 +313,8 @@ class Stage:
                 self.store(layer, seq)
             return functions.d
         for layer, t in zip(reversed(self.layers), reversed(saved)):
+            if self.recompute:
+                _, t = self.block(t["x"], f"l{layer}.", seq)
             d = self.block_backward(d, f"l{layer}.", t, seq)
         return d
 
