@@ -28,10 +28,11 @@ def device(ipus: int, tiles: int = 16) -> poplar.Device:
     return m.createDevice()
 
 
-def _step(sizes: Sizes, split: gpt.Split, phased: bool = False, recompute: bool = False):
+def _step(sizes: Sizes, split: gpt.Split, phased=False, recompute=False, outlined=False):
     """One step on the Pod and the same step in numpy (float64), from the same parameters and
     micro-batches: (trainer, micro-batches, loss, numpy's loss, numpy's parameters)."""
-    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased, recompute=recompute)
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus), phased=phased, recompute=recompute,
+                          outlined=outlined)
     full = gpt.initial_parameters(sizes, seed=1)
     trainer.write_parameters(full)
     data = gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2))
@@ -58,12 +59,17 @@ def _assert_parameters_match(trainer, expected: dict[str, np.ndarray], atol: flo
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=tolerance, err_msg=f"replica {r} {name}")
 
 
-@pytest.mark.parametrize("phased,recompute", [(False, False), (True, False), (False, True)],
-                         ids=["resident", "phased", "recomputed"])
+#: (phased, recompute, outlined)
+MODES = {"resident": (False, False, False), "phased": (True, False, False),
+         "recomputed": (False, True, False), "outlined": (False, False, True),
+         "outlined-recomputed": (False, True, True), "phased-recomputed": (True, True, False)}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("tp,pp,dp", [(1, 1, 1), (2, 1, 1), (1, 1, 2), (1, 2, 2), (2, 2, 2)])
-def test_a_step_matches_numpy(tp, pp, dp, phased, recompute):
+def test_a_step_matches_numpy(tp, pp, dp, mode):
     split = gpt.Split(tp, pp, dp, accum=2)
-    trainer, _, loss, expected_loss, expected = _step(SIZES, split, phased, recompute)
+    trainer, _, loss, expected_loss, expected = _step(SIZES, split, *MODES[mode])
     assert loss == pytest.approx(expected_loss, rel=1e-5)
     _assert_parameters_match(trainer, expected, 1e-3 * LR)
 
@@ -153,6 +159,7 @@ def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
         12, 768, 12, 128, 30522, 20, True)
     assert (split.tp, split.pp, split.dp, split.layers_per_ipu, s.batch, args.steady) == (
         1, 4, 1, (0, 4, 4, 4), 2, 512)
+    assert args.recompute and args.outlined
     # Graphcore's published 16,391 sequences/s on a Bow Pod16, in model FLOPs per IPU
     flops = s.flops_per_token * s.seq * gpt.GRAPHCORE_BERT_BASE_SEQUENCES
     assert flops / 16 / 1e12 == pytest.approx(71.6, abs=0.05)

@@ -19,7 +19,7 @@ backward), whose stages run side by side on their IPUs.
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
-        [--vocab V] [--recompute] [--steady G] [--bert-base]
+        [--vocab V] [--recompute] [--outlined] [--steady G] [--bert-base]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
@@ -54,8 +54,9 @@ DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
 #: embeddings alone on the first IPU, half with half partials. Graphcore's micro-batch is 32 and
 #: it accumulates 512 of them; the default here runs 4 of 8 on the host and projects the step to
 #: 512 (``--steady``). Flags given explicitly win.
-BERT_BASE = dict(layers=12, hidden=768, heads=12, seq=128, predictions=20, vocab=30522, half=True, tp=1, pp=4,
-                 dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, batch=8, accum=4, steady=512)
+BERT_BASE = dict(layers=12, hidden=768, heads=12, seq=128, predictions=20, vocab=30522, half=True, tp=1,
+                 pp=4, dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, outlined=True, batch=8, accum=4,
+                 steady=512)
 #: Graphcore's published throughput of that configuration (micro-batch 32, 512 micro-batches,
 #: 65,536 sequences a step; SDK 3.1, PopART): https://www.graphcore.ai/performance-results
 GRAPHCORE_BERT_BASE_SEQUENCES = 16_391
@@ -132,6 +133,7 @@ class Trainer:
         device: poplar.Device | None = None,
         phased: bool = False,
         recompute: bool = False,
+        outlined: bool = False,
     ) -> None:
         self.s, self.split, self.lr = s, split, lr
         if device is None:
@@ -150,7 +152,7 @@ class Trainer:
             self.stages.append(
                 Stage(
                     g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased,
-                    micros, recompute,
+                    micros, recompute, outlined,
                 )
             )
         first, last = self.stages[0], self.stages[-1]
@@ -488,6 +490,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--half", action="store_true", help="weights, activations and gradients in half")
     p.add_argument("--recompute", action="store_true",
                    help="keep each block's input only and run the block forward again before its backward")
+    p.add_argument("--outlined", action="store_true",
+                   help="one block's code for every layer of a stage, its weights copied in for each call")
     p.add_argument("--vocab", type=int, default=256,
                    help="the token embedding's rows (the text's bytes use the first 256: 30522 is BERT's)")
     p.add_argument("--predictions", type=int, default=0,
@@ -541,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
     )
-    trainer = Trainer(s, split, args.lr, phased=args.phased, recompute=args.recompute)
+    trainer = Trainer(s, split, args.lr, phased=args.phased, recompute=args.recompute, outlined=args.outlined)
     full = initial_parameters(s, args.seed)
     trainer.write_parameters(full)
     target = trainer.device.getTarget()

@@ -122,17 +122,18 @@ AllReduce = Callable[[poplar.Tensor, prog.Sequence, str], None]
 
 @dataclass(frozen=True)
 class LayerFunctions:
-    """Phased: one block's code for every layer of a stage, the buffers it reads and writes (``x``:
-    the input, then the output; ``d``: the output's gradient, then the input's), its saved
-    activations as one row (``saved``) and their stash in Streaming Memory (a buffer per layer,
-    a row per micro-batch)."""
+    """One block's code for every layer of a stage (phased or outlined), the buffers it reads and
+    writes (``x``: the input, then the output; ``d``: the output's gradient, then the input's), what
+    its backward pass needs as one row (``saved``: the activations, or recomputing, the input) and
+    their stash, a row per micro-batch for each layer: in Streaming Memory (phased) or in the
+    stage's tile memory."""
 
     forward: poplar.Function
     backward: poplar.Function
     x: poplar.Tensor
     d: poplar.Tensor
     saved: poplar.Tensor
-    stashes: list[poplar.RemoteBuffer]
+    stashes: list[poplar.RemoteBuffer] | list[poplar.Tensor]
 
 
 class Stage:
@@ -144,15 +145,18 @@ class Stage:
     layers' parameters, after them; or, ``phased``, each layer's parameters and gradients live in
     Streaming Memory (rows 0 and 1 of its remote buffer) and are loaded into one layer's working
     buffers (``work``, ``work_grads``) just before the layer runs, so the IPU holds one layer at a
-    time. Phased, one block's code serves every layer (a forward and a backward function, called
-    once per layer), and the activations the backward pass needs are stashed in Streaming Memory
-    between the passes, so neither the code nor the memory grows with the layers. The stash has a
-    row for each of ``micros`` micro-batches in flight; :meth:`select` picks the micro-batch's
-    before its forward or backward pass runs, so the passes' code serves every micro-batch.
+    time. Phased or ``outlined``, one block's code serves every layer (a forward and a backward
+    function, called once per layer, as PopART outlines a model's identical layers); outlined, the
+    layers stay in the flat buffers, each laid out alike, and are copied tile by tile into the
+    working buffers (their gradients back) around each call. The activations the backward pass
+    needs are stashed between the passes (phased in Streaming Memory, outlined on the tiles), so
+    neither the code nor the memory grows with the layers. The stash has a row for each of
+    ``micros`` micro-batches in flight; :meth:`select` picks the micro-batch's before its forward
+    or backward pass runs, so the passes' code serves every micro-batch.
 
-    With ``recompute`` (not phased), the backward pass needs only each block's input: it runs the
-    block forward again before its backward (Graphcore's recomputation checkpoints at each encoder
-    layer), so a micro-batch in flight keeps one activation a layer instead of thirteen."""
+    With ``recompute`` the backward pass needs only each block's input: it runs the block forward
+    again before its backward (Graphcore's recomputation checkpoints at each encoder layer), so a
+    micro-batch in flight keeps one activation a layer instead of thirteen."""
 
     def __init__(
         self,
@@ -167,10 +171,12 @@ class Stage:
         phased: bool = False,
         micros: int = 1,
         recompute: bool = False,
+        outlined: bool = False,
     ) -> None:
         self.graph, self.s, self.tp, self.layers, self.micros = graph, s, tp, layers, micros
-        self.recompute = recompute and not phased
+        self.recompute, self.outlined = recompute, outlined and not phased
         self.first, self.last, self.index, self.phased = first, last, index, phased
+        self.shared = bool(layers) and (phased or self.outlined)  # one block's code for every layer
         self.all_reduce = tp_all_reduce
         self.shapes = parameter_shapes(s, tp, layers, first, last)
         self.layer_shapes = layer_shapes(s, tp)
@@ -186,7 +192,11 @@ class Stage:
             self._spread_blocks(self._where("wte", False))
             self._spread_blocks(self._where("wte", True))
         self.remote: dict[int, poplar.RemoteBuffer] = {}
-        if phased:
+        if self.outlined:
+            for layer in layers:  # each layer's tiles hold the same parts of it
+                for buffer in (self.params, self.grads):
+                    poputil.mapTensorLinearly(graph, self._layer(buffer, layer))
+        if self.shared:
             self.work, self.work_grads = (
                 self._buffer(self.layer_size, f"stage{index}/{what}") for what in ("layer", "layerGrads")
             )
@@ -199,7 +209,7 @@ class Stage:
             poputil.mapTensorLinearly(graph, self.slots)
             self.slot = graph.addVariable(poplar.UNSIGNED_INT, [1], f"stage{index}/slot")
             graph.setTileMapping(self.slot, 0)
-            for layer in layers:
+            for layer in layers if phased else ():
                 self.remote[layer] = graph.addRemoteBuffer(
                     f"stage{index}/l{layer}", s.dtype, self.layer_size, repeats=2
                 )
@@ -228,8 +238,13 @@ class Stage:
         for k in range(self.blocks):
             self.graph.setTileMapping(flat.slice(k * size, (k + 1) * size), k * tiles // self.blocks)
 
+    def _layer(self, buffer: poplar.Tensor, layer: int) -> poplar.Tensor:
+        """Outlined: layer ``layer``'s part of a flat buffer (its parameters lie together)."""
+        lo = self.offsets[f"l{layer}.{next(iter(self.layer_shapes))}"][0]
+        return buffer.slice(lo, lo + self.layer_size)
+
     def _where(self, name: str, grads: bool) -> poplar.Tensor:
-        if self.phased and in_layer(name):
+        if self.shared and in_layer(name):
             lo, hi = self.layer_offsets[name.split(".", 1)[1]]
             return (self.work_grads if grads else self.work).slice(lo, hi)
         lo, hi = self.offsets[name]
@@ -265,18 +280,22 @@ class Stage:
         return flat.reshape(self.blocks, rows, cols // self.blocks).transpose(1, 0, 2).reshape(rows, cols)
 
     def load(self, layer: int, seq: prog.Sequence, grads: bool) -> None:
-        """Phased: layer ``layer``'s parameters (and, ``grads``, its gradients so far) from Streaming
-        Memory into the working buffers, before it runs."""
+        """Phased or outlined: layer ``layer``'s parameters (and, ``grads``, its gradients so far)
+        into the working buffers, from Streaming Memory or the flat buffers, before it runs."""
         if self.phased:
             seq.add(
                 prog.Copy(self.remote[layer], self.pair, self.rows)
                 if grads
                 else prog.Copy(self.remote[layer], self.work, self.row0)
             )
+        elif self.outlined:
+            seq.add(prog.Copy(self._layer(self.params, layer), self.work))
+            if grads:
+                seq.add(prog.Copy(self._layer(self.grads, layer), self.work_grads))
 
     def select(self, micro: int, seq: prog.Sequence) -> None:
-        """Phased: the stash row of micro-batch ``micro`` for the passes that follow in ``seq``."""
-        if self.phased:
+        """Phased or outlined: the stash row of micro-batch ``micro`` for the passes that follow."""
+        if self.shared:
             seq.add(prog.Copy(self.slots.slice(micro, micro + 1), self.slot))
 
     # ---- the layers of a micro-batch ----------------------------------------------------------
@@ -284,13 +303,16 @@ class Stage:
         """The stage's blocks on a micro-batch: (output, what backward needs)."""
         if not self.layers:
             return x, []
-        if self.phased:
+        if self.shared:
             functions = self._functions()
             seq.add(prog.Copy(x, functions.x))
             for k, layer in enumerate(self.layers):
                 self.load(layer, seq, grads=False)
+                if self.recompute:  # the input, before the block overwrites it
+                    self._stash(functions, k, seq)
                 seq.add(prog.Call(functions.forward))
-                seq.add(prog.Copy(functions.saved, functions.stashes[k], self.slot))
+                if not self.recompute:
+                    self._stash(functions, k, seq)
             return functions.x, []
         saved = []
         for layer in self.layers:
@@ -303,12 +325,12 @@ class Stage:
         """The blocks' backward pass on a micro-batch, accumulating their gradients."""
         if not self.layers:
             return d
-        if self.phased:
+        if self.shared:
             functions = self._functions()
             seq.add(prog.Copy(d, functions.d))
             for k, layer in reversed(list(enumerate(self.layers))):
                 self.load(layer, seq, grads=True)
-                seq.add(prog.Copy(functions.stashes[k], functions.saved, self.slot))
+                self._unstash(functions, k, seq)
                 seq.add(prog.Call(functions.backward))
                 self.store(layer, seq)
             return functions.d
@@ -319,7 +341,7 @@ class Stage:
         return d
 
     def _functions(self) -> LayerFunctions:
-        """Phased: the block's forward and backward code, built once (on the first layer's names)."""
+        """The block's forward and backward code, built once (on the first layer's names)."""
         if self._layer_functions is None:
             s, g = self.s, self.graph
             x, d = (
@@ -332,23 +354,57 @@ class Stage:
             forward, backward = prog.Sequence(), prog.Sequence()
             y, saved = self.block(x, p, forward)
             forward.add(prog.Copy(y, x))  # the next layer's input
-            backward.add(prog.Copy(self.block_backward(d, p, saved, backward), d))
-            names = sorted(saved)
-            flat = poplar.concat([saved[k].flatten() for k in names]).expand([0])
-            stashes = [
-                g.addRemoteBuffer(f"stage{self.index}/activations/l{layer}", s.dtype, flat.numElements(),
-                                  repeats=self.micros)
-                for layer in self.layers
-            ]
+            if self.recompute:  # the block again, from its input restored into x
+                _, saved_again = self.block(x, p, backward)
+                backward.add(prog.Copy(self.block_backward(d, p, saved_again, backward), d))
+                flat = x.flatten().expand([0])
+            else:
+                backward.add(prog.Copy(self.block_backward(d, p, saved, backward), d))
+                flat = poplar.concat([saved[k].flatten() for k in sorted(saved)]).expand([0])
+            stashes: list[poplar.RemoteBuffer] | list[poplar.Tensor]
+            if self.phased:
+                stashes = [
+                    g.addRemoteBuffer(f"stage{self.index}/activations/l{layer}", s.dtype, flat.numElements(),
+                                      repeats=self.micros)
+                    for layer in self.layers
+                ]
+            else:  # each row on the tiles of what it keeps
+                stashes = [
+                    poplar.concat([g.clone(flat, f"stage{self.index}/activations/l{layer}/{j}")
+                                   for j in range(self.micros)])
+                    for layer in self.layers
+                ]
             self._layer_functions = LayerFunctions(
                 g.addFunction(forward), g.addFunction(backward), x, d, flat, stashes
             )
         return self._layer_functions
 
+    def _stash(self, functions: LayerFunctions, k: int, seq: prog.Sequence) -> None:
+        """What the backward pass of the stage's ``k``-th layer needs, into the selected row."""
+        stash = functions.stashes[k]
+        if isinstance(stash, poplar.RemoteBuffer):
+            seq.add(prog.Copy(functions.saved, stash, self.slot))
+        else:
+            popops.dynamicUpdate(self.graph, stash, functions.saved, self.slot, [0], [1], seq,
+                                 f"stage{self.index}/stash")
+
+    def _unstash(self, functions: LayerFunctions, k: int, seq: prog.Sequence) -> None:
+        """The selected row of the ``k``-th layer's stash back into the block's buffers."""
+        stash = functions.stashes[k]
+        if isinstance(stash, poplar.RemoteBuffer):
+            seq.add(prog.Copy(stash, functions.saved, self.slot))
+        else:
+            row = popops.dynamicSlice(self.graph, stash, self.slot, [0], [1], seq,
+                                      f"stage{self.index}/unstash")
+            seq.add(prog.Copy(row, functions.saved))
+
     def store(self, layer: int, seq: prog.Sequence) -> None:
-        """Phased: layer ``layer``'s parameters and gradients back to Streaming Memory."""
+        """Phased: layer ``layer``'s parameters and gradients back to Streaming Memory; outlined: its
+        gradients back into the flat buffer."""
         if self.phased:
             seq.add(prog.Copy(self.pair, self.remote[layer], self.rows))
+        elif self.outlined:
+            seq.add(prog.Copy(self.work_grads, self._layer(self.grads, layer)))
 
     # ---- building blocks -------------------------------------------------------------------
     @property
