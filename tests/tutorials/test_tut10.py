@@ -165,6 +165,13 @@ def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
     assert flops / 16 / 1e12 == pytest.approx(71.6, abs=0.05)
 
 
+def test_bert_base_attaches_to_the_pods_ipus_and_asks_for_bow_ones(monkeypatch, capsys):
+    monkeypatch.setattr(gpt, "Trainer", None)  # never reached
+    with pytest.raises(SystemExit, match=r"poplar-py run --arch ipu21 tutorials/tut10_gpt/gpt.py --bert-base"):
+        gpt.main(["--bert-base"])
+    assert "Attached to device 120: 16 IPUs at 1.33 GHz" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("flags,culprit", [
     (["--pod", "16", "--tp", "4"], "--pp 2 x --tp 4 x --dp 4 = 32 IPUs, but a Pod16 has 16"),
     (["--tp", "3", "--pp", "1", "--dp", "1"], "--tp 3 must divide --heads 8"),

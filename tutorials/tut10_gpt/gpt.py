@@ -56,10 +56,11 @@ DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
 #: 512 (``--steady``). Flags given explicitly win.
 BERT_BASE = dict(layers=12, hidden=768, heads=12, seq=128, predictions=20, vocab=30522, half=True, tp=1,
                  pp=4, dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, outlined=True, batch=8, accum=4,
-                 steady=512)
+                 steady=512, device="ipu")
 #: Graphcore's published throughput of that configuration (micro-batch 32, 512 micro-batches,
 #: 65,536 sequences a step; SDK 3.1, PopART): https://www.graphcore.ai/performance-results
 GRAPHCORE_BERT_BASE_SEQUENCES = 16_391
+BOW_CLOCK = 1.85e9
 #: the default split of each Bow Pod: (tp, pp, dp)
 PODS = {16: (2, 2, 4), 64: (4, 2, 8), 256: (4, 2, 32)}
 
@@ -482,6 +483,9 @@ def unigram_entropy(text: bytes) -> float:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pod", type=int, choices=sorted(PODS), default=None)
+    p.add_argument("--device", choices=("model", "ipu"), default="model",
+                   help="model: a Bow IPU Model; ipu: attach to the Pod's IPUs from the DeviceManager (the "
+                        "hardware path; `poplar-py run --arch ipu21` makes them Bow IPUs)")
     for flag in ("tp", "pp", "dp", "accum"):
         p.add_argument(f"--{flag}", type=int, default=None)
     p.add_argument("--layers-per-ipu", type=lambda v: tuple(int(n) for n in v.split(",")), default=None,
@@ -545,7 +549,11 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"text: {DATA.name}, {len(text):,} bytes, unigram entropy {unigram_entropy(text):.3f} nats per byte"
     )
-    trainer = Trainer(s, split, args.lr, phased=args.phased, recompute=args.recompute, outlined=args.outlined)
+    device = attach(split.ipus) if args.device == "ipu" else None
+    if args.bert_base and device is not None and device.getTarget().getTileClockFrequency() != BOW_CLOCK:
+        raise SystemExit("gpt.py: --bert-base compares with a Bow Pod16: run it as "
+                         "`poplar-py run --arch ipu21 tutorials/tut10_gpt/gpt.py --bert-base`")
+    trainer = Trainer(s, split, args.lr, device, args.phased, args.recompute, args.outlined)
     full = initial_parameters(s, args.seed)
     trainer.write_parameters(full)
     target = trainer.device.getTarget()
@@ -568,6 +576,18 @@ def main(argv: list[str] | None = None) -> None:
         flops = s.flops_per_token * s.seq * GRAPHCORE_BERT_BASE_SEQUENCES
         print(f"Graphcore's Bow Pod16 (micro-batch 32, 512 micro-batches): "
               f"{GRAPHCORE_BERT_BASE_SEQUENCES:,} sequences/s, {flops / 16 / 1e12:.1f} model TFLOPS per IPU")
+
+
+def attach(ipus: int) -> poplar.Device:
+    """The first free device of ``ipus`` IPUs from the DeviceManager, attached."""
+    print(f"Trying to attach to {ipus} IPUs")
+    devices = poplar.DeviceManager.createDeviceManager().getDevices(poplar.TargetType.IPU, ipus)
+    device = next((d for d in devices if d.attach()), None)
+    if device is None:
+        raise SystemExit(f"gpt.py: no device of {ipus} IPUs to attach to")
+    clock = device.getTarget().getTileClockFrequency()
+    print(f"Attached to device {device.getId()}: {ipus} IPUs at {clock / 1e9:.2f} GHz")
+    return device
 
 
 def throughput(s: Sizes, split: Split, cycles: int, micros: int, target: poplar.Target) -> str:
