@@ -595,8 +595,10 @@ class Stage:
         g, s = self.graph, self.s
         h, white, isd = self.layer_norm(x, "lnf", seq)
         picked = h
-        if positions is not None:
-            picked = popops.multiSlice(g, h, positions, [0], [1], seq, debugName="masked").reshape(
+        if positions is not None:  # gathered from a copy laid out for it (the positions vary)
+            sliceable = self._sliceable("masked/input")
+            seq.add(prog.Copy(h, sliceable))
+            picked = popops.multiSlice(g, sliceable, positions, [0], [1], seq, debugName="masked").reshape(
                 [s.targets, s.hidden]
             )
         logits = self.mm(picked, self.param("wte").transpose(), seq, "logits")
@@ -609,6 +611,13 @@ class Stage:
         popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
         return loss, dict(picked=picked, positions=positions, white=white, isd=isd, deltas=deltas)
 
+    def _sliceable(self, name: str) -> poplar.Tensor:
+        """A ``[tokens, hidden]`` tensor whose columns lie whole on the tiles (PopLibs'
+        ``createSliceableTensor``), so gathering or updating rows at positions known only on the
+        tiles needs no exchange of it."""
+        s = self.s
+        return popops.createSliceableTensor(self.graph, s.dtype, [s.tokens, s.hidden], [0], [1], 0, name)
+
     def head_backward(self, t: dict, seq: prog.Sequence) -> poplar.Tensor:
         """The gradient w.r.t. the head's input (accumulating the projection's and the final layer
         norm's gradients); a masked model's reaches its positions only."""
@@ -617,8 +626,7 @@ class Stage:
         d_h = self.mm(t["deltas"], self.param("wte"), seq, "logits/inputGrad")
         if t["positions"] is not None:
             d_picked = d_h
-            d_h = g.addVariable(s.dtype, [s.tokens, s.hidden], "masked/grad")
-            poputil.mapTensorLinearly(g, d_h)
+            d_h = self._sliceable("masked/grad")
             popops.zero(g, d_h, seq, "masked/grad/zero")
             popops.multiUpdateAdd(g, d_h, d_picked.reshape([s.targets, 1, s.hidden]), t["positions"], 1.0,
                                   [0], [1], seq, debugName="masked/grad")
