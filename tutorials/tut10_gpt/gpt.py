@@ -181,9 +181,9 @@ class Trainer:
         self.optimisers: dict[str, ShardedAdam] = {}  # by the name of what each updates
         for st in self.stages:
             hyper = self._hyper_on(st)
-            if st.params.numElements():
-                self.optimisers[f"stage{st.index}"] = ShardedAdam(
-                    st.graph, st.params, st.grads, hyper, dp_group, f"stage{st.index}", self.seq
+            for name, (lo, hi) in st.update_ranges().items():
+                self.optimisers[name] = ShardedAdam(
+                    st.graph, st.params.slice(lo, hi), st.grads.slice(lo, hi), hyper, dp_group, name, self.seq
                 )
             for layer in st.layers if st.phased else ():  # each layer's update between its load and store
                 st.load(layer, self.seq, grads=True)
@@ -317,39 +317,35 @@ class Trainer:
     def replica_tp(self, r: int) -> int:
         return r % self.split.tp
 
-    def _blocks(self, full: dict[str, np.ndarray], rank: int) -> dict[str, np.ndarray]:
-        """Each flat block of parameters that one optimiser updates, for tensor-parallel rank
-        ``rank``: a stage's buffer, and (phased) each of its layers' rows."""
-        out = {}
-        for st in self.stages:
-            if st.params.numElements():
-                out[f"stage{st.index}"] = flat_of(
-                    st.offsets, full, st.tp, rank, st.params.numElements(), st.flat_value
-                )
-            for layer in st.layers if st.phased else ():
-                names = {f"l{layer}.{k}": v for k, v in st.layer_offsets.items()}
-                out[f"stage{st.index}/l{layer}"] = flat_of(
-                    names, full, st.tp, rank, st.layer_size, st.flat_value
-                )
-        return out
-
     def write_parameters(self, full: dict[str, np.ndarray]) -> None:
         """Every replica's shard of ``full`` (the whole model's parameters) into its stages' buffers
         (phased: its layers' rows in Streaming Memory), and each optimiser's shard of them into its
         row of master weights."""
         groups = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, self.split.dp).groups(self.split.replicas)
         for r in range(self.split.replicas):
-            place = next(g.index(r) for g in groups if r in g)
-            for name, flat in self._blocks(full, self.replica_tp(r)).items():
-                if name.count("/"):  # a phased layer's row of parameters
-                    self.engine.copyToRemoteBuffer(flat.astype(self.s.dtype.dtype), name, 0, replicaIndex=r)
-                else:
-                    self.engine.writeTensor(f"{name}/params", flat, replicaIndex=r)
-                adam = self.optimisers[name]
-                master = np.zeros(adam.shard, np.float32)
-                part = flat[place * adam.shard : (place + 1) * adam.shard]
-                master[: part.size] = part
-                self.engine.copyToRemoteBuffer(master, f"{name}/adam", 0, replicaIndex=r)
+            place, rank = next(g.index(r) for g in groups if r in g), self.replica_tp(r)
+            for st in self.stages:
+                if st.params.numElements():
+                    flat = flat_of(st.offsets, full, st.tp, rank, st.params.numElements(), st.flat_value)
+                    self.engine.writeTensor(f"stage{st.index}/params", flat, replicaIndex=r)
+                    for name, (lo, hi) in st.update_ranges().items():
+                        self._write_master(name, flat[lo:hi], place, r)
+                for layer in st.layers if st.phased else ():
+                    names = {f"l{layer}.{k}": v for k, v in st.layer_offsets.items()}
+                    row = flat_of(names, full, st.tp, rank, st.layer_size, st.flat_value)
+                    self.engine.copyToRemoteBuffer(
+                        row.astype(self.s.dtype.dtype), f"stage{st.index}/l{layer}", 0, replicaIndex=r
+                    )
+                    self._write_master(f"stage{st.index}/l{layer}", row, place, r)
+
+    def _write_master(self, name: str, flat: np.ndarray, place: int, r: int) -> None:
+        """Replica ``r``'s shard (its ``place`` in its data-parallel group) of the master weights
+        that optimiser ``name`` updates, from their values ``flat``."""
+        adam = self.optimisers[name]
+        master = np.zeros(adam.shard, np.float32)
+        part = flat[place * adam.shard : (place + 1) * adam.shard]
+        master[: part.size] = part
+        self.engine.copyToRemoteBuffer(master, f"{name}/adam", 0, replicaIndex=r)
 
     def read_parameters(self, r: int) -> dict[str, np.ndarray]:
         """Replica ``r``'s parameters, by name (its tensor-parallel shard of each)."""

@@ -238,10 +238,29 @@ class Stage:
         for k in range(self.blocks):
             self.graph.setTileMapping(flat.slice(k * size, (k + 1) * size), k * tiles // self.blocks)
 
+    def _layer_range(self, layer: int) -> tuple[int, int]:
+        lo = self.offsets[f"l{layer}.{next(iter(self.layer_shapes))}"][0]
+        return lo, lo + self.layer_size
+
     def _layer(self, buffer: poplar.Tensor, layer: int) -> poplar.Tensor:
         """Outlined: layer ``layer``'s part of a flat buffer (its parameters lie together)."""
-        lo = self.offsets[f"l{layer}.{next(iter(self.layer_shapes))}"][0]
-        return buffer.slice(lo, lo + self.layer_size)
+        return buffer.slice(*self._layer_range(layer))
+
+    def update_ranges(self) -> dict[str, tuple[int, int]]:
+        """The parts of the flat buffers each optimiser updates, by its name: the whole buffer, or
+        outlined, each layer's part and the parts before and after the layers on their own, so the
+        optimisers' state is loaded a layer at a time (phased layers are updated apart)."""
+        size = self.params.numElements()
+        if not size:
+            return {}
+        if not (self.outlined and self.layers):
+            return {f"stage{self.index}": (0, size)}
+        out = {f"stage{self.index}/l{layer}": self._layer_range(layer) for layer in self.layers}
+        first, last = self._layer_range(self.layers[0])[0], self._layer_range(self.layers[-1])[1]
+        for name, (lo, hi) in (("before", (0, first)), ("after", (last, size))):
+            if hi > lo:
+                out[f"stage{self.index}/{name}"] = (lo, hi)
+        return out
 
     def _where(self, name: str, grads: bool) -> poplar.Tensor:
         if self.shared and in_layer(name):
