@@ -133,20 +133,22 @@ def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
     assert "pipeline bubble" in gpt.describe_cycles(execution, trainer)
 
 
-def _pipelined_step(accum: int):
-    sizes = Sizes(hidden=128, heads=4, layers=2, seq=16, batch=1)
+def _pipelined_step(accum: int, outlined: bool):
+    sizes = Sizes(hidden=128, heads=4, layers=4, seq=16, batch=1)
     split = gpt.Split(1, 2, 1, accum)
-    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus, tiles=64))
+    trainer = gpt.Trainer(sizes, split, LR, device(split.ipus, tiles=64), recompute=outlined,
+                          outlined=outlined)
     trainer.write_parameters(gpt.initial_parameters(sizes, seed=1))
     trainer.step(gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2)), 1)
     return trainer, trainer.engine.getProfile()["execution"]
 
 
-def test_the_steady_state_projects_a_longer_step():
+@pytest.mark.parametrize("outlined", [False, True], ids=["inline", "outlined"])
+def test_the_steady_state_projects_a_longer_step(outlined):
     # a step of 6 micro-batches projected from one of 2 lands near the step of 6 itself: the
-    # further micro-batches run at the busiest stage's pace
-    trainer, short = _pipelined_step(2)
-    _, long = _pipelined_step(6)
+    # further micro-batches run at the busiest stage's pace (outlined, in the functions it calls)
+    trainer, short = _pipelined_step(2, outlined)
+    _, long = _pipelined_step(6, outlined)
     projected = breakdown.steady_state(short, trainer.pipeline, range(2), 2, 6)
     assert projected == pytest.approx(long["totalCycles"], rel=0.03)
     assert breakdown.steady_state(short, trainer.pipeline, range(2), 2, 2) == short["totalCycles"]
@@ -167,7 +169,7 @@ def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
 
 def test_bert_base_attaches_to_the_pods_ipus_and_asks_for_bow_ones(monkeypatch, capsys):
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached
-    with pytest.raises(SystemExit, match=r"poplar-py run --arch ipu21 tutorials/tut10_gpt/gpt.py --bert-base"):
+    with pytest.raises(SystemExit, match=r"poplar-py run --arch ipu21 tutorials/tut10_gpt/gpt.py --bert"):
         gpt.main(["--bert-base"])
     assert "Attached to device 120: 16 IPUs at 1.33 GHz" in capsys.readouterr().out
 

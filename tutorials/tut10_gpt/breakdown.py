@@ -48,21 +48,27 @@ def work(execution: dict) -> dict[str, float]:
 
 
 def pipeline_span(execution: dict, pipeline: set[str], ipus: range) -> tuple[int, int]:
-    """(the span of the steps named in ``pipeline`` from the first start to the last end on
-    ``ipus``, the cycles the busiest of ``ipus`` ran them): (0, 0) when none ran."""
+    """(the span from the first start to the last end of the steps named in ``pipeline`` on
+    ``ipus``, the cycles the busiest of ``ipus`` ran any step in that span: the functions the
+    pipelined passes call included): (0, 0) when none of them ran."""
     names = [s["name"] for s in execution["steps"]]
-    starts, ends, busy = [], [], dict.fromkeys(ipus, 0)
-    for entry in execution.get("timeline", {}).get("entries", []):
-        if names[entry["step"]] not in pipeline:
-            continue
+    entries = execution.get("timeline", {}).get("entries", [])
+    bounds = [
+        (start, end)
+        for entry in entries
+        if names[entry["step"]] in pipeline
+        for ipu, start, end in zip(entry["ipus"], entry["start"], entry["end"])
+        if ipu in ipus
+    ]
+    if not bounds:
+        return 0, 0
+    first, last = min(b[0] for b in bounds), max(b[1] for b in bounds)
+    busy = dict.fromkeys(ipus, 0)
+    for entry in entries:
         for ipu, start, end in zip(entry["ipus"], entry["start"], entry["end"]):
             if ipu in busy:
-                busy[ipu] += end - start
-                starts.append(start)
-                ends.append(end)
-    if not starts:
-        return 0, 0
-    return max(ends) - min(starts), max(busy.values())
+                busy[ipu] += max(0, min(end, last) - max(start, first))
+    return last - first, max(busy.values())
 
 
 def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:
