@@ -10,6 +10,10 @@ the estimate, by the work's shape:
 * one output element from one run of partials (ADD, SQUARE_ADD, LOG_ADD, not updating): PopLibs'
   ``SCALAR_OUTPUT_SINGLE_INPUT`` (``getCyclesEstimateForSingleInput``), the accumulators' vector
   (4 floats, 8 halves) every max(loads, 1) cycles;
+* several single outputs, each from one run of partials of the same length (the vectorised
+  operations): ``ALL_REGIONS_CONTINUOUS``, PopLibs' ``ContinuousReduce``
+  (``getCycleEstimateReduceAllRegionsContinuous``), a loop over each output's partials at the
+  accumulators' width limited by the data path, and 12 cycles an output;
 * outputs of whole 32-bit words whose partials are rows of the region (ADD, SQUARE_ADD, MAX,
   MIN, LOG_ADD into float or half): ``STRIDED_REDUCE`` (``getCyclesEstimateForStridedReduce``), a
   loop over the region's 64-bit vectors with a cycle per partial row, each region on its own;
@@ -53,6 +57,9 @@ def reduceCycles(partials: Sequence[int], outs: Sequence[int], numPartials: Sequ
     the specialised vertex's figure where PopLibs has one for the shape."""
     if op in SINGLE_INPUT and not update and list(outs) == [1] and len(partials) == 1:
         return singleInputCycles(partials[0], partialsType, outType, op, target)
+    if op in VECTORISED and len(outs) > 1 and set(outs) == {1} and set(numPartials) == {1} \
+            and len(set(partials)) == 1:
+        return continuousCycles(partials[0], len(outs), partialsType, update, target)
     rows = _rows(partials, outs, numPartials)
     if op in STRIDED and outType in (FLOAT, HALF) and rows is not None and all(
             w * outType.size % 4 == 0 and w * partialsType.size % 8 == 0 for w in outs):
@@ -91,6 +98,14 @@ def singleInputCycles(n: int, partialsType: Type, outType: Type, op: str, target
     per_loop, elements = max(loads, per_op), per_cycle * loads
     cycles = 1 + 2 + 6 + per_loop * n // elements + 5 + n % elements + 3
     return cycles + (5 if outType != FLOAT else 0)
+
+
+def continuousCycles(n: int, outputs: int, partialsType: Type, update: bool, target: Target) -> int:
+    """``getCycleEstimateReduceAllRegionsContinuous``: ``outputs`` outputs of ``n`` partials each
+    (PopLibs passes the vertex's ``numOutputsM1`` as the count; this takes the outputs)."""
+    path = target.getDataPathWidth() // (8 * partialsType.size)
+    per_loop = min(accumulatorWidth(partialsType), path)
+    return outputs * (n // per_loop) + (2 if n & 1 else 0) + 12 * outputs + 10 + update + 7
 
 
 #: result storage after a strided loop: PopLibs' table by partials type, then output type, then
