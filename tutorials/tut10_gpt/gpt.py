@@ -19,15 +19,20 @@ backward), whose stages run side by side on their IPUs.
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
-        [--vocab V] [--recompute] [--outlined] [--steady G] [--bert-base]
+        [--vocab V] [--recompute] [--outlined] [--device model|ipu] [--steady G] [--bert-base]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
 half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights
-and moments stay float.
+and moments stay float. ``--outlined`` gives every layer of a stage one block's code (the layers'
+weights copied into it for each call) and ``--recompute`` keeps only each block's input for the
+backward pass. ``--bert-base`` is BERT-Base pre-training as Graphcore runs it on a Bow Pod16 (run it
+with ``poplar-py run --arch ipu21``): it prints the step projected to Graphcore's 512
+micro-batches (``--steady``) beside Graphcore's published throughput.
 
 Each step prints its loss (nats per byte, the mean over the step's predictions), the simulated step
-time, the Pod's tokens per second and the model FLOPs per IPU a second (``Sizes.flops_per_token``).
+time, the Pod's sequences and tokens per second and the model FLOPs per IPU a second
+(``Sizes.flops_per_token``).
 """
 
 from __future__ import annotations
