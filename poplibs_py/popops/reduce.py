@@ -327,8 +327,16 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
             continue
         dst = out_flat if final else partials
         assert dst is not None
-        # the selected regions' vertices, numbered from 0 in (tile, worker) order
-        keys, owner = np.unique(vertex[sel], return_inverse=True)
+        # the selected regions' vertices, numbered from 0 in (tile, worker) order; a worker's
+        # single outputs from one piece each go to one vertex per piece length, as PopLibs'
+        # ContinuousReduce takes runs of one length
+        scalar = (regions.width[sel] == 1) & (regions.count[sel] == 1)
+        first = np.minimum(regions.first_piece[sel], max(regions.length.size - 1, 0))
+        length = np.where(scalar, regions.length[first] if regions.length.size else 0, 0)
+        key = vertex[sel] * (int(length.max(initial=0)) + 1) + length
+        order = np.argsort(key, kind="stable")
+        sel, key = sel[order], key[order]
+        keys, owner = np.unique(key, return_inverse=True)
         tiles = regions.tile[sel][np.searchsorted(owner, np.arange(keys.size))]
         per_vertex = np.bincount(owner, minlength=keys.size)
         count = regions.count[sel]
