@@ -1,9 +1,12 @@
 """The reduction vertices' cycle estimates against PopLibs' formulas
 (``CycleEstimationFunctions.cpp``), one per specialisation the work's shape selects."""
 
+import numpy as np
 import pytest
 
 import poplar_py as poplar
+from poplar_py import program as prog
+from poplibs_py import popops
 from poplibs_py.popops.reduce_cycles import reduceCycles
 
 
@@ -39,11 +42,6 @@ def test_row_pieces_of_several_lengths_on_a_tile_are_continuous_reduces():
     # rest: the rows' partial sums on tile 0 come from runs of 16 and 8 in turn, one
     # ContinuousReduce vertex per length
     # (on the general vertex, each element would take a pass of about 6 cycles)
-    import numpy as np
-
-    from poplar_py import program as prog
-    from poplibs_py import popops
-
     model = poplar.IPUModel("ipu21")
     model.tilesPerIPU = 2
     device = model.createDevice()
