@@ -184,6 +184,7 @@ def test_bert_base_attaches_to_the_pods_ipus_and_asks_for_bow_ones(monkeypatch, 
     (["--pp", "2", "--tp", "1", "--dp", "1", "--layers-per-ipu", "0,1,1"], "--layers-per-ipu 0,1,1 must"),
     (["--pp", "1", "--tp", "1", "--dp", "1", "--vocab", "100"], "--vocab 100 must hold the text's 256 bytes"),
     (["--pp", "1", "--tp", "1", "--dp", "1", "--predictions", "200"], "--predictions 200 must be 0"),
+    (["--pp", "1", "--tp", "1", "--dp", "1", "--phased", "--outlined"], "give one of them"),
 ])
 def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monkeypatch):
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached

@@ -540,6 +540,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     s, split = sizes_of(args), split_of(args)
     check(s, split, args.pod)
+    if args.phased and args.outlined:
+        raise SystemExit("gpt.py: --phased stages already run one block's code for every layer (their "
+                         "weights from Streaming Memory); --outlined keeps the weights on the tiles: "
+                         "give one of them")
     text = DATA.read_bytes()
     print(
         f"{'GPT' if s.causal else f'BERT-style masked model ({s.predictions} predictions a sequence)'}: "
