@@ -331,8 +331,8 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         # single outputs from one piece each go to one vertex per piece length, as PopLibs'
         # ContinuousReduce takes runs of one length
         scalar = (regions.width[sel] == 1) & (regions.count[sel] == 1)
-        first = np.minimum(regions.first_piece[sel], max(regions.length.size - 1, 0))
-        length = np.where(scalar, regions.length[first] if regions.length.size else 0, 0)
+        length = np.zeros(sel.size, np.int64)
+        length[scalar] = regions.length[regions.first_piece[sel][scalar]]
         key = vertex[sel] * (int(length.max(initial=0)) + 1) + length
         order = np.argsort(key, kind="stable")
         sel, key = sel[order], key[order]

@@ -94,9 +94,12 @@ class Split:
         return self.pp * self.replicas
 
 
-def check(s: Sizes, split: Split, pod: int | None) -> None:
+def check(s: Sizes, split: Split, pod: int | None, phased: bool = False, outlined: bool = False) -> None:
     """A clear message naming the flags for a split that cannot run, before any graph is built."""
     problems = []
+    if phased and outlined:
+        problems.append("--phased stages already run one block's code for every layer (their weights from "
+                        "Streaming Memory); --outlined keeps the weights on the tiles: give one of them")
     if pod is not None and split.ipus != pod:
         problems.append(
             f"--pp {split.pp} x --tp {split.tp} x --dp {split.dp} = {split.ipus} IPUs, but a Pod{pod} "
@@ -152,9 +155,9 @@ class Trainer:
             lib.addCodelets(graph)
         tiles = graph.getTarget().getNumTiles() // split.pp
         self.stages = []
+        micros = split.accum if split.pp > 1 else 1  # micro-batches in flight
         for i, layers in enumerate(split.stage_layers(s.layers)):
             g = graph if split.pp == 1 else graph.createVirtualGraph(i * tiles, (i + 1) * tiles)
-            micros = split.accum if split.pp > 1 else 1  # micro-batches in flight
             self.stages.append(
                 Stage(
                     g, s, split.tp, layers, i == 0, i == split.pp - 1, tp_all_reduce(g, split.tp), i, phased,
@@ -539,11 +542,7 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     s, split = sizes_of(args), split_of(args)
-    check(s, split, args.pod)
-    if args.phased and args.outlined:
-        raise SystemExit("gpt.py: --phased stages already run one block's code for every layer (their "
-                         "weights from Streaming Memory); --outlined keeps the weights on the tiles: "
-                         "give one of them")
+    check(s, split, args.pod, args.phased, args.outlined)
     text = DATA.read_bytes()
     print(
         f"{'GPT' if s.causal else f'BERT-style masked model ({s.predictions} predictions a sequence)'}: "
