@@ -50,6 +50,12 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .host_half import (
+                     copyDeviceHalfToDouble,
+                     copyDeviceHalfToFloat,
+                     copyDoubleToDeviceHalf,
+                     copyFloatToDeviceHalf,
+)
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
@@ -173,6 +179,10 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "copyDeviceHalfToDouble",
+                     "copyDeviceHalfToFloat",
+                     "copyDoubleToDeviceHalf",
+                     "copyFloatToDeviceHalf",
                      "cycleCount",
                      "cycleStamp",
                      "getHwSeeds",
