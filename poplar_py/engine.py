@@ -37,7 +37,7 @@ from .errors import (
     StreamArgumentError,
     StreamError,
 )
-from .executable import Executable, compileGraph
+from .executable import Executable, checked_progress, compileGraph
 from .graph import Graph
 from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
@@ -58,22 +58,31 @@ class Engine:
     ``options`` is a dict of Poplar-style string flags; POPLAR_ENGINE_OPTIONS (JSON)
     adds to them. Unknown options raise InvalidOptionError. With an executable, the options
     that shaped the compiled code (``COMPILE_OPTIONS``) are the executable's.
+    ``Engine(graph, programs, options, progressCallback, debugContext)`` as Poplar's: the callback
+    is told the compiler passes' progress (see :func:`~poplar_py.compileGraph`), the debug
+    context's name (or ``name``) names the engine's reports.
     """
 
     def __init__(self, graph: Graph | Executable, programs: Any = None,
-                 options: Mapping[str, Any] | None = None, name: str = "") -> None:
+                 options: Mapping[str, Any] | None = None,
+                 progressCallback: Callable[[int, int], object] | None = None,
+                 debugContext: object = "", name: str = "") -> None:
+        checked_progress(progressCallback, "Engine")
         if isinstance(graph, Executable):
+            if progressCallback is not None:
+                raise InvalidArgumentError("Engine(executable): an executable is compiled already: "
+                                           "give progressCallback to compileGraph")
             exe = graph
             self._options = _runtime_options(exe.options, programs if options is None else options)
         elif isinstance(graph, Graph):
             if programs is None:
                 raise ProgramError("Engine(graph, programs): no programs given")
-            exe = compileGraph(graph, programs, options)
+            exe = compileGraph(graph, programs, options, progressCallback)
             self._options = exe.options
         else:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
-        name = debug_name(name, "Engine: the name")
+        name = debug_name(name, "Engine: the name") or debug_name(debugContext, "Engine: debugContext")
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
