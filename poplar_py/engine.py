@@ -171,19 +171,21 @@ class Engine:
         for HALF), whose bytes are used, as C++'s ``void*``. ``end`` (an int), as Poplar's end
         pointer, uses only the first ``end`` elements of the flattened array.
 
-        In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it every
-        replica reads the array (each from its own position). A device-to-host stream writes a
-        buffer per replica, so each replica needs its own (``replicaIndex``); a ``BROADCAST``
-        stream has one host end for all replicas and takes no replica index."""
+        In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it the
+        array is every replica's host end (each replica at its own position in it): every replica
+        reads it, or, for a device-to-host stream, every replica writes into it in replica order,
+        so it keeps the last replica's data (the hardware defines no order: a program connects one
+        array to all replicas when they send the same data). A ``BROADCAST`` stream has one host
+        end for all replicas and takes no replica index. Poplar's order
+        ``connectStream(handle, replicaIndex, buffer[, end])`` is taken too."""
+        if is_int(buffer) and isinstance(end, np.ndarray):  # (handle, replicaIndex, buffer[, end])
+            buffer, end, replicaIndex = end, replicaIndex, buffer
         stream = self._stream_decl(handle)
         handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStream")
         flat = stream_array(buffer, stream.elementType().dtype, f"stream '{handle}'")
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
-        if not stream.toDevice and len(replicas) > 1:
-            raise StreamError(f"stream '{handle}' goes to the host from each of {len(replicas)} replicas: "
-                              "connect one array per replica with replicaIndex=r")
         if end is not None:
             if not is_int(end) or not 0 <= end <= flat.size:
                 raise StreamError(f"stream '{handle}': end must be an element count in [0, {flat.size}], "
@@ -200,7 +202,10 @@ class Engine:
         complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
         with each transfer's buffer, which it fills (host-to-device) or reads. A new callback
         replaces the old one, whose prefetched data is invalidated. In a replicated graph the
-        callback serves replica ``replicaIndex``, or (None) every replica, called once for each."""
+        callback serves replica ``replicaIndex``, or (None) every replica, called once for each.
+        Poplar's order ``connectStreamToCallback(handle, replicaIndex, callback)`` is taken too."""
+        if is_int(callback) and callable(replicaIndex):
+            callback, replicaIndex = replicaIndex, callback
         stream = self._stream_decl(handle)
         handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStreamToCallback")
