@@ -83,7 +83,8 @@ class ExprLowering:
     alloca_builder: ir.IRBuilder  # the entry block: allocas and field loads
     ops: ScalarOps
     math: MathLib
-    fields: dict[str, ir.Value | Vec]  # field -> pointer (edge), value (state) or (data, length)
+    fields: dict[str, ir.Value | Vec]  # field -> pointer (edge, written state), value or (data, length)
+    written: tuple[str, ...]  # the state fields compute writes: in tile memory, as edges
     err: ir.Value  # the error record to fill on failure
     cyc_out: ir.Value  # where the vertex's cycle count is stored on return
     counter: ir.Value  # the cycle counter slot
@@ -206,7 +207,8 @@ class ExprLowering:
             return self.ops.constant(t.value, t)
         spec = self.parsed.fields[node.attr]
         value = self.fields[node.attr]
-        if spec.kind is not FieldKind.SCALAR or spec.direction is Direction.STATE:
+        in_record = spec.direction is Direction.STATE and node.attr not in self.written
+        if spec.kind is not FieldKind.SCALAR or in_record:
             return value
         assert isinstance(t, ScalarType) and not isinstance(value, tuple)
         self.pending += 1

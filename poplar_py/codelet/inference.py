@@ -68,13 +68,17 @@ class TypedCodelet:
 
     parsed: ParsedCodelet
     compute: FunctionTypes
+    #: the vertex state fields compute (or a helper) writes, in field order: they live in tile
+    #: memory, where the new value stays for the next run
+    written: tuple[str, ...] = ()
 
 
 def infer_types(parsed: ParsedCodelet) -> TypedCodelet:
     """Run the typing pass: every expression and local of compute and its helpers gets a type."""
     program = _Program(parsed)
     params: tuple[CType, ...] = (NONE, PY_INT) if parsed.is_multi else (NONE,)
-    return TypedCodelet(parsed, program.function(parsed.compute, params, None))
+    compute = program.function(parsed.compute, params, None)
+    return TypedCodelet(parsed, compute, tuple(f for f in parsed.fields if f in program.written))
 
 
 class _PendingError(Exception):
@@ -87,6 +91,7 @@ class _Program:
         self.done: dict[tuple, FunctionTypes] = {}
         self.active: set[str] = set()
         self.fields = list(parsed.fields.values())
+        self.written: set[str] = set()  # state fields stored to, directly or through a vector alias
 
     def function(self, fn: FunctionSource, params: tuple[CType, ...], call: ast.Call | None) -> FunctionTypes:
         """``fn`` typed for these argument types: one specialisation per types and known values
@@ -217,10 +222,15 @@ class _FunctionTyper:
         if not isinstance(t, ScalarType):
             raise self.error(target, f"cannot store a {t} into a field element")
         if isinstance(target, ast.Attribute):
-            spec = self.program.parsed.fields[target.attr]
+            spec = self.program.parsed.fields.get(target.attr)
+            if spec is None:
+                raise self.error(target, f"cannot assign to template constant '{target.attr}': it is fixed "
+                                         "when the class is instantiated")
             if spec.kind is not FieldKind.SCALAR:
                 raise self.error(target, f"cannot assign a whole vector field '{target.attr}'")
-            if not spec.direction.writes:
+            if spec.direction is Direction.STATE:
+                self.program.written.add(target.attr)
+            elif not spec.direction.writes:
                 raise self.error(target, f"cannot write to {_role(spec.direction)} field '{target.attr}'")
             return
         assert isinstance(target, ast.Subscript)
@@ -232,6 +242,10 @@ class _FunctionTyper:
         if not container.writable:
             spec = self.program.fields[container.field]
             raise self.error(target, f"cannot write to {_role(spec.direction)} field '{spec.name}'")
+        if container.field < len(self.program.fields):
+            spec = self.program.fields[container.field]
+            if spec.direction is Direction.STATE:
+                self.program.written.add(spec.name)
 
     def _For(self, node: ast.For) -> None:
         it = node.iter
@@ -351,7 +365,8 @@ class _FunctionTyper:
         elem = scalar_of(spec.type)
         if spec.kind is FieldKind.SCALAR:
             return elem
-        return VectorType(elem, spec.direction.writes, index, spec.kind is FieldKind.VECTOR_LIST)
+        writable = spec.direction is not Direction.INPUT  # state vectors too: tile memory
+        return VectorType(elem, writable, index, spec.kind is FieldKind.VECTOR_LIST)
 
     def _eSubscript(self, node: ast.Subscript) -> CType:
         container = self.expr(node.value)

@@ -1,7 +1,8 @@
 """Interpreter mode: run the user's real ``compute()`` on numpy views of the engine's memory.
 
 ``self`` is a proxy: scalar fields read as numpy scalars of the field's type (so arithmetic follows
-numpy rules) and assignment writes through; vector fields are bounds-checked views; vector lists
+numpy rules) and assignment writes through (vertex state that compute writes too: it is in tile
+memory, like an edge, not in the state record); vector fields are bounds-checked views; vector lists
 give such views per row; the methods compute calls are bound to it. ``compute`` and its helpers run
 as Python functions (same code objects, so breakpoints work) whose globals see ``math`` functions
 with IEEE results instead of Python's exceptions (libm called directly, the same functions the
@@ -246,8 +247,9 @@ class _Cast:
 class Interpreter:
     """Runs one codelet class's compute() in Python over a table of vertex states."""
 
-    def __init__(self, parsed: ParsedCodelet) -> None:
+    def __init__(self, parsed: ParsedCodelet, written: tuple[str, ...] = ()) -> None:
         self.parsed = parsed
+        self.written = written  # state fields compute writes: their records hold tile-memory addresses
         self._module_globals: dict[int, dict[str, Any]] = {}
         self._policies: dict[type, types.SimpleNamespace] = {}
         self._arrays = {(os.path.realpath(f), line): len(parsed.fields) + k
@@ -349,13 +351,14 @@ class Interpreter:
         set_: dict[str, np.ndarray] = {}
         for index, (name, spec) in enumerate(self.parsed.fields.items()):
             dt = spec.type.dtype
+            in_record = spec.direction is Direction.STATE and name not in self.written
             if spec.kind is FieldKind.SCALAR:
-                if spec.direction is Direction.STATE:
+                if in_record:
                     get[name] = record[name]
                 else:
                     get[name] = set_[name] = mem.view(int(record[name]), dt, 1)
             elif spec.kind is FieldKind.VECTOR:
-                where = tables if spec.direction is Direction.STATE else mem
+                where = tables if in_record else mem
                 get[name] = _Vector(
                     where.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index
                 )

@@ -109,15 +109,16 @@ def signature_columns(typed: TypedCodelet) -> list[str]:
     for name, spec in typed.parsed.fields.items():
         if spec.kind is not FieldKind.SCALAR:
             out.append(f"{name}.size")
-        elif spec.direction is Direction.STATE:
+        elif spec.direction is Direction.STATE and name not in typed.written:
             out.append(name)
     return out
 
 
 def lockstep_ok(typed: TypedCodelet) -> bool:
     """Whether every branch, loop bound and vector index of ``compute`` (and of the helpers it
-    calls) depends on shape values only, so that lanes whose shapes agree never diverge."""
-    if typed.parsed.is_multi:
+    calls) depends on shape values only, so that lanes whose shapes agree never diverge. A codelet
+    that writes its vertex state runs alone: that state is data once the vertices have run."""
+    if typed.parsed.is_multi or typed.written:
         return False
     try:
         _Shape(typed, typed.compute, {}).check()
