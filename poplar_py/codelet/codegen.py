@@ -56,6 +56,7 @@ from .types import (
     CType,
     PolicyType,
     ScalarType,
+    ShortVecType,
     VectorType,
     scalar_of,
 )
@@ -408,7 +409,7 @@ class KernelBuilder(VersionedLowering):
     def _AugAssign(self, node: ast.AugAssign) -> None:
         target = node.target
         rt = self.type(node)
-        assert isinstance(rt, ScalarType)
+        assert isinstance(rt, (ScalarType, ShortVecType))
         if isinstance(target, ast.Subscript):  # one index computation and bounds check for load and store
             ptr, et = self._element_ptr(target)
             cost = self._access_cost(target)
@@ -433,6 +434,8 @@ class KernelBuilder(VersionedLowering):
                 assert isinstance(value, tuple)
                 self.b.store(value[0], slot[0])
                 self.b.store(value[1], slot[1])
+            elif isinstance(vt, ShortVecType):  # (the typing pass made the local's type the same)
+                self.b.store(value, slot)
             else:
                 assert isinstance(vt, ScalarType) and isinstance(lt, ScalarType)
                 self.b.store(self.ops.convert(value, vt, lt), slot)
@@ -569,8 +572,11 @@ class KernelBuilder(VersionedLowering):
         if frame.exit is not None:  # inlined helper
             if v is not None and frame.result is not None:
                 rt = frame.types.returns
-                assert isinstance(rt, ScalarType)
-                self.b.store(self.ops.convert(self.expr(v), self.type(v), rt), frame.result)
+                if isinstance(rt, ShortVecType):  # (every return has that type: the typing pass)
+                    self.b.store(self.expr(v), frame.result)
+                else:
+                    assert isinstance(rt, ScalarType)
+                    self.b.store(self.ops.convert(self.expr(v), self.type(v), rt), frame.result)
             self._br(frame.exit)
             return
         if v is None or (isinstance(v, ast.Constant) and v.value in (None, True)):

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..short_vectors import ShortVector, VectorValue
 from ..types import Type
 from ..vertex import Direction, FieldKind
 from .source import (
@@ -233,6 +234,31 @@ class _Self:
         return 6
 
 
+class _ShortVectorType:
+    """A short vector type named in codelet code: builds values as the type does on the host, and
+    loads and stores them in the bounds-checked vectors of the interpreter."""
+
+    def __init__(self, vector: ShortVector) -> None:
+        self.vector = vector
+
+    def __call__(self, *values: Any) -> VectorValue:
+        return self.vector(*values)
+
+    def _first(self, v: _Vector, index: Any) -> int:
+        i, width = operator.index(index), self.vector.width
+        if not 0 <= i < len(v) // width:
+            raise _BoundsError(v._field, width * i + width - 1, len(v))
+        return width * i
+
+    def load(self, v: _Vector, index: Any) -> VectorValue:
+        first = self._first(v, index)
+        return VectorValue(self.vector, v._a[first:first + self.vector.width].copy())
+
+    def store(self, v: _Vector, index: Any, value: VectorValue) -> None:
+        first = self._first(v, index)
+        v._a[first:first + self.vector.width] = value.data
+
+
 class _Cast:
     """A type named in codelet code (a poplar type or a bound type parameter): ``T(x)`` converts by
     the codelet rules; ``LocalArray(T, n)`` reads its dtype."""
@@ -288,6 +314,8 @@ class Interpreter:
             return self.helpers[r.value]
         if r.kind == "type":
             return _Cast(r.value.dtype)
+        if r.kind == "short_vector":
+            return _ShortVectorType(r.value)
         if r.kind == "policy":
             return self._policy(r.value)
         if r.kind == "builtin" and r.value == "LocalArray":
