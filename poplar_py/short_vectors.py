@@ -92,6 +92,7 @@ class VectorValue:
     """A value of a short vector type, with the codelet rules of its arithmetic."""
 
     __slots__ = ("data", "type")
+    __array_ufunc__ = None  # numpy scalars on the left defer to the reflected operators here
 
     def __init__(self, type_: ShortVector, data: np.ndarray) -> None:
         self.type, self.data = type_, data

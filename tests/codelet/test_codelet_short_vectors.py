@@ -69,7 +69,7 @@ class Mixed(Vertex):
         r = (p + q) * 2 - p / q
         r = -r + 1.5
         r = 10 / r if self.x[2] > 0 else swap(r)
-        r += p
+        r += self.x[0] * p
         float2.store(self.out, 0, r)
         self.out[2] = r[0] * r[1]
         w = int2(self.k[0], self.k[1]) * 3 + int2(2147483647, -5)
@@ -85,7 +85,7 @@ def _mixed_reference(x: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarr
     r = (p + q) * f(2) - p / q
     r = -r + f(1.5)
     r = f(10) / r if x[2] > 0 else r[::-1].copy()
-    r += p
+    r += x[0] * p
     out = np.array([r[0], r[1], r[0] * r[1]], f)
     with np.errstate(over="ignore"):
         w = k[:2].astype(np.int32) * np.int32(3) + np.array([2147483647, -5], np.int32)
@@ -192,6 +192,8 @@ def test_host_values_follow_the_same_rules():
     assert same_bits((float2(1, 2) * 0.5 + 1).data, np.float32([1.5, 2.0]))
     assert same_bits((int2(2**31 - 1, 0) + 1).data, np.int32([-(2**31), 1]))  # wraps
     assert same_bits(ushort4(70000.0).data, np.full(4, 65535, np.uint16))  # saturates
+    assert same_bits((np.float64(2) * float2(1, 3)).data, np.float32([2, 6]))  # the vector's type wins
+    assert same_bits((np.float16(3) - half4(1)).data, np.full(4, 2, np.float16))
     with pytest.raises(InvalidArgumentError, match="float2\\(\\) takes 1 or 2 numbers, got 3"):
         float2(1, 2, 3)
 
