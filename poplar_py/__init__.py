@@ -59,6 +59,20 @@ from .host_half import (
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
+from .short_vectors import (
+                     float2,
+                     float4,
+                     half2,
+                     half4,
+                     int2,
+                     int4,
+                     short2,
+                     short4,
+                     uint2,
+                     uint4,
+                     ushort2,
+                     ushort4,
+)
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -185,8 +199,20 @@ __all__ = [
                      "copyFloatToDeviceHalf",
                      "cycleCount",
                      "cycleStamp",
+                     "float2",
+                     "float4",
                      "getHwSeeds",
+                     "half2",
+                     "half4",
+                     "int2",
+                     "int4",
                      "program",
                      "replication_factor",
                      "setHwSeeds",
+                     "short2",
+                     "short4",
+                     "uint2",
+                     "uint4",
+                     "ushort2",
+                     "ushort4",
 ]

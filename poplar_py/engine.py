@@ -110,7 +110,8 @@ class Engine:
 
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
-        """Create the tile memories on ``device`` and write constants and initial values."""
+        """Create the tile memories on ``device`` and write constants and initial values (vertex
+        state too: what compute wrote to it in earlier runs is reset)."""
         if not isinstance(device, Device):
             raise InvalidArgumentError(f"Engine.load needs a Device, got {type(device).__name__} "
                                        f"{device!r:.40}")
@@ -128,6 +129,10 @@ class Engine:
             if exe.index_constants is not None:
                 index = np.full(len(exe.replication.index_constants), r, np.uint32)
                 m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
+            for runner in exe.lowered.runners:  # vertex state compute writes: each replica its own
+                state = runner.tile_state
+                if state.plan is not None:
+                    m.world.scatter(state.plan, state.data.ctypes.data, m.base, r)
         for runner in exe.lowered.runners:  # list tables and state vectors: once, for every replica
             image = runner.image
             if image.plan is not None:
@@ -417,6 +422,8 @@ def _moves(compiled: CompiledGraph) -> Iterator[Move]:
     yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
     if compiled.index_constants is not None:
         yield SCATTER, compiled.index_constants, True
+    yield from ((SCATTER, runner.tile_state.plan, True) for runner in compiled.lowered.runners
+                if runner.tile_state.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
