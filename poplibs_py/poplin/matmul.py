@@ -55,7 +55,7 @@ _REGIONS_PER_BLOCK = 2
 _FEW_REGIONS = 4096
 #: the matmul options PopLibs knows (convolutions take them too)
 MATMUL_OPTIONS = {"availableMemoryProportion", "fullyConnectedPass", "partialsType", "inputRHSIsPreArranged",
-            "use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor"}
+                  "use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor"}
 
 
 def checkShapes(aShape: list[int], bShape: list[int]) -> tuple[int, int, int, int]:

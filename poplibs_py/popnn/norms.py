@@ -34,9 +34,9 @@ def trailing(what: str, partialsType: Any, debugName: Any, options: Any,
     """PopLibs' trailing ``partialsType, debugContext, options`` of a norm function, checked
     (``known``: the option names it reads; None: any). A debug name in partialsType's place is
     the form without a partials type: it and what follows move one place along."""
-    if isDebugName(partialsType) and not isinstance(partialsType, Type):
-        rest = [partialsType] if debugName is None or (isinstance(debugName, str) and debugName == "") else \
-            [partialsType, debugName]
+    if isDebugName(partialsType):
+        given_name = debugName is not None and not (isinstance(debugName, str) and debugName == "")
+        rest = [partialsType, debugName] if given_name else [partialsType]
         debugName, options = trailingArguments(what, rest, {"debugContext": None, "options": options})
         partialsType = FLOAT
     try:
