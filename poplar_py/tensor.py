@@ -55,7 +55,8 @@ class UpsampleMethod(enum.Enum):
 
 # names of the fast views, made when asked for: (base name, format, arguments...); a
 # concatenation's arguments are the names of its next three parts and whether more follow
-_INDEX, _SLICE, _OP, _CONCAT = "{}[{}]", "{}.slice({},{},{})", "{}.{}", "concat({})"
+_INDEX, _RANGE, _SLICE, _OP, _CONCAT = "{}[{}]", "{}[{}:{}]", "{}.slice({},{},{})", "{}.{}", "concat({})"
+_BOUNDS = (int, type(None))
 
 
 def _short(name: str) -> str:
@@ -72,7 +73,7 @@ def _resolve_name(name: str | tuple) -> str:
         if fmt is _CONCAT:
             name = fmt.format(",".join([name, *map(_resolve_name, args[:-1])]) + (",..." if args[-1] else ""))
         else:
-            name = fmt.format(name if fmt is _INDEX else _short(name), *args)
+            name = fmt.format(name if fmt is _INDEX or fmt is _RANGE else _short(name), *args)
     return name
 
 
@@ -378,6 +379,19 @@ class Tensor:
             return Tensor(self._vars, self._type, shape[1:], self._var,
                           self._offset + (key + shape[0] if key < 0 else key) * strides[0], strides[1:],
                           (self._name, _INDEX, key))
+        if type(key) is slice and self._var >= 0 and shape and key.step is None \
+                and type(key.start) in _BOUNDS and type(key.stop) in _BOUNDS:  # rows: fast too
+            begin, end, _ = key.indices(shape[0])
+            size = max(end - begin, 0)
+            strides = tuple(s if n > 1 else 0 for n, s in zip((size, *shape[1:]), self._strides))
+            return Tensor(self._vars, self._type, (size, *shape[1:]), self._var,
+                          self._offset + begin * self._strides[0], strides,
+                          (self._name, _RANGE, "" if key.start is None else key.start,
+                           "" if key.stop is None else key.stop))
+        if type(key) is tuple and self._var >= 0 and len(key) <= len(shape):
+            view = self._block_index(key)
+            if view is not None:
+                return view
         if type(key) is int and self._var < 0 and len(shape) == 1 and -shape[0] <= key < shape[0]:
             return self._element(key + shape[0] if key < 0 else key, f"{self.name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
@@ -414,6 +428,29 @@ class Tensor:
         name = self._op_name("[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
             (self._name, _INDEX, parts[0])
         return self._select(lo, hi, steps, dropped, name)
+
+    def _block_index(self, keys: tuple) -> Tensor | None:
+        """``self[keys]`` of a block by integers in range and slices of step 1 (the common case,
+        without the general path's lists), else None."""
+        offset, shape, strides, parts = self._offset, [], [], []
+        for k, n, s in zip(keys, self._shape, self._strides):
+            if type(k) is int and -n <= k < n:
+                offset += (k + n if k < 0 else k) * s
+                parts.append(str(k))
+            elif type(k) is slice and k.step is None and type(k.start) in _BOUNDS and type(k.stop) in _BOUNDS:
+                begin, end, _ = k.indices(n)
+                size = max(end - begin, 0)
+                offset += begin * s
+                shape.append(size)
+                strides.append(s if size > 1 else 0)
+                parts.append(f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}")
+            else:
+                return None
+        rest = len(keys)
+        shape += self._shape[rest:]
+        strides += [s if n > 1 else 0 for n, s in zip(self._shape[rest:], self._strides[rest:])]
+        return Tensor(self._vars, self._type, tuple(shape), self._var, offset, tuple(strides),
+                      self._op_name("[" + ",".join(parts) + "]"))
 
     def _select(self, lo: list[int], hi: list[int], steps: list[int], dropped: list[int],
                 name: str | tuple) -> Tensor:
