@@ -688,6 +688,19 @@ def test_concat_of_few_views_matches_numpy_and_the_box_path(seed):
         assert (t.block is not None) == (bx.as_block(boxes, t.shape()) is not None)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_indexing_by_integers_and_slices_matches_numpy(seed):
+    rng = random.Random(8000 + seed)
+    _, t = variable([5, 4, 3])
+    a = element_ids(t)
+    for _ in range(20):
+        key = tuple(rng.choice([rng.randint(-n, n - 1), slice(rng.choice([None, rng.randint(-7, 7)]),
+                                                               rng.choice([None, rng.randint(-7, 7)]))])
+                    for n in a.shape[:rng.randint(1, 3)])
+        check(t[key], a[key])
+        check(t[key[0]], a[key[0]])
+
+
 def test_concat_of_blocks_that_continue_each_other_is_one_block():
     _, t = variable([6, 5])
     for parts, d in (([t[1:2], t[2:4]], 0), ([t[1:2], t[4:5]], 0), ([t[0:1], t[0:1]], 0),
