@@ -31,6 +31,9 @@ def nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int
     if math.prod(new) == 0:
         return (0,) * len(new)
     dims = [(d, s) for d, s in zip(old, strides) if d != 1]
+    if [d for d in new if d != 1] == [d for d, _ in dims]:  # dimensions of size 1 added or dropped
+        kept = iter(dims)
+        return tuple(next(kept)[1] if d != 1 else 0 for d in new)
     out = [0] * len(new)
     oi, oj, ni, nj = 0, 1, 0, 1
     while ni < len(new) and oi < len(dims):

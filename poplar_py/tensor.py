@@ -324,9 +324,13 @@ class Tensor:
             first = unique_sorted(np.concatenate((first, starts[owner] + within + 1)))
         return runs, first
 
+    def region_starts(self) -> np.ndarray:
+        """Where ``getContiguousRegions``' intervals start, as an array."""
+        return self._region_starts()[1]
+
     def getContiguousRegions(self) -> list[Interval]:
         """Intervals of the flattened view whose elements are consecutive in one variable."""
-        _, starts = self._region_starts()
+        starts = self.region_starts()
         ends = np.append(starts[1:], self.numElements())
         return [Interval(b, e) for b, e in zip(starts.tolist(), ends.tolist())]
 
