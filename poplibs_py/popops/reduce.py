@@ -17,6 +17,11 @@ vertex per worker, each vertex reducing many output regions from lists of contig
 segments into a partial row; in stage 2 the pieces of a region (one per source tile) are
 one entry, a few strided views of the partials, so each region has one exchange buffer.
 
+``reduceMany`` plans the reductions of one kind (operation, types, scale, update) as one: their
+matrices one after another, read from one source, outputs numbered across them, so a tile's
+vertices reduce regions of all of them and the host work grows with their regions, not their
+number.
+
 A new output is mapped like the first element of each input row (each output lives with its
 data, so rows held by one tile need no exchange) unless that would crowd the outputs onto a
 few tiles, as in a column reduction; then it is mapped linearly.
@@ -39,12 +44,11 @@ from poplar_py.debug import debug_name
 from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, computeWithOutput, mapTensorLinearly, templateVertex, tensorArgument
-from ..poputil.tile_mapping import linear_partitions
+from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
 from .perf_estimation import registerDefaultEstimator
 from .reduce_cycles import reduceEstimator
+from .reduce_mapping import map_runs, output_tiles, partial_tiles, source_layout
 from .reduce_plan import (
-    Layout,
     Regions,
     assign_partials,
     fill_regions,
@@ -251,6 +255,7 @@ class _Kind:
 class _Job:
     """One reduction to plan: its input as a matrix ``[outputs, reduced]`` and its flattened output."""
 
+    input: Tensor
     matrix: Tensor
     out: Tensor
     new: bool  # the output was made here (not mapped yet)
@@ -291,20 +296,20 @@ def _prepare(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[Com
         params = ReduceParams(params.op, params.update, scales[value])
     out_flat = out if out.rank() == 1 else out.reshape([num_out])
     if size == 0:
-        regions = fill_regions(_output_tiles(graph, [out_flat], None, [new]))
+        regions = fill_regions(output_tiles(graph, [out_flat], None, [new]))
         _add_vertices(graph, _stage(graph, css, 0, name), regions, t.flatten(), out_flat, params,
                       t.elementType(), acc, out_type)
         return out, None
     matrix = t if kept + dims == list(range(t.rank())) else t.dimShuffle(kept + dims)
     matrix = matrix if matrix.shape() == [num_out, size] else matrix.reshape([num_out, size])
-    return out, _Job(matrix, out_flat, new, name, _Kind(params, t.elementType(), acc, out_type))
+    return out, _Job(t, matrix, out_flat, new, name, _Kind(params, t.elementType(), acc, out_type))
 
 
 def _reduce_kind(graph: Graph, kind: _Kind, jobs: list[_Job], css: list[ComputeSet]) -> None:
     """Plan reductions of one kind together and add their vertices. An intermediate stage is
     decided per reduction: one whose outputs have many partials (64 or more, so that it may
     need one) is planned alone."""
-    layout, source = _layout(graph, jobs)
+    layout, source = source_layout(graph, [job.matrix for job in jobs], [job.input for job in jobs])
     stage1, _ = plan_stage1(layout)
     num_out = int(layout.outputs.sum())
     if len(jobs) > 1 and (~stage1.final).any():
@@ -322,13 +327,13 @@ def _reduce_kind(graph: Graph, kind: _Kind, jobs: list[_Job], css: list[ComputeS
     out_flat = jobs[0].out if len(jobs) == 1 else concat([job.out for job in jobs])
     row_starts = np.repeat(layout.reduced, layout.outputs)
     row_starts = np.cumsum(row_starts) - row_starts
-    owner = _output_tiles(graph, [job.out for job in jobs], layout.tiles[row_starts],
+    owner = output_tiles(graph, [job.out for job in jobs], layout.tiles[row_starts],
                           [job.new for job in jobs])
     partials = None
     num_partials = assign_partials(stage1)
     if num_partials:
         partials = graph.addVariable(acc, [num_partials], name + "/partials")
-        _map_runs(graph, partials, _partial_tiles(stage1))
+        map_runs(graph, partials, partial_tiles(stage1))
         stage2 = plan_stage2(stage1, owner)
     _add_vertices(graph, _stage(graph, css, 0, name), stage1, source, out_flat, params, in_type, acc,
                   out_type, partials)
@@ -341,29 +346,12 @@ def _reduce_kind(graph: Graph, kind: _Kind, jobs: list[_Job], css: list[ComputeS
         middle = plan_stage2(stage1, owner, group)
         middle.final[:] = False
         between = graph.addVariable(acc, [assign_partials(middle)], name + "/intermediatePartials")
-        _map_runs(graph, between, _partial_tiles(middle))
+        map_runs(graph, between, partial_tiles(middle))
         _add_vertices(graph, _stage(graph, css, 1, name), middle, partials, out_flat,
                       ReduceParams(second.op), acc, acc, acc, between, merge=True)
         stage2, partials = plan_stage2(middle, owner), between
     _add_vertices(graph, _stage(graph, css, 2 if group else 1, name), stage2, partials, out_flat, second,
                   acc, acc, out_type, merge=True)
-
-
-def _layout(graph: Graph, jobs: list[_Job]) -> tuple[Layout, Tensor]:
-    """The reductions' matrices as a ``Layout`` and its source: the matrices flattened by rows,
-    then by columns those that may be read along columns (more than one output and element)."""
-    outputs = np.array([job.matrix.dim(0) for job in jobs], np.int64)
-    reduced = np.array([job.matrix.dim(1) for job in jobs], np.int64)
-    by_columns = (outputs > 1) & (reduced > 1)
-    parts = [job.matrix.flatten() for job in jobs]
-    parts += [jobs[k].matrix.transpose().flatten() for k in np.flatnonzero(by_columns).tolist()]
-    source = parts[0] if len(parts) == 1 else concat(parts)
-    begin, end, tile = graph.tile_intervals(source)
-    tiles = np.repeat(tile, end - begin)
-    edge = np.zeros(tiles.size, dtype=bool)
-    edge[source.region_starts()] = True
-    edge[1:] |= tiles[1:] != tiles[:-1]
-    return Layout(outputs, reduced, by_columns, tiles, edge), source
 
 
 def _stage(graph: Graph, css: list[ComputeSet], i: int, name: str) -> ComputeSet:
@@ -435,69 +423,3 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         graph.add_vertices(cs, names[final], tiles, {"partials": (source, entries), "out": (dst, outs)},
                            shared={"k": params.scale} if final and scaled else None,
                            state={"identity": identity}, vector_state={"numPartials": (counts, per_vertex)})
-
-
-def _element_tiles(graph: Graph, t: Tensor) -> np.ndarray:
-    """The tile of every element of ``t`` (flattened), from its tile mapping."""
-    begin, end, tile = graph.tile_intervals(t)  # in order, covering every element
-    return np.repeat(tile, end - begin)
-
-
-def _output_tiles(graph: Graph, parts: list[Tensor], first: np.ndarray | None, new: list[bool]) -> np.ndarray:
-    """The tile of each element of the flattened outputs ``parts`` (one after another), mapping
-    first those that are ``new`` or not fully mapped: next to the first element of its input
-    row (``first``: that element's tile, per output) when that spreads a part's outputs about
-    as well as a linear mapping, else linearly."""
-    sizes = np.array([p.numElements() for p in parts], np.int64)
-    starts = np.cumsum(sizes) - sizes
-    todo = [k for k, n in enumerate(new) if n]
-    given = [k for k, n in enumerate(new) if not n]
-    if given:
-        begin, end, _ = graph.tile_intervals(_joined(parts, given), requireComplete=False)
-        mapped = np.zeros(int(sizes[given].sum()), np.int64)
-        mapped[expand_ranges(begin, end - begin)[1]] = 1
-        within = np.cumsum(sizes[given]) - sizes[given]
-        todo += [k for k, m, n in zip(given, np.add.reduceat(mapped, within).tolist(), sizes[given].tolist())
-                 if m < n]
-    near = []
-    for k in sorted(todo):
-        mine = None if first is None else first[starts[k]:starts[k] + sizes[k]]
-        if mine is not None and (mine.size == 1
-                                 or np.bincount(mine).max() <= 2 * _most_linear(graph, parts[k])):
-            near.append(k)
-        else:
-            mapTensorLinearly(graph, parts[k])
-    owner = np.full(int(sizes.sum()), -1, np.int64)
-    if near:
-        assert first is not None
-        index = expand_ranges(starts[near], sizes[near])[1]
-        _map_runs(graph, _joined(parts, near), first[index])
-        owner[index] = first[index]
-    rest = sorted(set(range(len(parts))) - set(near))
-    if rest:
-        owner[expand_ranges(starts[rest], sizes[rest])[1]] = _element_tiles(graph, _joined(parts, rest))
-    return owner
-
-
-def _joined(parts: list[Tensor], which: list[int]) -> Tensor:
-    """Parts ``which`` of ``parts`` one after another."""
-    return parts[which[0]] if len(which) == 1 else concat([parts[k] for k in which])
-
-
-def _most_linear(graph: Graph, t: Tensor) -> int:
-    """The most elements a tile gets when ``t`` is mapped linearly."""
-    begin, end = linear_partitions(graph, t, None, None)
-    return int((end - begin).max())
-
-
-def _map_runs(graph: Graph, t: Tensor, tiles: np.ndarray) -> None:
-    """Map element i of the flattened ``t`` to ``tiles[i]``: one interval per run of a tile."""
-    if tiles.size:
-        starts = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
-        graph.map_intervals(t, starts, np.append(starts[1:], tiles.size), tiles[starts])
-
-
-def _partial_tiles(stage1: Regions) -> np.ndarray:
-    """The tile of each partial: each tile's partials contiguous on that tile."""
-    partial = ~stage1.final
-    return np.repeat(stage1.tile[partial], stage1.width[partial])

@@ -15,6 +15,9 @@ bias gradient's thousand partials per output on the tiles of a short output), an
 stage first reduces each block of ``group`` consecutive source tiles' partials on a tile of
 that block (:func:`intermediate_group`), as PopLibs' intermediate partials do, so the last
 stage reduces a few partials per output.
+
+Several reductions are planned as one (:class:`Layout`): their matrices one after another,
+their outputs numbered across them, each read along rows or columns.
 """
 
 from __future__ import annotations
