@@ -310,7 +310,7 @@ def _reduce_kind(graph: Graph, kind: _Kind, jobs: list[_Job], css: list[ComputeS
     decided per reduction: one whose outputs have many partials (64 or more, so that it may
     need one) is planned alone."""
     layout, source = source_layout(graph, [job.matrix for job in jobs], [job.input for job in jobs])
-    stage1, _ = plan_stage1(layout)
+    stage1 = plan_stage1(layout)
     num_out = int(layout.outputs.sum())
     if len(jobs) > 1 and (~stage1.final).any():
         most = np.maximum.reduceat(sources_per_output(stage1, num_out), layout.first_output)

@@ -125,11 +125,10 @@ def _counts(marks: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray
     return total[end] - total[begin]
 
 
-def plan_stage1(layout: Layout) -> tuple[Regions, np.ndarray]:
+def plan_stage1(layout: Layout) -> Regions:
     """Stage 1 of the reductions of ``layout`` on their inputs where they live: an output whose
     elements all live on one tile is finished there; any other gets one partial per tile holding
-    some of its elements. Returns the regions (their pieces' positions in the source) and, per
-    reduction, whether it reads its columns (then the columns part of the source).
+    some of its elements. Returns the regions (their pieces' positions in the source).
 
     Each reduction reads the orientation with fewer runs: rows when the reduced dimensions are
     innermost in memory, columns when the kept ones are (e.g. reducing dim 0 of a row-major
@@ -172,7 +171,7 @@ def plan_stage1(layout: Layout) -> tuple[Regions, np.ndarray]:
         parts.append(_row_regions(starts, lengths, tiles[starts], row[starts]))
     regions = _joined(parts)
     regions.final = single[regions.out0]
-    return regions, columns
+    return regions
 
 
 def _joined(parts: list[Regions]) -> Regions:
