@@ -44,7 +44,14 @@ from poplar_py.debug import debug_name
 from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
+from ..poputil import (
+    PoplibsError,
+    checkOptions,
+    computeWithOutput,
+    templateVertex,
+    tensorArgument,
+    trailingArguments,
+)
 from .perf_estimation import registerDefaultEstimator
 from .reduce_cycles import reduceEstimator
 from .reduce_mapping import map_runs, output_tiles, partial_tiles, source_layout
@@ -106,34 +113,43 @@ class SingleReduceOp:
     debugName: str = ""
 
 
-def reduce(graph: Graph, t: Tensor, *args: Any, debugName: str = "") -> Tensor:
+#: PopLibs' reduction options (the accumulation types of the two stages), checked by name
+OPTIONS = ("accumType.interTile", "accumType.inVertex")
+
+
+def reduce(graph: Graph, t: Tensor, *args: Any, debugName: str = "", options: dict | None = None) -> Tensor:
     """Reduce ``t`` over ``dims`` into a new tensor (shape: ``t``'s without ``dims``).
 
-    ``reduce(graph, t, dims, params, prog[, debugName])`` or, with an explicit output type,
-    ``reduce(graph, t, outType, dims, params, prog[, debugName])``; ``params`` is a
-    ReduceParams or an Operation. Adds one or two compute sets to ``prog`` (a Sequence, or a
-    list of ComputeSets as in ``reduceMany``); every element is reduced by vertices on the
-    tiles that hold it (see the module docstring).
+    ``reduce(graph, t, dims, params, prog[, debugName[, options]])`` or, with an explicit
+    output type, ``reduce(graph, t, outType, dims, params, prog[, debugName[, options]])``;
+    ``params`` is a ReduceParams or an Operation. Adds one or two compute sets to ``prog`` (a
+    Sequence, or a list of ComputeSets as in ``reduceMany``); every element is reduced by
+    vertices on the tiles that hold it (see the module docstring). ``options`` are checked by
+    name (PopLibs' ``accumType.interTile`` and ``accumType.inVertex``; the accumulation type here
+    is always the one the module docstring gives).
     """
     out_type = None
     if args and isinstance(args[0], (Type, str, type, np.dtype)):
         out_type, args = asType(args[0]), args[1:]
-    if len(args) not in (3, 4):
-        raise PoplibsError("reduce(graph, t, [outType,] dims, params, prog[, debugName])")
+    if len(args) < 3:
+        raise PoplibsError("reduce(graph, t, [outType,] dims, params, prog[, debugName[, options]])")
     dims, params, program = args[0], args[1], args[2]
-    name = debug_name(args[3] if len(args) == 4 else debugName, "reduce")
+    debugName, options = trailingArguments("reduce", args[3:], {"debugName": debugName, "options": options})
+    name = debug_name(debugName, "reduce")
     outputs: list[Tensor] = []
-    reduceMany(graph, [SingleReduceOp(t, dims, params, out_type, name)], outputs, program, name)
+    reduceMany(graph, [SingleReduceOp(t, dims, params, out_type, name)], outputs, program, name, options)
     return outputs[0]
 
 
 def reduceWithOutput(graph: Graph, t: Tensor, out: Tensor, dims: list[int],
                      params: ReduceParams | Operation, program: prog.Sequence | list[ComputeSet],
-                     debugName: str = "") -> None:
+                     debugName: str = "", options: dict | None = None) -> None:
     """Reduce ``t`` over ``dims`` into ``out`` (which must have the output's shape); with
     ``params.update`` the result is added to ``out``. An incompletely mapped ``out`` is mapped
     as ``reduce`` maps a new output. Vertices run as in ``reduce``; an ``out`` that overlaps ``t``
     gets the result through a temporary."""
+    checkOptions(options, OPTIONS, "reduceWithOutput")
+
     def compute(dst: Tensor) -> None:
         reduceMany(graph, [SingleReduceOp(t, dims, params, out.elementType(), debugName)], [dst],
                    program, debugName)
@@ -144,7 +160,8 @@ def reduceWithOutput(graph: Graph, t: Tensor, out: Tensor, dims: list[int],
 
 
 def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Tensor],
-               program: prog.Sequence | list[ComputeSet], debugName: str = "") -> None:
+               program: prog.Sequence | list[ComputeSet], debugName: str = "",
+               options: dict | None = None) -> None:
     """Several reductions sharing compute sets (all first stages in one, all second stages
     in another). If ``outputs`` is empty the outputs are created and appended to it;
     otherwise ``outputs[i]`` receives reduction ``i``.
@@ -156,7 +173,8 @@ def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Ten
     ``program`` is a Sequence, which gets an Execute of each compute set, or (PopLibs'
     ``std::vector<ComputeSet> &css`` form) a list of compute sets: stage ``i`` adds its
     vertices to ``program[i]``, and stages beyond the list's end append new compute sets to
-    it, for the caller to execute in order."""
+    it, for the caller to execute in order. ``options`` are checked as ``reduce``'s."""
+    checkOptions(options, OPTIONS, "reduceMany")
     if not isinstance(program, (prog.Sequence, list)) or (
             isinstance(program, list) and not all(isinstance(c, ComputeSet) for c in program)):
         raise PoplibsError(f"reduce: expected a Sequence or a list of ComputeSets to add to, got "

@@ -152,6 +152,14 @@ CASES = [
                                                 g.var([2, 3]), 1, [1], [0], [0], g.seq]),
          trailing=("debugContext", "optionFlags")),
     # poplin
+    Case("reduce", lambda g: (popops.reduce, [g.graph, g.var([4, 3]), [0], popops.Operation.ADD, g.seq]),
+         valid={"accumType.interTile": "float"}),
+    Case("reduce/outType", lambda g: (popops.reduce, [g.graph, g.var([4, 3]), FLOAT, [0],
+                                                      popops.Operation.ADD, g.seq])),
+    Case("reduceWithOutput", lambda g: (popops.reduceWithOutput, [g.graph, g.var([4, 3]), g.var([3]), [0],
+                                                                  popops.Operation.ADD, g.seq])),
+    Case("reduceMany", lambda g: (popops.reduceMany, [
+        g.graph, [popops.SingleReduceOp(g.var([4, 3]), [0], popops.Operation.ADD)], [], g.seq])),
     Case("matMul", lambda g: (poplin.matMul, [g.graph, g.var([2, 3]), g.var([3, 4]), g.seq]), MATMUL),
     Case("matMul/outputType", lambda g: (poplin.matMul, [g.graph, g.var([2, 3], HALF), g.var([3, 4], HALF),
                                                          g.seq, FLOAT]), MATMUL),
