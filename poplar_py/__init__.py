@@ -4,6 +4,13 @@ from . import program
 from .cdivision import cdiv, cmod
 from .codelet_loading import CodeletFileType
 from .compiler.world import abort_every_rank_on_uncaught
+from .csr_functions import (
+                     FloatingPointBehaviour,
+                     getAndModifyFloatingPointBehaviour,
+                     restoreFloatingPointBehaviour,
+                     setFloatingPointBehaviour,
+                     setStochasticRounding,
+)
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
@@ -117,6 +124,7 @@ __all__ = [
                      "Executable",
                      "ExecutableError",
                      "FieldRef",
+                     "FloatingPointBehaviour",
                      "Function",
                      "Graph",
                      "GraphConnectionError",
@@ -175,8 +183,12 @@ __all__ = [
                      "concat",
                      "cycleCount",
                      "cycleStamp",
+                     "getAndModifyFloatingPointBehaviour",
                      "getHwSeeds",
                      "program",
                      "replication_factor",
+                     "restoreFloatingPointBehaviour",
+                     "setFloatingPointBehaviour",
                      "setHwSeeds",
+                     "setStochasticRounding",
 ]

@@ -44,6 +44,8 @@ from .exprs import (
     Vec,
     storage_type,
 )
+from .fp_ops import FpScalarOps
+from .fp_rules import FP_ENV_DTYPE, RNG_BYTES
 from .inference import TypedCodelet, is_range
 from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .ops import MathLib, ScalarOps
@@ -146,9 +148,11 @@ class KernelBuilder(VersionedLowering):
         triple: str = "",
         data_layout: str = "",
         lanes: bool = False,
+        fp: bool = False,
     ) -> None:
         self.typed, self.parsed = typed, typed.parsed
-        self.lanes = lanes
+        self.lanes = lanes and not fp
+        self.fp = fp  # under the vertices' floating-point control words (codelet_fp_ops)
         self.symbol = symbol
         _, self.struct, self.field_slots = state_layout(self.parsed.fields)
         self.checked = checked
@@ -174,12 +178,12 @@ class KernelBuilder(VersionedLowering):
     def _compute(self, lanes: int) -> ir.Function:
         """compute(state, worker, err, cycles, replica offset, buffers' offset) for one vertex, or
         for ``lanes`` consecutive vertices in lockstep (codelet_lanes)."""
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64])
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64, *((I64, PTR) if self.fp else ())])
         suffix = "" if lanes == 1 else "_lanes"
         fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args
+        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args[:6]
         entry = ir.IRBuilder(fn.append_basic_block("entry"))
         body = ir.IRBuilder(fn.append_basic_block("body"))
         if lanes == 1:
@@ -188,7 +192,8 @@ class KernelBuilder(VersionedLowering):
             self.state = lane_states(entry, states, self.struct, lanes)
             self.alloca_builder, self.b = LaneBuilder(entry, lanes), LaneBuilder(body, lanes)  # type: ignore[assignment]
         self.oob, self.unchecked, self.versioning = None, frozenset(), True
-        self.ops = ScalarOps(self.b, self.flags)
+        self.ops = FpScalarOps(self.b, self.flags, *fn.args[6:], self) if self.fp \
+            else ScalarOps(self.b, self.flags)
         self.math = MathLib(self.ops, fast=bool(self.flags))
         self.counter = self._alloca(I64, "cycles")
         self._preload_fields()
@@ -207,9 +212,9 @@ class KernelBuilder(VersionedLowering):
         return fn
 
     def _run(self, compute: ir.Function, lanes: ir.Function | None) -> None:
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64])
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64, *((PTR,) if self.fp else ())])
         fn = ir.Function(self.module, fnty, name=self.symbol)
-        states, n, slots, sums, err, *offsets = fn.args
+        states, n, slots, sums, err, *offsets = fn.args[:7]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
@@ -229,7 +234,7 @@ class KernelBuilder(VersionedLowering):
         b.branch(worker)
         b.position_at_end(worker)  # a MultiVertex runs its workers in turn and reports the slowest
         w = b.load(w_slot)
-        code = b.call(compute, [state, w, err, cyc, *offsets])
+        code = b.call(compute, [state, w, err, cyc, *offsets, *self._fp_env(b, fn.args[7:], i, w)])
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -246,6 +251,17 @@ class KernelBuilder(VersionedLowering):
         b.branch(head)
         b.position_at_end(done)
         b.ret(I64(0))
+
+    def _fp_env(self, b: ir.IRBuilder, env: list[ir.Value], i: ir.Value, w: ir.Value) -> list[ir.Value]:
+        """Vertex i's control word and its worker w's generator (FP_ENV_DTYPE), if floating-point."""
+        if not env:
+            return []
+        record = ir.LiteralStructType([I64, I64])
+        assert FP_ENV_DTYPE.itemsize == 16
+        at = b.gep(env[0], [i], inbounds=True, source_etype=record)
+        ctl = b.load(b.gep(at, [I32(0), I32(0)], source_etype=record), typ=I64)
+        rng = b.load(b.gep(at, [I32(0), I32(1)], source_etype=record), typ=I64)
+        return [ctl, b.inttoptr(b.add(rng, b.mul(w, I64(RNG_BYTES))), PTR)]
 
     def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
                   slots: ir.Value, sums: ir.Value, err: ir.Value, offsets: list[ir.Value],
@@ -365,6 +381,8 @@ class KernelBuilder(VersionedLowering):
         for s in stmts:
             if self.b.block.is_terminated:  # code after return/break/continue: unreachable
                 self.b.position_at_end(self._block("dead"))
+            if self.fp and hasattr(s, "lineno"):  # the line a floating-point exception reports
+                self.ops.line = s.lineno  # type: ignore[attr-defined]
             getattr(self, "_" + type(s).__name__)(s)
 
     def _simple(self, s: ast.stmt) -> bool:
@@ -430,7 +448,7 @@ class KernelBuilder(VersionedLowering):
                 self.b.store(value[1], slot[1])
             else:
                 assert isinstance(vt, ScalarType) and isinstance(lt, ScalarType)
-                self.b.store(self.ops.convert(value, vt, lt), slot)
+                self.b.store(self.ops.store_local(value, vt, lt, self.frame.types.fn, target.id), slot)
             return
         assert isinstance(vt, ScalarType)
         if isinstance(target, ast.Attribute):
@@ -446,7 +464,7 @@ class KernelBuilder(VersionedLowering):
     def _store_element(self, ptr: ir.Value, value: ir.Value, vt: ScalarType, et: ScalarType,
                        cost: int = 1) -> None:
         self.pending += cost
-        v = self.ops.convert(value, vt, et)
+        v = self.ops.narrow(value, vt, et)
         self.b.store(self.b.zext(v, I8) if et.kind == "b" else v, ptr)
 
     def _If(self, node: ast.If) -> None:
