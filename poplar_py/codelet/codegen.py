@@ -148,11 +148,11 @@ class KernelBuilder(VersionedLowering):
         triple: str = "",
         data_layout: str = "",
         lanes: bool = False,
-        fp: bool = False,
+        fp: int = 0,
     ) -> None:
         self.typed, self.parsed = typed, typed.parsed
         self.lanes = lanes and not fp
-        self.fp = fp  # under the vertices' floating-point control words (codelet_fp_ops)
+        self.fp = fp  # the control bits handled under the vertices' control words (codelet_fp_ops)
         self.symbol = symbol
         _, self.struct, self.field_slots = state_layout(self.parsed.fields)
         self.checked = checked
@@ -192,7 +192,7 @@ class KernelBuilder(VersionedLowering):
             self.state = lane_states(entry, states, self.struct, lanes)
             self.alloca_builder, self.b = LaneBuilder(entry, lanes), LaneBuilder(body, lanes)  # type: ignore[assignment]
         self.oob, self.unchecked, self.versioning = None, frozenset(), True
-        self.ops = FpScalarOps(self.b, self.flags, *fn.args[6:], self) if self.fp \
+        self.ops = FpScalarOps(self.b, self.flags, *fn.args[6:], self, self.fp) if self.fp \
             else ScalarOps(self.b, self.flags)
         self.math = MathLib(self.ops, fast=bool(self.flags))
         self.counter = self._alloca(I64, "cycles")
@@ -218,6 +218,7 @@ class KernelBuilder(VersionedLowering):
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
+        generator = b.alloca(I64, size=2) if self.fp else None  # a worker's, in registers
         b.store(I64(0), i_slot)
         blocks = ("head", "body", "worker", "next", "done")
         head, body, worker, after, done = (fn.append_basic_block(x) for x in blocks)
@@ -234,7 +235,10 @@ class KernelBuilder(VersionedLowering):
         b.branch(worker)
         b.position_at_end(worker)  # a MultiVertex runs its workers in turn and reports the slowest
         w = b.load(w_slot)
-        code = b.call(compute, [state, w, err, cyc, *offsets, *self._fp_env(b, fn.args[7:], i, w)])
+        if generator is None:
+            code = b.call(compute, [state, w, err, cyc, *offsets])
+        else:
+            code = self._call_fp(b, compute, [state, w, err, cyc, *offsets], fn.args[7], i, w, generator)
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -252,16 +256,28 @@ class KernelBuilder(VersionedLowering):
         b.position_at_end(done)
         b.ret(I64(0))
 
-    def _fp_env(self, b: ir.IRBuilder, env: list[ir.Value], i: ir.Value, w: ir.Value) -> list[ir.Value]:
-        """Vertex i's control word and its worker w's generator (FP_ENV_DTYPE), if floating-point."""
-        if not env:
-            return []
+    def _call_fp(self, b: ir.IRBuilder, compute: ir.Function, args: list[ir.Value], env: ir.Value,
+                 i: ir.Value, w: ir.Value, generator: ir.Value) -> ir.Value:
+        """Call a floating-point compute for worker w of vertex i with its control word and its
+        generator state (FP_ENV_DTYPE records at ``env``), copied into ``generator`` for the call
+        (a stack slot that aliases nothing: its words stay in registers) and back after it."""
         record = ir.LiteralStructType([I64, I64])
         assert FP_ENV_DTYPE.itemsize == 16
-        at = b.gep(env[0], [i], inbounds=True, source_etype=record)
+        at = b.gep(env, [i], inbounds=True, source_etype=record)
         ctl = b.load(b.gep(at, [I32(0), I32(0)], source_etype=record), typ=I64)
         rng = b.load(b.gep(at, [I32(0), I32(1)], source_etype=record), typ=I64)
-        return [ctl, b.inttoptr(b.add(rng, b.mul(w, I64(RNG_BYTES))), PTR)]
+        home = b.inttoptr(b.add(rng, b.mul(w, I64(RNG_BYTES))), PTR)
+        pairs = [(b.gep(home, [I64(k)], source_etype=I64), b.gep(generator, [I64(k)]))
+                 for k in range(2)]
+        has = b.icmp_unsigned("!=", rng, I64(0))  # (no generator: the word has no ESR)
+        with b.if_then(has):
+            for memory, slot in pairs:
+                b.store(b.load(memory, typ=I64), slot)
+        code = b.call(compute, [*args, ctl, generator])
+        with b.if_then(has):
+            for memory, slot in pairs:
+                b.store(b.load(slot, typ=I64), memory)
+        return code
 
     def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
                   slots: ir.Value, sums: ir.Value, err: ir.Value, offsets: list[ir.Value],

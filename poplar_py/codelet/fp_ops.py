@@ -17,6 +17,7 @@ import llvmlite.ir as ir
 
 from .fastmath import declare
 from .fp_rules import (
+    CHECKS,
     DIV0,
     DIVISIONS,
     ERR_FP_EXCEPTION,
@@ -49,17 +50,20 @@ class Failing(Protocol):
 
 class FpScalarOps(ScalarOps):
     """:class:`ScalarOps` under the control word ``ctl`` (i64) with the generator state at
-    ``rng`` (two i64); ``line`` is the line of the statement being lowered."""
+    ``rng`` (two i64), for the control bits ``features`` (ESR, CHECKS: fp_rules.kernel_features;
+    the others read as off); ``line`` is the line of the statement being lowered."""
 
     def __init__(self, builder: ir.IRBuilder, flags: tuple[str, ...], ctl: ir.Value, rng: ir.Value,
-                 kernel: Failing) -> None:
+                 kernel: Failing, features: int) -> None:
         super().__init__(builder, flags)
-        self.ctl, self.rng, self.kernel = ctl, rng, kernel
+        self.ctl, self.rng, self.kernel, self.features = ctl, rng, kernel, features
         self.line = -1
         self._declared: dict[int, frozenset[str]] = {}
 
     # the control word --------------------------------------------------------------------------
     def _on(self, bit: int) -> ir.Value:
+        if not bit & self.features:
+            return ir.Constant(I1, 0)
         return self.b.icmp_unsigned("!=", self.b.and_(self.ctl, I64(bit)), I64(0))
 
     def _draw(self) -> ir.Value:
@@ -102,6 +106,8 @@ class FpScalarOps(ScalarOps):
         """``nearest`` (the half rounded to nearest), or ``exact`` (a double) rounded
         stochastically when the word's ESR bit is set."""
         b = self.b
+        if not self.features & ESR:
+            return nearest
         with b.if_else(self._on(ESR)) as (stochastic, plain):
             with stochastic:
                 sr = self._stochastic(exact)
@@ -133,6 +139,8 @@ class FpScalarOps(ScalarOps):
         (fp_rules.FpRun._checked): ``nan_in`` a NaN operand, ``finite_in`` every operand finite,
         ``by_zero`` a division by zero, ``div0`` one of a finite non-zero value."""
         b = self.b
+        if not self.features & CHECKS:
+            return r
         wide = b.fpext(r, FLOAT) if half else r
         infinite = b.fcmp_ordered("==", self._fabs(wide), ir.Constant(wide.type, float("inf")))
         overflow = b.and_(b.and_(infinite, finite_in), b.not_(by_zero))

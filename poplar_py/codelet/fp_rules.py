@@ -48,6 +48,7 @@ KINDS = {KIND_INVALID: "invalid operation (inv)", KIND_DIV0: "division by zero (
 FP_ENV_DTYPE = np.dtype([("ctl", "<u8"), ("rng", "<u8")])
 RNG_BYTES = 16  # one worker's generator state
 TWO_POW_M32 = 2.0**-32
+CHECKS = INV | DIV0 | OFLO | NANOO
 _HALF, _FLOAT = np.dtype(np.float16), np.dtype(np.float32)
 _MASK = (1 << 64) - 1
 _OPS = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
@@ -66,6 +67,14 @@ class FpTrapError(Exception):
 
 def describe(kind: int) -> str:
     return KINDS.get(kind, f"kind {kind}")
+
+
+def kernel_features(words: np.ndarray) -> int:
+    """The control bits a floating-point kernel for vertices with control ``words`` handles: ESR
+    (rounding) and CHECKS (all four others), each if some word has one of them; a kernel tests
+    only those bits, so one without ESR never computes a stochastic rounding (0: none)."""
+    union = int(np.bitwise_or.reduce(words, initial=0))
+    return (ESR if union & ESR else 0) | (CHECKS if union & CHECKS else 0)
 
 
 def next_random(state: np.ndarray) -> int:

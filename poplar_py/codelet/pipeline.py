@@ -100,7 +100,9 @@ class KernelOptions:
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
     lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
-    fp: bool = False  # under floating-point control words (codelet_fp_ops); never with lanes
+    #: under floating-point control words (codelet_fp_ops): the control bits the kernel handles
+    #: (fp_rules.kernel_features); 0: a plain kernel. Never with lanes
+    fp: int = 0
 
 
 @dataclass(frozen=True)

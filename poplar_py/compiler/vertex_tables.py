@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..codelet.fp_rules import kernel_features
 from ..codelet.lanes import LANES
 from ..codelet.pipeline import BUFFER_ENTRY, ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..errors import MissingCycleEstimateError, VertexError
@@ -188,11 +189,13 @@ class _Group:
         return None
 
     def run_native_fp(self, env: np.ndarray) -> np.void | None:
-        """Run every vertex with the floating-point kernel, under their control words and
-        generators ``env`` (FP_ENV_DTYPE records); in one call, in vertex order, as the
-        generators they share are drawn from in that order. The first failure, or None."""
+        """Run every vertex with a floating-point kernel (for the bits their words have), under
+        their control words and generators ``env`` (FP_ENV_DTYPE records); in one call, in vertex
+        order, as the generators they share are drawn from in that order. The first failure, or
+        None."""
         assert self.kernel is not None
-        compiled = compile_codelet(self.cls, replace(self.kernel, fp=True, lanes=False))
+        features = kernel_features(env["ctl"])
+        compiled = compile_codelet(self.cls, replace(self.kernel, fp=features, lanes=False))
         self.sums.fill(0)
         measured = bool((self.slots >= 0).any())
         slots, sums = (self.slots.ctypes.data, self.sums[0].ctypes.data) if measured else (0, 0)
@@ -477,11 +480,7 @@ class ComputeSetRunner:
         error = None
         for g in mine.groups:
             g.move_to(at, buffers)
-            env = None
-            tiles = self.tiles[g.positions]
-            if words is not None and not is_cxx(g.cls) and words[tiles].any():
-                assert fp is not None
-                env = vertex_env(words, tiles, self.contexts[g.positions], fp.rng, base + at)
+            env = None if words is None else self._fp_env(g, words, fp, base + at)
             if self.interpret:
                 extra = {} if env is None else {"fp_env": env}
                 err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at, **extra)
@@ -516,6 +515,15 @@ class ComputeSetRunner:
         tiles = slice(replica * self.num_tiles, (replica + 1) * self.num_tiles)
         sums[0][tiles] += compute
         sums[1][tiles] += active
+
+    def _fp_env(self, g: _Group, words: np.ndarray, fp: FpControl | None, base: int) -> np.ndarray | None:
+        """The floating-point kernel's records for ``g``'s vertices (a replica's memories at
+        ``base``), or None when every word of their tiles is zero (or the codelet is C++)."""
+        tiles = self.tiles[g.positions]
+        if is_cxx(g.cls) or not words[tiles].any():
+            return None
+        assert fp is not None
+        return vertex_env(words, tiles, self.contexts[g.positions], fp.rng, base)
 
     def _error(self, g: _Group, err: np.void, pos: int, replica: int) -> VertexError:
         vid = int(self.vertices[pos])
