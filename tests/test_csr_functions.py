@@ -9,6 +9,7 @@ from support import make_graph
 import poplar_py as poplar
 from poplar_py import FLOAT, HALF, Input, MultiVertex, Output, Vector, Vertex
 from poplar_py import program as prog
+from poplar_py.csr_functions import CSR_CYCLES
 from poplibs_py import popops
 
 MODES = ("native", "interpreter")
@@ -167,6 +168,9 @@ def test_enable_and_disable_in_one_sequence():
     e.run()
     assert len(np.unique(e.readTensor("out"))) == 2
     np.testing.assert_array_equal(e.readTensor("dst"), np.full(1200, 1.0, np.float16))
+    steps = e.getExecutionProfile()["steps"]  # each control step: a sync and CSR_CYCLES on its tiles
+    control = [s for s in steps if s["name"] in ("setFloatingPointBehaviour", "setStochasticRounding")]
+    assert [(s["type"], s["compute"]) for s in control] == [("OnTileExecute", CSR_CYCLES)] * 2
 
 
 class Arith(Vertex):
