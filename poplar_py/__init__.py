@@ -57,9 +57,29 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .host_half import (
+                     copyDeviceHalfToDouble,
+                     copyDeviceHalfToFloat,
+                     copyDoubleToDeviceHalf,
+                     copyFloatToDeviceHalf,
+)
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
+from .short_vectors import (
+                     float2,
+                     float4,
+                     half2,
+                     half4,
+                     int2,
+                     int4,
+                     short2,
+                     short4,
+                     uint2,
+                     uint4,
+                     ushort2,
+                     ushort4,
+)
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
@@ -181,14 +201,30 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "copyDeviceHalfToDouble",
+                     "copyDeviceHalfToFloat",
+                     "copyDoubleToDeviceHalf",
+                     "copyFloatToDeviceHalf",
                      "cycleCount",
                      "cycleStamp",
+                     "float2",
+                     "float4",
                      "getAndModifyFloatingPointBehaviour",
                      "getHwSeeds",
+                     "half2",
+                     "half4",
+                     "int2",
+                     "int4",
                      "program",
                      "replication_factor",
                      "restoreFloatingPointBehaviour",
                      "setFloatingPointBehaviour",
                      "setHwSeeds",
                      "setStochasticRounding",
+                     "short2",
+                     "short4",
+                     "uint2",
+                     "uint4",
+                     "ushort2",
+                     "ushort4",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import program as prog
 from .arguments import checked_int
-from .debug import debug_name
+from .debug import DebugContext, DebugNameAndId, debug_name
 from .errors import InvalidArgumentError
 from .graph import Graph
 from .tensor import Tensor
@@ -40,22 +40,35 @@ def _counter(graph: Graph, prog_: Any, tile: Any, syncType: Any, name: str) -> t
     return prog_, t
 
 
-def cycleStamp(graph: Graph, prog_: prog.Sequence, tile: int, syncType: prog.SyncType = INTERNAL,
+def _overload(syncType: Any, debugContext: Any, what: str) -> tuple[Any, str]:
+    """(syncType, name) of both overloads: today's ``(..., tile, syncType, debugContext)`` and
+    the older ``(..., tile, debugPrefix)``, whose fourth argument is the name."""
+    if isinstance(syncType, (str, DebugContext, DebugNameAndId)):
+        if debugContext != "":
+            raise InvalidArgumentError(f"{what}: a debug prefix in syncType's place and a debugContext "
+                                       f"too ({syncType!r:.40}, {debugContext!r:.40})")
+        syncType, debugContext = INTERNAL, syncType
+    return syncType, debug_name(debugContext, f"{what}: debugContext") or what
+
+
+def cycleStamp(graph: Graph, prog_: prog.Sequence, tile: int, syncType: prog.SyncType | str = INTERNAL,
                debugContext: Any = "") -> Tensor:
     """Append to ``prog_`` a read of the cycle counter on ``tile``: returns a tensor of two
-    UNSIGNED_INTs (the low and high 32 bits of the cycles run so far, on that tile)."""
-    name = debug_name(debugContext) or "cycleStamp"
+    UNSIGNED_INTs (the low and high 32 bits of the cycles run so far, on that tile). The older
+    overload ``cycleStamp(graph, prog, tile, debugPrefix)`` is taken too."""
+    syncType, name = _overload(syncType, debugContext, "cycleStamp")
     seq, t = _counter(graph, prog_, tile, syncType, name)
     seq.add(prog.CycleStamp(t, name=name))
     return t
 
 
-def cycleCount(graph: Graph, prog_: prog.Sequence, tile: int, syncType: prog.SyncType = INTERNAL,
+def cycleCount(graph: Graph, prog_: prog.Sequence, tile: int, syncType: prog.SyncType | str = INTERNAL,
                debugContext: Any = "") -> Tensor:
     """Time ``prog_``: a read of the cycle counter on ``tile`` goes before its programs and one
     after them; returns a tensor of two UNSIGNED_INTs (low and high 32 bits) holding the cycles
-    its programs took, computed on the tile from the two reads."""
-    name = debug_name(debugContext) or "cycleCount"
+    its programs took, computed on the tile from the two reads. The older overload
+    ``cycleCount(graph, prog, tile, debugPrefix)`` is taken too."""
+    syncType, name = _overload(syncType, debugContext, "cycleCount")
     seq, t = _counter(graph, prog_, tile, syncType, name)
     _, start = _counter(graph, seq, tile, syncType, f"{name}/start")
     seq.programs.insert(0, prog.CycleStamp(start, name=f"{name}/start"))

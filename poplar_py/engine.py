@@ -39,7 +39,7 @@ from .errors import (
     StreamArgumentError,
     StreamError,
 )
-from .executable import Executable, compileGraph
+from .executable import Executable, checked_progress, compileGraph
 from .graph import Graph
 from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
@@ -60,22 +60,31 @@ class Engine:
     ``options`` is a dict of Poplar-style string flags; POPLAR_ENGINE_OPTIONS (JSON)
     adds to them. Unknown options raise InvalidOptionError. With an executable, the options
     that shaped the compiled code (``COMPILE_OPTIONS``) are the executable's.
+    ``Engine(graph, programs, options, progressCallback, debugContext)`` as Poplar's: the callback
+    is told the compiler passes' progress (see :func:`~poplar_py.compileGraph`), the debug
+    context's name (or ``name``) names the engine's reports.
     """
 
     def __init__(self, graph: Graph | Executable, programs: Any = None,
-                 options: Mapping[str, Any] | None = None, name: str = "") -> None:
+                 options: Mapping[str, Any] | None = None,
+                 progressCallback: Callable[[int, int], object] | None = None,
+                 debugContext: object = "", name: str = "") -> None:
+        checked_progress(progressCallback, "Engine")
         if isinstance(graph, Executable):
+            if progressCallback is not None:
+                raise InvalidArgumentError("Engine(executable): an executable is compiled already: "
+                                           "give progressCallback to compileGraph")
             exe = graph
             self._options = _runtime_options(exe.options, programs if options is None else options)
         elif isinstance(graph, Graph):
             if programs is None:
                 raise ProgramError("Engine(graph, programs): no programs given")
-            exe = compileGraph(graph, programs, options)
+            exe = compileGraph(graph, programs, options, progressCallback)
             self._options = exe.options
         else:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
-        name = debug_name(name, "Engine: the name")
+        name = debug_name(name, "Engine: the name") or debug_name(debugContext, "Engine: debugContext")
         path = _report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
@@ -107,7 +116,8 @@ class Engine:
 
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
-        """Create the tile memories on ``device`` and write constants and initial values."""
+        """Create the tile memories on ``device`` and write constants and initial values (vertex
+        state too: what compute wrote to it in earlier runs is reset)."""
         if not isinstance(device, Device):
             raise InvalidArgumentError(f"Engine.load needs a Device, got {type(device).__name__} "
                                        f"{device!r:.40}")
@@ -125,6 +135,10 @@ class Engine:
             if exe.index_constants is not None:
                 index = np.full(len(exe.replication.index_constants), r, np.uint32)
                 m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
+            for runner in exe.lowered.runners:  # vertex state compute writes: each replica its own
+                state = runner.tile_state
+                if state.plan is not None:
+                    m.world.scatter(state.plan, state.data.ctypes.data, m.base, r)
         for runner in exe.lowered.runners:  # list tables and state vectors: once, for every replica
             image = runner.image
             if image.plan is not None:
@@ -169,19 +183,21 @@ class Engine:
         for HALF), whose bytes are used, as C++'s ``void*``. ``end`` (an int), as Poplar's end
         pointer, uses only the first ``end`` elements of the flattened array.
 
-        In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it every
-        replica reads the array (each from its own position). A device-to-host stream writes a
-        buffer per replica, so each replica needs its own (``replicaIndex``); a ``BROADCAST``
-        stream has one host end for all replicas and takes no replica index."""
+        In a replicated graph, ``replicaIndex=r`` connects replica r's stream; without it the
+        array is every replica's host end (each replica at its own position in it): every replica
+        reads it, or, for a device-to-host stream, every replica writes into it in replica order,
+        so it keeps the last replica's data (the hardware defines no order: a program connects one
+        array to all replicas when they send the same data). A ``BROADCAST`` stream has one host
+        end for all replicas and takes no replica index. Poplar's order
+        ``connectStream(handle, replicaIndex, buffer[, end])`` is taken too."""
+        if is_int(buffer) and isinstance(end, np.ndarray):  # (handle, replicaIndex, buffer[, end])
+            buffer, end, replicaIndex = end, replicaIndex, buffer
         stream = self._stream_decl(handle)
         handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStream")
         flat = stream_array(buffer, stream.elementType().dtype, f"stream '{handle}'")
         if not stream.toDevice and not buffer.flags.writeable:
             raise StreamError(f"stream '{handle}' writes to the host: the array must be writeable")
-        if not stream.toDevice and len(replicas) > 1:
-            raise StreamError(f"stream '{handle}' goes to the host from each of {len(replicas)} replicas: "
-                              "connect one array per replica with replicaIndex=r")
         if end is not None:
             if not is_int(end) or not 0 <= end <= flat.size:
                 raise StreamError(f"stream '{handle}': end must be an element count in [0, {flat.size}], "
@@ -198,7 +214,10 @@ class Engine:
         complete and invalidatePrefetched; see :mod:`poplar_py.streams`), or to a function called
         with each transfer's buffer, which it fills (host-to-device) or reads. A new callback
         replaces the old one, whose prefetched data is invalidated. In a replicated graph the
-        callback serves replica ``replicaIndex``, or (None) every replica, called once for each."""
+        callback serves replica ``replicaIndex``, or (None) every replica, called once for each.
+        Poplar's order ``connectStreamToCallback(handle, replicaIndex, callback)`` is taken too."""
+        if is_int(callback) and callable(replicaIndex):
+            callback, replicaIndex = replicaIndex, callback
         stream = self._stream_decl(handle)
         handle = stream.handle()
         replicas = self._replicas_of(stream, replicaIndex, "connectStreamToCallback")
@@ -410,6 +429,8 @@ def _moves(compiled: CompiledGraph) -> Iterator[Move]:
     yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
     if compiled.index_constants is not None:
         yield SCATTER, compiled.index_constants, True
+    yield from ((SCATTER, runner.tile_state.plan, True) for runner in compiled.lowered.runners
+                if runner.tile_state.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:

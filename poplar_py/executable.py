@@ -24,7 +24,7 @@ import struct
 import sys
 import types
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from . import program as prog
 from .codelet_loading import codelet_source, import_codelet_source
 from .compiler.pipeline import CompiledGraph, compile_graph
 from .conforms import mismatch
+from .debug import debug_name
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
 from .host_memory import release_freed_heap
@@ -120,17 +121,31 @@ class Executable:
 
 
 def compileGraph(graph: Graph, programs: prog.Program | Sequence[prog.Program],
-                 options: dict[str, Any] | None = None) -> Executable:
+                 options: dict[str, Any] | None = None,
+                 progressCallback: Callable[[int, int], object] | None = None,
+                 debugContext: object = "") -> Executable:
     """Compile ``graph`` with ``programs`` (one or a list) as an Engine would, without building
-    one: the passes run on the frozen graph, and the codelets' kernels are compiled."""
+    one: the passes run on the frozen graph, and the codelets' kernels are compiled. As Poplar's
+    ``ProgressFunc``, ``progressCallback(done, total)`` is called before each compiler pass with
+    the passes done so far, and with ``(total, total)`` at the end."""
     if not isinstance(graph, Graph):
         raise InvalidArgumentError(f"compileGraph needs a Graph, got {type(graph).__name__} {graph!r:.40}")
+    checked_progress(progressCallback, "compileGraph")
+    debug_name(debugContext, "compileGraph: debugContext")
     parsed = parseEngineOptions(options)
     entries = list(programs) if isinstance(programs, (list, tuple)) else [programs]
-    ir, compiled = compile_graph(_dumped(graph.freeze()), entries, parsed)  # (the edges go on the way)
+    # (the edges go on the way)
+    ir, compiled = compile_graph(_dumped(graph.freeze()), entries, parsed, progressCallback)
     executable = Executable(ir, compiled, parsed)
     release_freed_heap()  # the passes' working data: the Engine's memory is what it keeps
     return executable
+
+
+def checked_progress(callback: object, what: str) -> None:
+    """A progress callback is None or callable; InvalidArgumentError naming ``what`` otherwise."""
+    if callback is not None and not callable(callback):
+        raise InvalidArgumentError(f"{what}: progressCallback must be callable as callback(done, total), "
+                                   f"got {type(callback).__name__} {callback!r:.40}")
 
 
 def _dumped(ir: GraphIR) -> GraphIR:

@@ -42,6 +42,12 @@ def codelet_info(cls: type) -> Info:
     return info
 
 
+def written_state(cls: type) -> tuple[str, ...]:
+    """The vertex state fields the class's compute writes, kept in tile memory (each replica its
+    own copy) for the next run. A C++ vertex's state is its record: none here."""
+    return () if is_cxx(cls) else pipeline.codelet_info(cls).written_state
+
+
 def compile_codelet(cls: type, options: KernelOptions = DEFAULT) -> Compiled:
     """The class's native batch runner (memoised in-process and on disk)."""
     if not is_cxx(cls):

@@ -80,6 +80,25 @@ def test_bad_arguments_are_named():
     with pytest.raises(InvalidArgumentError, match=r"cycleStamp: prog must be a program\.Sequence, got Exe"):
         poplar.cycleStamp(graph, prog.Execute(graph.addComputeSet("cs")), 0)
     with pytest.raises(InvalidArgumentError, match=r"syncType must be a poplar\.SyncType"):
-        poplar.cycleStamp(graph, seq, 0, "INTERNAL")
+        poplar.cycleStamp(graph, seq, 0, 3)
+    both = "a debug prefix in syncType's place and a debugContext too"
+    with pytest.raises(InvalidArgumentError, match=both):
+        poplar.cycleCount(graph, seq, 0, "timed", "again")
     with pytest.raises(InvalidArgumentError, match=r"graph must be a poplar\.Graph"):
         poplar.cycleCount(None, seq, 0)
+
+
+def test_the_older_overload_takes_a_debug_prefix_fourth():
+    device, graph, x = _graph()
+    timed = prog.Sequence()
+    popops.mulInPlace(graph, x, 2.0, timed, "double")
+    count = poplar.cycleCount(graph, timed, 2, "timed")
+    stamp = poplar.cycleStamp(graph, timed, 1, poplar.DebugContext("stamp"))
+    graph.createHostRead("count", count)
+    graph.createHostRead("stamp", stamp)
+    engine = poplar.Engine(graph, timed)
+    engine.load(device)
+    engine.run()
+    timed_cycles = _steps(engine, "timed/start", "double")
+    assert _cycles(engine.readTensor("count")) == timed_cycles > 0
+    assert _cycles(engine.readTensor("stamp")) == timed_cycles + _steps(engine, "timed") > timed_cycles

@@ -326,3 +326,29 @@ def test_a_main_codelet_using_what_cannot_travel_is_named(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "cannot serialize class Hooked of __main__: it uses a lambda" in result.stdout
     assert not (tmp_path / "h.exe").exists()
+
+
+def test_progress_callback_is_told_each_pass(tmp_path):
+    _, g, p = _build(tmp_path)
+    calls = []
+    poplar.compileGraph(g, [p], {}, lambda done, total: calls.append((done, total)), "compiled")
+    total = calls[0][1]
+    assert total > 5 and calls == [(i, total) for i in range(total + 1)]
+
+
+def test_engine_progress_callback_and_debug_context(tmp_path):
+    _, g, p = _build(tmp_path)
+    calls = []
+    e = poplar.Engine(g, p, None, lambda done, total: calls.append(done), poplar.DebugContext("mine"))
+    assert e.name == "mine" and calls[-1] == len(calls) - 1 > 0
+
+
+def test_progress_callback_must_be_callable(tmp_path):
+    _, g, p = _build(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="compileGraph: progressCallback must be callable"):
+        poplar.compileGraph(g, p, {}, "bar")
+    with pytest.raises(InvalidArgumentError, match="compileGraph: debugContext"):
+        poplar.compileGraph(g, p, {}, None, 3)
+    exe = poplar.compileGraph(g, p)
+    with pytest.raises(InvalidArgumentError, match="compiled already: give progressCallback to compileGraph"):
+        poplar.Engine(exe, None, None, print)

@@ -174,8 +174,6 @@ def test_replicated_streams_have_a_host_end_per_replica():
     engine.connectStream("in", shared)  # every replica reads it, each from its own position
     engine.connectStream("in", np.full(3, 7, np.float32), replicaIndex=3)
     outs = [np.zeros(3, np.float32) for _ in range(4)]
-    with pytest.raises(StreamError, match="each of 4 replicas: connect one array per replica"):
-        engine.connectStream("out", outs[0])
     for r, out in enumerate(outs):
         engine.connectStream("out", out, replicaIndex=r)
     engine.run(0)
@@ -183,6 +181,31 @@ def test_replicated_streams_have_a_host_end_per_replica():
     for r in range(3):
         np.testing.assert_array_equal(outs[r], shared[3:])
     np.testing.assert_array_equal(outs[3], [7, 7, 7])
+
+
+def test_one_host_array_for_every_replica_of_a_device_to_host_stream():
+    engine, _ = _stream_graph()
+    engine.connectStream("in", np.full(3, 5, np.float32))
+    engine.connectStream("in", 2, np.full(3, 2, np.float32))  # Poplar's (handle, replicaIndex, buffer)
+    both = np.zeros(6, np.float32)
+    engine.connectStream("out", both)  # every replica writes it, each at its own position
+    engine.run(0)
+    np.testing.assert_array_equal(both, [5, 5, 5, 0, 0, 0])  # replica 3, last, read 5s
+    engine.connectStream("in", 3, np.full(3, 2, np.float32))
+    engine.run(0)
+    np.testing.assert_array_equal(both, [5, 5, 5, 2, 2, 2])  # the second transfer, from replica 3
+
+
+def test_callbacks_in_poplars_argument_order():
+    engine, _ = _stream_graph()
+    got = {}
+    for r in range(4):
+        engine.connectStreamToCallback("in", r, lambda p, r=r: p.__setitem__(slice(None), r))
+        engine.connectStreamToCallback("out", r, lambda p, r=r: got.__setitem__(r, p.copy()))
+    engine.run(0)
+    assert {r: v.tolist() for r, v in got.items()} == {r: [r] * 3 for r in range(4)}
+    with pytest.raises(poplar.GraphReplicationError, match="replica index 4 is out of range"):
+        engine.connectStreamToCallback("in", 4, print)
 
 
 def test_a_replica_left_unconnected_is_named():

@@ -58,6 +58,7 @@ from .types import (
     CType,
     PolicyType,
     ScalarType,
+    ShortVecType,
     VectorType,
     scalar_of,
 )
@@ -109,16 +110,18 @@ def _equal_bits(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.icmp_unsigned("==", x, y)
 
 
-def state_layout(fields: dict[str, FieldSpec]) -> tuple[np.dtype, ir.LiteralStructType, dict[str, list[int]]]:
+def state_layout(fields: dict[str, FieldSpec], written: tuple[str, ...] = ()
+                 ) -> tuple[np.dtype, ir.LiteralStructType, dict[str, list[int]]]:
     """The numpy record dtype (align=True) and the identical LLVM struct of one vertex's state,
-    plus, per field, the struct element indices it occupies."""
+    plus, per field, the struct element indices it occupies. A state scalar is the value itself,
+    unless compute writes it (``written``): then, as an edge, the address of its tile memory."""
     names: list[str] = []
     formats: list[np.dtype] = []
     elements: list[ir.Type] = []
     slots: dict[str, list[int]] = {}
     for name, spec in fields.items():
         if spec.kind is FieldKind.SCALAR:
-            state = spec.direction is Direction.STATE
+            state = spec.direction is Direction.STATE and name not in written
             cols = [
                 (
                     name,
@@ -154,7 +157,8 @@ class KernelBuilder(VersionedLowering):
         self.lanes = lanes and not fp
         self.fp = fp  # the control bits handled under the vertices' control words (codelet_fp_ops)
         self.symbol = symbol
-        _, self.struct, self.field_slots = state_layout(self.parsed.fields)
+        self.written = typed.written
+        _, self.struct, self.field_slots = state_layout(self.parsed.fields, self.written)
         self.checked = checked
         self.module = ir.Module(name=symbol)
         self.module.triple, self.module.data_layout = triple, data_layout
@@ -335,11 +339,12 @@ class KernelBuilder(VersionedLowering):
     @property
     def struct_index(self) -> dict[str, int]:
         """Record column name -> struct element."""
-        names = state_layout(self.parsed.fields)[0].names
+        names = state_layout(self.parsed.fields, self.written)[0].names
         return {name: k for k, name in enumerate(names)}
 
     def _preload_fields(self) -> None:
-        """State records do not change during compute: load every pointer, size and state value once."""
+        """State records do not change during compute: load every pointer, size and state value once
+        (a state scalar compute writes is in tile memory: its address)."""
         b = self.alloca_builder
         self.fields: dict[str, ir.Value | Vec] = {}
         for name, spec in self.parsed.fields.items():
@@ -354,6 +359,7 @@ class KernelBuilder(VersionedLowering):
             if (
                 spec.kind is FieldKind.SCALAR
                 and spec.direction is Direction.STATE
+                and name not in self.written
                 and spec.type.dtype.kind == "b"
             ):
                 loads[0] = b.icmp_unsigned("!=", loads[0], I8(0))
@@ -437,7 +443,7 @@ class KernelBuilder(VersionedLowering):
     def _AugAssign(self, node: ast.AugAssign) -> None:
         target = node.target
         rt = self.type(node)
-        assert isinstance(rt, ScalarType)
+        assert isinstance(rt, (ScalarType, ShortVecType))
         if isinstance(target, ast.Subscript):  # one index computation and bounds check for load and store
             ptr, et = self._element_ptr(target)
             cost = self._access_cost(target)
@@ -462,6 +468,8 @@ class KernelBuilder(VersionedLowering):
                 assert isinstance(value, tuple)
                 self.b.store(value[0], slot[0])
                 self.b.store(value[1], slot[1])
+            elif isinstance(vt, ShortVecType):  # (the typing pass made the local's type the same)
+                self.b.store(value, slot)
             else:
                 assert isinstance(vt, ScalarType) and isinstance(lt, ScalarType)
                 self.b.store(self.ops.store_local(value, vt, lt, self.frame.types.fn, target.id), slot)
@@ -598,8 +606,11 @@ class KernelBuilder(VersionedLowering):
         if frame.exit is not None:  # inlined helper
             if v is not None and frame.result is not None:
                 rt = frame.types.returns
-                assert isinstance(rt, ScalarType)
-                self.b.store(self.ops.convert(self.expr(v), self.type(v), rt), frame.result)
+                if isinstance(rt, ShortVecType):  # (every return has that type: the typing pass)
+                    self.b.store(self.expr(v), frame.result)
+                else:
+                    assert isinstance(rt, ScalarType)
+                    self.b.store(self.ops.convert(self.expr(v), self.type(v), rt), frame.result)
             self._br(frame.exit)
             return
         if v is None or (isinstance(v, ast.Constant) and v.value in (None, True)):

@@ -20,8 +20,18 @@ from ..vertex import Direction, FieldKind
 from .inference import FunctionTypes
 from .lanes import first_lane
 from .ops import MathLib, ScalarOps
+from .short_vec import ShortVectorLowering, register, short_vector_call, vector_type
 from .source import ParsedCodelet
-from .types import BUFFER_ENTRY, ERR_OUT_OF_BOUNDS, PY_INT, CType, PolicyType, ScalarType, VectorType
+from .types import (
+    BUFFER_ENTRY,
+    ERR_OUT_OF_BOUNDS,
+    PY_INT,
+    CType,
+    PolicyType,
+    ScalarType,
+    ShortVecType,
+    VectorType,
+)
 from .unroll import Unroller
 
 COSTS = {
@@ -73,7 +83,7 @@ class Frame:
     loops: list[tuple[ir.Block, ir.Block]] = field(default_factory=list)  # (continue, break)
 
 
-class ExprLowering:
+class ExprLowering(ShortVectorLowering):
     """Lowers expressions; :class:`KernelBuilder` sets these attributes up and adds statements."""
 
     parsed: ParsedCodelet
@@ -83,7 +93,8 @@ class ExprLowering:
     alloca_builder: ir.IRBuilder  # the entry block: allocas and field loads
     ops: ScalarOps
     math: MathLib
-    fields: dict[str, ir.Value | Vec]  # field -> pointer (edge), value (state) or (data, length)
+    fields: dict[str, ir.Value | Vec]  # field -> pointer (edge, written state), value or (data, length)
+    written: tuple[str, ...]  # the state fields compute writes: in tile memory, as edges
     err: ir.Value  # the error record to fill on failure
     cyc_out: ir.Value  # where the vertex's cycle count is stored on return
     counter: ir.Value  # the cycle counter slot
@@ -110,6 +121,8 @@ class ExprLowering:
                 slots[name] = (self._alloca(PTR, name), self._alloca(I64, name + ".size"))
             elif isinstance(t, ScalarType):
                 slots[name] = self._alloca(ScalarOps.reg_type(t), name)
+            elif isinstance(t, ShortVecType):
+                slots[name] = self._alloca(register(t), name)
         return Frame(types, slots)  # a policy needs no slot: its functions are known when compiling
 
     @property
@@ -206,7 +219,8 @@ class ExprLowering:
             return self.ops.constant(t.value, t)
         spec = self.parsed.fields[node.attr]
         value = self.fields[node.attr]
-        if spec.kind is not FieldKind.SCALAR or spec.direction is Direction.STATE:
+        in_record = spec.direction is Direction.STATE and node.attr not in self.written
+        if spec.kind is not FieldKind.SCALAR or in_record:
             return value
         assert isinstance(t, ScalarType) and not isinstance(value, tuple)
         self.pending += 1
@@ -218,6 +232,10 @@ class ExprLowering:
 
     def _eSubscript(self, node: ast.Subscript) -> Value:
         vt = self.type(node.value)
+        if isinstance(vt, ShortVecType):  # a constant index (the typing pass checked it)
+            k = self.type(node.slice)
+            assert isinstance(k, ScalarType)
+            return self.element(self.expr(node.value), int(k.value))
         assert isinstance(vt, VectorType)
         if vt.is_list:
             table, index = self._checked_index(node)
@@ -289,7 +307,7 @@ class ExprLowering:
 
     def _eBinOp(self, node: ast.BinOp) -> ir.Value:
         rt = self.type(node)
-        assert isinstance(rt, ScalarType)
+        assert isinstance(rt, (ScalarType, ShortVecType))
         return self.binop(
             node.op,
             self.expr(node.left),
@@ -299,7 +317,10 @@ class ExprLowering:
             rt,
         )
 
-    def binop(self, op: ast.operator, a: Value, at: CType, b: Value, bt: CType, rt: ScalarType) -> ir.Value:
+    def binop(self, op: ast.operator, a: Value, at: CType, b: Value, bt: CType,
+              rt: ScalarType | ShortVecType) -> ir.Value:
+        if isinstance(rt, ShortVecType):
+            return self.vector_binop(op, a, at, b, bt, rt)  # type: ignore[arg-type]
         assert isinstance(at, ScalarType) and isinstance(bt, ScalarType)
         kind = type(op).__name__
         self._issue(rt, COSTS["div"] if kind in ("Div", "FloorDiv", "Mod")
@@ -314,6 +335,9 @@ class ExprLowering:
 
     def _eUnaryOp(self, node: ast.UnaryOp) -> ir.Value:
         t = self.type(node.operand)
+        if isinstance(t, ShortVecType):
+            v = self.expr(node.operand)
+            return v if isinstance(node.op, ast.UAdd) else self.vector_neg(v, t)  # type: ignore[arg-type]
         assert isinstance(t, ScalarType)
         self._issue(t)
         v = self.expr(node.operand)
@@ -389,6 +413,8 @@ class ExprLowering:
         self._cbr(self.condition(node.test), then, other)
         if isinstance(rt, VectorType):
             slot: ir.Value | tuple[ir.Value, ir.Value] = (self._alloca(PTR), self._alloca(I64))
+        elif isinstance(rt, ShortVecType):
+            slot = self._alloca(register(rt))
         else:
             assert isinstance(rt, ScalarType)
             slot = self._alloca(ScalarOps.reg_type(rt))
@@ -399,6 +425,8 @@ class ExprLowering:
                 assert isinstance(v, tuple)
                 self.b.store(v[0], slot[0])
                 self.b.store(v[1], slot[1])
+            elif isinstance(rt, ShortVecType):
+                self.b.store(v, slot)
             else:
                 assert isinstance(vt, ScalarType) and isinstance(rt, ScalarType)
                 self.b.store(self.ops.convert(v, vt, rt), slot)
@@ -416,6 +444,9 @@ class ExprLowering:
         callee = self.unroller.calls.get(id(node)) or self.frame.types.calls.get(id(node))
         if callee is not None:
             return self._inline(node, callee)
+        vector = short_vector_call(node, self.frame.types.fn)
+        if vector is not None:
+            return self._short_vector(node, vector[1], vector_type(vector[0]))
         name = f.attr if isinstance(f, ast.Attribute) else self._callee_name(f)
         if name == "len":
             v = self.expr(node.args[0])
@@ -445,6 +476,21 @@ class ExprLowering:
         if name == "log" and len(args) == 2:  # log(x, base) = log(x) / log(base)
             self.pending_aux += MATH_COST + COSTS["div"]
         return self.math.call(name, args, types)  # type: ignore[arg-type]
+
+    def _short_vector(self, node: ast.Call, what: str, t: ShortVecType) -> ir.Value:
+        """``float2(...)``, ``float2.load(v, i)``, ``float2.store(v, i, x)`` (I1 0: no value)."""
+        args = [self.expr(a) for a in node.args]
+        types = [self.type(a) for a in node.args]
+        if what == "make":
+            return self.make_vector(args, types, t)  # type: ignore[arg-type]
+        (data, size), vt, it = args[0], types[0], types[1]
+        assert isinstance(vt, VectorType) and isinstance(it, ScalarType)
+        index = self.ops.convert(args[1], it, PY_INT)
+        address = self.vector_address(data, size, index, vt, t.width, node.lineno)
+        if what == "load":
+            return self.vector_load(address, t)
+        self.vector_store(args[2], address, t)
+        return I1(0)
 
     def _callee_name(self, f: ast.expr) -> str:
         assert isinstance(f, ast.Name)
@@ -477,14 +523,17 @@ class ExprLowering:
                 assert isinstance(v, tuple)
                 self.b.store(v[0], slot[0])
                 self.b.store(v[1], slot[1])
+            elif isinstance(vt, ShortVecType):
+                self.b.store(v, slot)
             else:
                 pt = callee.locals[pname]
                 assert isinstance(vt, ScalarType) and isinstance(pt, ScalarType)
                 self.b.store(self.ops.store_local(v, vt, pt, callee.fn, pname), slot)
         frame.exit = self._block(f"{callee.fn.name}.exit")
         rt = callee.returns
-        if isinstance(rt, ScalarType):
-            frame.result = self._alloca(ScalarOps.reg_type(rt), f"{callee.fn.name}.result")
+        if isinstance(rt, (ScalarType, ShortVecType)):
+            reg = register(rt) if isinstance(rt, ShortVecType) else ScalarOps.reg_type(rt)
+            frame.result = self._alloca(reg, f"{callee.fn.name}.result")
         self.frames.append(frame)
         self._body(callee.fn.node.body)
         self._goto(frame.exit)

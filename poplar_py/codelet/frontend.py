@@ -23,6 +23,7 @@ import numpy as np
 
 from ..cdivision import cdiv, cmod
 from ..errors import CodeletCompileError
+from ..short_vectors import ShortVector
 from ..templates import Policy, TypeParam
 from ..types import Type
 from ..vertex import LocalArray, Vertex
@@ -275,7 +276,7 @@ class _Checker(ast.NodeVisitor):
         if node.id in self.fn.local_names:
             return
         r = self._resolve(node)
-        if r.kind in ("math_module", "helper", "builtin", "type", "poplar_module"):
+        if r.kind in ("math_module", "helper", "builtin", "type", "poplar_module", "short_vector"):
             raise self.error(node, f"'{node.id}' can only be called, not used as a value")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -329,6 +330,9 @@ class _Checker(ast.NodeVisitor):
                 "and methods of this file and policy functions can be called",
             )
         kind, target = name
+        if kind == "short_vector":
+            self._short_vector_call(node, target)
+            return
         if kind == "type":
             if len(node.args) != 1:
                 raise self.error(node, f"the cast {ast.unparse(f)}() takes exactly one argument")
@@ -355,6 +359,17 @@ class _Checker(ast.NodeVisitor):
         for a in node.args:
             self.visit(a)
 
+    def _short_vector_call(self, node: ast.Call, target: str) -> None:
+        """``float2(a, b)``, ``float2(a)``, ``float2.load(v, i)``, ``float2.store(v, i, x)``."""
+        f = node.func
+        vector = self._resolve(f.value if isinstance(f, ast.Attribute) else f).value  # type: ignore[arg-type]
+        arities = {"load": (2,), "store": (3,)}.get(target, (1, vector.width))
+        if len(node.args) not in arities:
+            what = f"{vector.name}.{target}()" if target in ("load", "store") else f"{vector.name}()"
+            raise self.error(node, f"{what} takes {' or '.join(map(str, arities))} argument(s)")
+        for a in node.args:
+            self.visit(a)
+
     def _callee(self, node: ast.Call) -> tuple[str, str] | None:
         f = node.func
         if (
@@ -377,10 +392,21 @@ class _Checker(ast.NodeVisitor):
                                        f"codelets (only {' and '.join(C_DIVISION)}); import the name: "
                                        f"from poplar_py import {f.attr}")
             return "builtin", f.attr
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id not in self.fn.local_names
+            and self._resolve(f.value).kind == "short_vector"
+        ):
+            if f.attr not in ("load", "store"):
+                raise self.error(node, f"{f.value.id}.{f.attr}() is not supported (only load and store)")
+            return "short_vector", f.attr
         if isinstance(f, ast.Name) and f.id not in self.fn.local_names:
             r = self._resolve(f)
             if r.kind in ("math", "helper", "builtin", "type"):
                 return r.kind, r.value
+            if r.kind == "short_vector":
+                return r.kind, "make"
         return None
 
     def _method(self, node: ast.Call, name: str) -> None:
@@ -446,6 +472,8 @@ class _Checker(ast.NodeVisitor):
                 return Resolved("builtin", name)
         if isinstance(value, Type):
             return Resolved("type", value)
+        if isinstance(value, ShortVector):
+            return Resolved("short_vector", value)
         if isinstance(value, TypeParam):
             bound = self.parsed.constants.get(value.name)
             if not isinstance(bound, Type):

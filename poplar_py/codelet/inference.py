@@ -15,9 +15,11 @@ import types
 from dataclasses import dataclass, field
 
 from ..cdivision import cdiv, cmod
+from ..short_vectors import ShortVector
 from ..types import Type, asType
 from ..vertex import Direction, FieldKind
 from .frontend import check_helper
+from .short_vec import binop_vector_type, vector_type
 from .source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
 from .types import (
     BOOL,
@@ -29,6 +31,7 @@ from .types import (
     CType,
     PolicyType,
     ScalarType,
+    ShortVecType,
     VectorType,
     binop_type,
     compare_type,
@@ -68,13 +71,17 @@ class TypedCodelet:
 
     parsed: ParsedCodelet
     compute: FunctionTypes
+    #: the vertex state fields compute (or a helper) writes, in field order: they live in tile
+    #: memory, where the new value stays for the next run
+    written: tuple[str, ...] = ()
 
 
 def infer_types(parsed: ParsedCodelet) -> TypedCodelet:
     """Run the typing pass: every expression and local of compute and its helpers gets a type."""
     program = _Program(parsed)
     params: tuple[CType, ...] = (NONE, PY_INT) if parsed.is_multi else (NONE,)
-    return TypedCodelet(parsed, program.function(parsed.compute, params, None))
+    compute = program.function(parsed.compute, params, None)
+    return TypedCodelet(parsed, compute, tuple(f for f in parsed.fields if f in program.written))
 
 
 class _PendingError(Exception):
@@ -87,6 +94,7 @@ class _Program:
         self.done: dict[tuple, FunctionTypes] = {}
         self.active: set[str] = set()
         self.fields = list(parsed.fields.values())
+        self.written: set[str] = set()  # state fields stored to, directly or through a vector alias
 
     def function(self, fn: FunctionSource, params: tuple[CType, ...], call: ast.Call | None) -> FunctionTypes:
         """``fn`` typed for these argument types: one specialisation per types and known values
@@ -217,21 +225,38 @@ class _FunctionTyper:
         if not isinstance(t, ScalarType):
             raise self.error(target, f"cannot store a {t} into a field element")
         if isinstance(target, ast.Attribute):
-            spec = self.program.parsed.fields[target.attr]
+            spec = self.program.parsed.fields.get(target.attr)
+            if spec is None:
+                raise self.error(target, f"cannot assign to template constant '{target.attr}': it is fixed "
+                                         "when the class is instantiated")
             if spec.kind is not FieldKind.SCALAR:
                 raise self.error(target, f"cannot assign a whole vector field '{target.attr}'")
-            if not spec.direction.writes:
+            if spec.direction is Direction.STATE:
+                self.program.written.add(target.attr)
+            elif not spec.direction.writes:
                 raise self.error(target, f"cannot write to {_role(spec.direction)} field '{target.attr}'")
             return
         assert isinstance(target, ast.Subscript)
         container = self.expr(target.value)
+        if isinstance(container, ShortVecType):
+            raise self.error(target, f"a {container} is a value: its elements cannot be assigned "
+                                     f"(build a new one, {container}(...))")
         self.expr(target)
         assert isinstance(container, VectorType)
         if container.is_list:
             raise self.error(target, "cannot assign a whole vector of a vector list")
+        self._writes(target, container)
+
+    def _writes(self, node: ast.AST, container: VectorType) -> None:
+        """``node`` writes into ``container``: it must be writable (vertex state is, and is then
+        written state)."""
         if not container.writable:
             spec = self.program.fields[container.field]
-            raise self.error(target, f"cannot write to {_role(spec.direction)} field '{spec.name}'")
+            raise self.error(node, f"cannot write to {_role(spec.direction)} field '{spec.name}'")
+        if container.field < len(self.program.fields):
+            spec = self.program.fields[container.field]
+            if spec.direction is Direction.STATE:
+                self.program.written.add(spec.name)
 
     def _For(self, node: ast.For) -> None:
         it = node.iter
@@ -280,7 +305,7 @@ class _FunctionTyper:
                 raise self.error(node, "compute() must return True, False, None or a bool")
             return
         if isinstance(t, (VectorType, PolicyType)):
-            raise self.error(node, "helpers can only return numbers")
+            raise self.error(node, "helpers can only return numbers and short vectors")
         if t is NONE:
             self.bare_return = node
             return
@@ -351,10 +376,17 @@ class _FunctionTyper:
         elem = scalar_of(spec.type)
         if spec.kind is FieldKind.SCALAR:
             return elem
-        return VectorType(elem, spec.direction.writes, index, spec.kind is FieldKind.VECTOR_LIST)
+        writable = spec.direction is not Direction.INPUT  # state vectors too: tile memory
+        return VectorType(elem, writable, index, spec.kind is FieldKind.VECTOR_LIST)
 
     def _eSubscript(self, node: ast.Subscript) -> CType:
         container = self.expr(node.value)
+        if isinstance(container, ShortVecType):
+            k = self.scalar(node.slice)
+            if not (k.is_int and k.value is not None and 0 <= k.value < container.width):
+                raise self.error(node.slice, f"an element of a {container} needs a constant index in "
+                                             f"0..{container.width - 1}")
+            return container.elem
         if not isinstance(container, VectorType):
             raise self.error(node, f"cannot index a {container}")
         index = self.scalar(node.slice)
@@ -363,9 +395,19 @@ class _FunctionTyper:
         return container.row() if container.is_list else container.elem
 
     def _eBinOp(self, node: ast.BinOp) -> CType:
-        return self._binop(node, node.op, self.scalar(node.left), self.scalar(node.right), node.right)
+        return self._binop(node, node.op, self._operand(node.left), self._operand(node.right), node.right)
 
-    def _binop(self, node: ast.AST, op: ast.operator, a: CType, b: CType, rhs: ast.expr) -> ScalarType:
+    def _operand(self, node: ast.expr) -> ScalarType | ShortVecType:
+        t = self.expr(node)
+        return t if isinstance(t, ShortVecType) else self.scalar(node)
+
+    def _binop(self, node: ast.AST, op: ast.operator, a: CType, b: CType,
+               rhs: ast.expr) -> ScalarType | ShortVecType:
+        if isinstance(a, ShortVecType) or isinstance(b, ShortVecType):
+            try:
+                return binop_vector_type(type(op), a, b)
+            except TypeError as exc:
+                raise self.error(node, str(exc)) from None
         if not isinstance(a, ScalarType) or not isinstance(b, ScalarType):
             raise self.error(node, f"operator '{OP_SYMBOLS[type(op)]}' needs numbers, not {a} and {b}")
         try:
@@ -382,6 +424,11 @@ class _FunctionTyper:
         return result if value is None else known(result, value)
 
     def _eUnaryOp(self, node: ast.UnaryOp) -> CType:
+        vector = self.expr(node.operand)
+        if isinstance(vector, ShortVecType):
+            if not isinstance(node.op, (ast.USub, ast.UAdd)):
+                raise self.error(node, f"only unary - and + apply to a {vector}")
+            return vector
         t = self.scalar(node.operand)
         if isinstance(node.op, ast.Not):
             return BOOL if t.value is None else known(BOOL, not t.value)
@@ -439,6 +486,8 @@ class _FunctionTyper:
                 kind = self.fn.globals_used[owner.id].kind
                 if kind == "math_module":
                     return self._math(node, f.attr)
+                if kind == "short_vector":
+                    return self._short_vector(node, f.attr, self.fn.globals_used[owner.id].value)
                 if kind == "poplar_module":  # poplar.cdiv(a, b)
                     return self._c_division(node, f.attr)
             return self._policy_call(node, f)
@@ -452,6 +501,8 @@ class _FunctionTyper:
         if kind == "type":
             self.scalar(node.args[0])
             return scalar_of(name)
+        if kind == "short_vector":
+            return self._short_vector(node, "make", name)
         if name == "LocalArray":
             return self._local_array(node)
         if name in ("cdiv", "cmod"):
@@ -498,6 +549,28 @@ class _FunctionTyper:
             raise self.error(node, f"policy {owner.cls.__name__} has no function '{f.attr}'")
         key = check_helper(self.program.parsed, func)
         return self._helper_call(node, self.program.parsed.helpers[key])
+
+    def _short_vector(self, node: ast.Call, what: str, vector: ShortVector) -> CType:
+        """``float2(a, b)``, ``float2(a)``; ``float2.load(v, i)``; ``float2.store(v, i, x)``."""
+        t = vector_type(vector)
+        if what == "make":
+            for a in node.args:
+                if self.scalar(a) == BOOL:
+                    raise self.error(a, f"{t}() takes numbers, not bools; convert with int()")
+            return t
+        container = self.expr(node.args[0])
+        if not isinstance(container, VectorType) or container.is_list or container.elem != t.elem:
+            raise self.error(node.args[0], f"{t}.{what}() needs a vector of {t.elem}, not a {container}")
+        index = self.scalar(node.args[1])
+        if not index.is_int:
+            raise self.error(node.args[1], f"{t}.{what}() needs an integer index, not {index}")
+        if what == "load":
+            return t
+        value = self.expr(node.args[2])
+        if value != t:
+            raise self.error(node.args[2], f"{t}.store() stores a {t}, not a {value}")
+        self._writes(node, container)
+        return NONE
 
     def _c_division(self, node: ast.Call, name: str) -> ScalarType:
         """``cdiv(a, b)``, ``cmod(a, b)``: integers of the type ``a // b`` has (known when both are)."""

@@ -1,7 +1,8 @@
 """Interpreter mode: run the user's real ``compute()`` on numpy views of the engine's memory.
 
 ``self`` is a proxy: scalar fields read as numpy scalars of the field's type (so arithmetic follows
-numpy rules) and assignment writes through; vector fields are bounds-checked views; vector lists
+numpy rules) and assignment writes through (vertex state that compute writes too: it is in tile
+memory, like an edge, not in the state record); vector fields are bounds-checked views; vector lists
 give such views per row; the methods compute calls are bound to it. ``compute`` and its helpers run
 as Python functions (same code objects, so breakpoints work) whose globals see ``math`` functions
 with IEEE results instead of Python's exceptions (libm called directly, the same functions the
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..short_vectors import ShortVector, VectorValue
 from ..types import Type
 from ..vertex import Direction, FieldKind
 from .fp_rules import ERR_FP_EXCEPTION, FP_ENV_DTYPE, FP_GLOBAL, RNG_BYTES, FpRewrite, FpRun, FpTrapError
@@ -237,6 +239,31 @@ class _Self:
         return 6
 
 
+class _ShortVectorType:
+    """A short vector type named in codelet code: builds values as the type does on the host, and
+    loads and stores them in the bounds-checked vectors of the interpreter."""
+
+    def __init__(self, vector: ShortVector) -> None:
+        self.vector = vector
+
+    def __call__(self, *values: Any) -> VectorValue:
+        return self.vector(*values)
+
+    def _first(self, v: _Vector, index: Any) -> int:
+        i, width = operator.index(index), self.vector.width
+        if not 0 <= i < len(v) // width:
+            raise _BoundsError(v._field, width * i + width - 1, len(v))
+        return width * i
+
+    def load(self, v: _Vector, index: Any) -> VectorValue:
+        first = self._first(v, index)
+        return VectorValue(self.vector, v._a[first:first + self.vector.width].copy())
+
+    def store(self, v: _Vector, index: Any, value: VectorValue) -> None:
+        first = self._first(v, index)
+        v._a[first:first + self.vector.width] = value.data
+
+
 class _Cast:
     """A type named in codelet code (a poplar type or a bound type parameter): ``T(x)`` converts by
     the codelet rules; ``LocalArray(T, n)`` reads its dtype."""
@@ -253,8 +280,9 @@ class Interpreter:
     under the floating-point control words of :mod:`codelet.fp_rules` (arithmetic rewritten to
     call it, conversions through ``fp.narrow``)."""
 
-    def __init__(self, parsed: ParsedCodelet, fp: FpRun | None = None) -> None:
+    def __init__(self, parsed: ParsedCodelet, written: tuple[str, ...] = (), fp: FpRun | None = None) -> None:
         self.parsed = parsed
+        self.written = written  # state fields compute writes: their records hold tile-memory addresses
         self.fp = fp
         self.cast: Cast = cast_value if fp is None else fp.narrow
         self._module_globals: dict[int, dict[str, Any]] = {}
@@ -297,6 +325,8 @@ class Interpreter:
             return self.helpers[r.value]
         if r.kind == "type":
             return _Cast(r.value.dtype, self.cast)
+        if r.kind == "short_vector":
+            return _ShortVectorType(r.value)
         if r.kind == "policy":
             return self._policy(r.value)
         if r.kind == "builtin" and r.value == "LocalArray":
@@ -372,13 +402,14 @@ class Interpreter:
         set_: dict[str, np.ndarray] = {}
         for index, (name, spec) in enumerate(self.parsed.fields.items()):
             dt = spec.type.dtype
+            in_record = spec.direction is Direction.STATE and name not in self.written
             if spec.kind is FieldKind.SCALAR:
-                if spec.direction is Direction.STATE:
+                if in_record:
                     get[name] = record[name]
                 else:
                     get[name] = set_[name] = mem.view(int(record[name]), dt, 1)
             elif spec.kind is FieldKind.VECTOR:
-                where = tables if spec.direction is Direction.STATE else mem
+                where = tables if in_record else mem
                 get[name] = _Vector(
                     where.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index, self.cast
                 )

@@ -27,7 +27,8 @@ import llvmlite.ir as ir
 
 from ..vertex import Direction, FieldKind
 from .inference import FunctionTypes, TypedCodelet, is_range
-from .types import PolicyType, ScalarType, VectorType
+from .short_vec import short_vector_call
+from .types import PolicyType, ScalarType, ShortVecType, VectorType
 
 #: two chains hide most of an add's latency; more lanes read more short streams at once than
 #: the memory system serves well (measured on tutorial 7: 2 lanes 1.5x faster, 4 none, 8 slower)
@@ -109,15 +110,16 @@ def signature_columns(typed: TypedCodelet) -> list[str]:
     for name, spec in typed.parsed.fields.items():
         if spec.kind is not FieldKind.SCALAR:
             out.append(f"{name}.size")
-        elif spec.direction is Direction.STATE:
+        elif spec.direction is Direction.STATE and name not in typed.written:
             out.append(name)
     return out
 
 
 def lockstep_ok(typed: TypedCodelet) -> bool:
     """Whether every branch, loop bound and vector index of ``compute`` (and of the helpers it
-    calls) depends on shape values only, so that lanes whose shapes agree never diverge."""
-    if typed.parsed.is_multi:
+    calls) depends on shape values only, so that lanes whose shapes agree never diverge. A codelet
+    that writes its vertex state runs alone: that state is data once the vertices have run."""
+    if typed.parsed.is_multi or typed.written:
         return False
     try:
         _Shape(typed, typed.compute, {}).check()
@@ -257,6 +259,8 @@ class _Shape:
                 return True  # a vector field (the value is its length, for this analysis)
             return True  # math constants, template constants, policies' constants
         if isinstance(e, ast.Subscript):
+            if isinstance(self.types.exprs.get(id(e.value)), ShortVecType):
+                return self.value(e.value)  # an element of a short vector (a constant index)
             self.index(e)
             return False  # an element (or a row of a list, whose length may differ): data
         if isinstance(e, (ast.BinOp, ast.UnaryOp)):
@@ -288,6 +292,11 @@ class _Shape:
         if callee is not None:
             params = dict(zip(callee.fn.arg_names, args))
             return _Shape(self.typed, callee, params).check()
+        vector = short_vector_call(e, self.types.fn)
+        if vector is not None and vector[1] != "make":  # a load or store: bounds-checked
+            self.length(e.args[0])
+            self.control(e.args[1])
+            return False
         f = e.func
         if isinstance(f, ast.Name) and f.id == "len":
             self.length(e.args[0])

@@ -174,7 +174,10 @@ class CodeletInfo:
     def __init__(self, typed: TypedCodelet) -> None:
         self.cls: type = typed.parsed.cls
         self.typed = typed
-        self.state_dtype: np.dtype = state_layout(typed.parsed.fields)[0]
+        self.state_dtype: np.dtype = state_layout(typed.parsed.fields, typed.written)[0]
+        #: the vertex state fields compute writes: kept in tile memory (one copy per replica),
+        #: their record columns hold its address
+        self.written_state: tuple[str, ...] = typed.written
         self.code_bytes = _code_bytes(typed)
         self._interpreter: Interpreter | None = None
         self._fp_interpreter: Interpreter | None = None
@@ -188,10 +191,10 @@ class CodeletInfo:
         filled ERR_DTYPE record."""
         if fp_env is not None:
             if self._fp_interpreter is None:
-                self._fp_interpreter = Interpreter(self.typed.parsed, FpRun())
+                self._fp_interpreter = Interpreter(self.typed.parsed, self.written_state, FpRun())
             return self._fp_interpreter.run(states, memory, cycles, state_memory, offset, buffers, fp_env)
         if self._interpreter is None:
-            self._interpreter = Interpreter(self.typed.parsed)
+            self._interpreter = Interpreter(self.typed.parsed, self.written_state)
         return self._interpreter.run(states, memory, cycles, state_memory, offset, buffers)
 
 
@@ -281,7 +284,7 @@ class CompiledCodelet:
     ) -> None:
         self.cls: type = typed.parsed.cls
         self.typed, self.options, self.key = typed, options, key
-        self.state_dtype: np.dtype = state_layout(typed.parsed.fields)[0]
+        self.state_dtype: np.dtype = state_layout(typed.parsed.fields, typed.written)[0]
         self.object_size = object_size
         self.cache_hit = False  # True when the object came from the disk cache
         self._ir = ir_text

@@ -62,8 +62,10 @@ MATH_FUNCTIONS = {
 class Resolved:
     """What a global name in a codelet refers to."""
 
-    kind: str  # "math_module", "math", "helper", "const", "builtin", "type", "policy", "poplar_module"
-    value: Any = None  # math function name, helper key, constant value, builtin name, Type or policy class
+    # "math_module", "math", "helper", "const", "builtin", "type", "policy", "poplar_module", "short_vector"
+    kind: str
+    value: Any = None  # math function name, helper key, constant value, builtin name, Type, policy class
+    # or ShortVector
 
 
 @dataclass

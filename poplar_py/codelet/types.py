@@ -136,6 +136,18 @@ class VectorType:
 
 
 @dataclass(frozen=True)
+class ShortVecType:
+    """A short vector value (``float2``, ``half4``: :mod:`poplar_py.short_vectors`) in a register."""
+
+    name: str
+    elem: ScalarType
+    width: int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
 class PolicyType:
     """An operation policy (a :class:`~poplar_py.templates.Policy` class) held by a name."""
 
@@ -153,7 +165,7 @@ class NoneValue:
 
 
 NONE = NoneValue()
-CType = ScalarType | VectorType | PolicyType | NoneValue
+CType = ScalarType | VectorType | ShortVecType | PolicyType | NoneValue
 BOOL = ScalarType("b", 1)
 PY_INT = ScalarType("i", 64, weak=True)
 PY_FLOAT = ScalarType("f", 64, weak=True)

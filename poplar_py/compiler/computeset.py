@@ -19,7 +19,7 @@ import numpy as np
 from .. import program as prog
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
-from ..kernels import Info, codelet_info
+from ..kernels import Info, codelet_info, written_state
 from ..options import EngineOptions
 from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
 from ..vertex import Direction, FieldKind
@@ -306,14 +306,17 @@ def state_vector_bytes(n: int | np.ndarray, size: int) -> int | np.ndarray:
 
 def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, layout: MemoryLayout,
                           list_sizes: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
-    """Room on each vertex's tile for its list-field entry tables (``list_sizes`` rows) and state
-    vectors."""
+    """Room on each vertex's tile for its list-field entry tables (``list_sizes`` rows), state
+    vectors and the state scalars its compute writes."""
     need = np.zeros(vids.size, dtype=_I64)
     cls_of = graph.vertices.cls[vids]
     for c in unique_sorted(cls_of).tolist():
-        extra = [(f, spec) for f, spec in enumerate(graph.vertices.classes[c].fields.values())
+        cls = graph.vertices.classes[c]
+        written = written_state(cls)
+        extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
                  if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
-                 or (spec.kind is FieldKind.VECTOR and not spec.is_edge)]
+                 or (spec.kind is FieldKind.VECTOR and not spec.is_edge)
+                 or (spec.kind is FieldKind.SCALAR and spec.name in written)]
         if not extra:
             continue
         positions = np.flatnonzero(cls_of == c)

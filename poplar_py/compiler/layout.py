@@ -87,7 +87,8 @@ class MemoryLayout:
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
     # the vertices' list tables and state vectors, kept once for every replica (read-only while
     # vertices run, alike on every replica), at their tile-memory offsets; their arena bytes stay
-    # reserved (the device's memory) and untouched
+    # reserved (the device's memory) and untouched, but for the state vectors and scalars compute
+    # writes, which live there (each replica its own)
     shared: np.ndarray | None = None
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
 

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -189,10 +189,12 @@ PASSES = [
 ]
 
 
-def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions
+def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions,
+                  progress_callback: Callable[[int, int], object] | None = None
                   ) -> tuple[GraphIR, CompiledGraph]:
     """Run every pass in order and package the result, with the IR as the passes leave it (its
-    edges go once the compute sets are planned: pass the only reference to ``graph``)."""
+    edges go once the compute sets are planned: pass the only reference to ``graph``).
+    ``progress_callback(done, total)`` is told the passes' progress (:mod:`progress`)."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
             raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
@@ -202,7 +204,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
     del graph  # the state's is the one the passes change
     times = {}
     debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"
-    with Progress(len(PASSES)) as progress:
+    with Progress(len(PASSES), callback=progress_callback) as progress:
         for name, run in PASSES:
             progress.step(name)
             start = time.perf_counter()

@@ -17,7 +17,7 @@ from ..codelet.lanes import LANES
 from ..codelet.pipeline import BUFFER_ENTRY, ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
-from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, is_cxx
+from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, is_cxx, written_state
 from ..options import EngineOptions
 from ..perf_estimate import VertexPerfEstimate
 from ..regions import exclusive_cumsum, expand_ranges, first_alike
@@ -110,11 +110,13 @@ class _Group:
     # per arena-address column: the vertices whose address there is in an exchange buffer
     in_buffers: dict[str, np.ndarray]
     kernel: KernelOptions | None = None  # how ``compiled`` was compiled (None: interpreter mode)
+    written: tuple[str, ...] = ()  # state fields compute writes: their columns hold arena addresses
     at: int = 0  # the replica offset the table's addresses include (bytes)
     buffers_at: int = 0  # the offset of the exchange buffers they hold (bytes)
 
     def pointer_columns(self) -> list[str]:
-        """The state table's columns holding arena addresses (vector and scalar edges)."""
+        """The state table's columns holding arena addresses (vector and scalar edges, the state
+        compute writes)."""
         return [column for column, shared in self._addresses() if not shared]
 
     def shared_columns(self) -> list[str]:
@@ -125,11 +127,12 @@ class _Group:
     def _addresses(self) -> list[tuple[str, bool]]:
         out = []
         for name, spec in self.cls.fields.items():
+            in_record = spec.direction is Direction.STATE and name not in self.written
             if spec.kind is FieldKind.SCALAR:
-                if spec.direction is not Direction.STATE:
+                if not in_record:
                     out.append((name, False))
             else:
-                shared = spec.kind is FieldKind.VECTOR_LIST or spec.direction is Direction.STATE
+                shared = spec.kind is FieldKind.VECTOR_LIST or in_record
                 out.append((f"{name}.ptr", shared))
         return out
 
@@ -313,15 +316,19 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
 
 
 def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray, seg_abs: np.ndarray,
-                 state_abs: np.ndarray, image: Image, kernel: KernelOptions | None, slots: np.ndarray,
-                 estimates: np.ndarray) -> _Group:
+                 state_abs: np.ndarray, images: tuple[Image, Image], kernel: KernelOptions | None,
+                 slots: np.ndarray, estimates: np.ndarray) -> _Group:
     """The state table of one vertex class (and its kernel, compiled unless ``kernel`` is None:
-    interpreter mode); list tables and state vectors go to ``image``."""
+    interpreter mode); list tables and state vectors go to the shared image (``images[0]``), the
+    state compute writes to the tile-memory one (``images[1]``: each replica its own copy)."""
     seg, info = plan.segments, plan.codelets[cls]
     n = positions.size
     table = np.zeros(n, dtype=info.state_dtype)
     vids = plan.vertices[positions]
     cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
+    shared, tiles = images
+    home = tiles.base - shared.base  # from a byte of the shared state to its place in the arena
+    written = written_state(cls)
     nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
     keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
     in_buffer = seg.buffer >= 0
@@ -329,12 +336,17 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     for fnum, (name, spec) in enumerate(cls.fields.items()):
         if spec.direction is Direction.STATE:
             values, lengths = graph.vertices.store.values(fnum, vids, spec.type.dtype)
-            if spec.kind is FieldKind.SCALAR:
+            if name in written:  # in the arena, reserved like a state vector, as an edge
+                tiles.add(cursor + home, lengths, values, spec.type.dtype)
+                table[name if spec.kind is FieldKind.SCALAR else name + ".ptr"] = cursor + home
+            elif spec.kind is FieldKind.SCALAR:
                 table[name] = values
                 continue
-            image.add(cursor, lengths, values, spec.type.dtype)
-            table[name + ".ptr"] = cursor
-            table[name + ".size"] = lengths
+            else:
+                shared.add(cursor, lengths, values, spec.type.dtype)
+                table[name + ".ptr"] = cursor
+            if spec.kind is FieldKind.VECTOR:
+                table[name + ".size"] = lengths
             cursor += state_vector_bytes(lengths, spec.type.size)
             continue
         lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
@@ -352,7 +364,7 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
             flag = np.where(in_buffer[rows], np.uint64(BUFFER_ENTRY), np.uint64(0))
             entries["ptr"] = seg_abs[rows].astype(np.uint64) | flag
             entries["size"] = seg.length[rows]
-            image.add(cursor, counts, entries, VECTOR_LIST_ENTRY_DTYPE)
+            shared.add(cursor, counts, entries, VECTOR_LIST_ENTRY_DTYPE)
             table[name + ".ptr"] = cursor
             table[name + ".size"] = counts
             cursor += counts * VECTOR_LIST_ENTRY_DTYPE.itemsize
@@ -366,7 +378,7 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
     compiled = compile_codelet(cls, kernel) if kernel is not None else None
     in_buffers = {k: v for k, v in in_buffers.items() if v.size}
     return _Group(cls, info, compiled, positions, table, measured, sums, estimate, err,
-                  _chunks(table, measured, sums, err), in_buffers, kernel)
+                  _chunks(table, measured, sums, err), in_buffers, kernel, written)
 
 
 @dataclass
@@ -401,7 +413,7 @@ class ComputeSetRunner:
         assert layout.shared is not None
         base, shared = layout.arena.ctypes.data, layout.shared.ctypes.data
         state_abs = shared + layout.address(plan.tiles, plan.state_offset)
-        image = Image(shared)
+        images = (Image(shared), Image(base))
         estimates, self.flops = _cycle_estimates(graph, plan, target)  # flops: one run on one replica
         slots = self._slots(graph, plan)
         # each vertex's worker context (0 for a MultiVertex: worker w's is w): whose generator it draws from
@@ -410,11 +422,14 @@ class ComputeSetRunner:
                                 minlength=self.num_tiles * (self.workers + 1)).astype(_I64)
         kernel = None if self.interpret else KernelOptions(checked=options.flag("codelets.checkBounds"),
                                                            fast_math=options.flag("codelets.fastMath"))
-        groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, image, kernel, slots,
+        groups = [_build_group(graph, plan, cls, positions, seg_addr + base, state_abs, images, kernel, slots,
                                estimates)
                   for cls, positions in plan.groups.items()]
         self.estimates = estimates  # kept for share
-        self.image = image.plan()  # written into the shared vertex state by Engine.load
+        self.image = images[0].plan()  # written into the shared vertex state by Engine.load
+        # the initial values of the state compute writes: written into every replica's tile
+        # memory by Engine.load (offsets from the arena's start: no addresses to rebase)
+        self.tile_state = images[1].plan()
         self.base, self.shared = base, shared  # the arena's and shared state's addresses they hold
         # with every vertex's cycles estimated (or none measured: the interpreter), each run costs
         # the same: account it once

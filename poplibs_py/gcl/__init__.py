@@ -5,6 +5,7 @@ Each collective adds cross-replica copies (or copies between IPUs) and popops ve
 caller's graph, in ring steps as GCL builds them, so they run on the simulated tiles and
 links and are costed like any other step; nothing is computed on the host. A cross-replica
 collective can run within replica groups (``CommGroup``), each group on its own ring.
+``getMinIoTiles`` and ``perIPUTiles`` choose the tiles a program gives to I/O.
 """
 
 from .cross_replica import (
@@ -16,8 +17,10 @@ from .cross_replica import (
 )
 from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator
+from .tile_allocation import getMinIoTiles, perIPUTiles
 from .within_replica import allGatherWithinReplica, allReduceWithinReplica
 
 __all__ = ["CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
            "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-           "allReduceWithinReplica", "broadcastCrossReplica", "reduceScatterCrossReplica"]
+           "allReduceWithinReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
+           "reduceScatterCrossReplica"]

@@ -92,7 +92,8 @@ def build(
         mine: dict[str, Any] = {}
         for name, spec in cls.fields.items():
             value, dt = values[name], spec.type.dtype
-            if spec.kind is FieldKind.SCALAR and spec.direction is Direction.STATE:
+            if spec.kind is FieldKind.SCALAR and spec.direction is Direction.STATE \
+                    and name not in compiled.written_state:
                 states[i][name] = value
                 mine[name] = value
             elif spec.kind is FieldKind.SCALAR:

@@ -56,7 +56,7 @@ REJECTED = {
     "is": ("x = self.s is None  # HERE", "comparison 'Is'"),
     "write_input": ("self.s = 1.0  # HERE", "cannot write to Input field 's'"),
     "write_input_vec": ("self.a[0] = 1.0  # HERE", "cannot write to Input field 'a'"),
-    "write_state": ("self.st = 1.0  # HERE", "cannot write to state field 'st'"),
+    "write_state_vector": ("self.st = self.a  # HERE", "cannot store a vector of float32 into a field"),
     "whole_vector": ("self.io = 1.0  # HERE", "cannot assign a whole vector field 'io'"),
     "vector_and_number": ("x = self.a\nx = 1.0  # HERE", "local 'x'"),
     "vector_arith": ("x = self.a + 1  # HERE", "expected a number, not a vector"),
