@@ -34,7 +34,10 @@ What the flags do to codelets (Python codelets, in both codelet modes; see
   when ``inv`` is on). With ``nanoo`` off the IPU saturates half overflow to +-65504; poplar-py
   keeps IEEE's infinity (as numpy), so that results without these functions stay numpy's.
 
-C++ codelets run as without these flags.
+Comparisons, ``math`` functions, short vector types and C++ codelets run as without these flags.
+Vertex classes whose tiles all have a zero word run their usual kernels (no cost); the others run
+a kernel compiled for the flags their words use, one vertex after another (the generators they
+share are drawn from in vertex order, as in the interpreter).
 """
 
 from __future__ import annotations

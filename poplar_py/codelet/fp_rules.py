@@ -22,7 +22,8 @@ memory: ``poplar_py/random_seed.py``). With a zero word nothing changes. Otherwi
 * ``NANOO``: a half result that overflows is NaN instead of infinity, and an invalid
   operation (raising when ``INV`` is on, unless ``OFLO`` raises first).
 
-Comparisons, ``math`` functions, conversions to integers and C++ codelets are not checked.
+Comparisons, ``math`` functions, conversions to integers and short vector types (``half4``...)
+are neither rounded stochastically nor checked; C++ codelets ignore the word.
 """
 
 from __future__ import annotations
