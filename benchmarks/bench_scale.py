@@ -2,7 +2,7 @@
 
     python benchmarks/bench_scale.py [--workload matmul|tut7|vertices|... ...] [--quick]
 
-Nine workloads, each at a few sizes, each size in a fresh process (so peak RSS is that
+Eleven workloads, each at a few sizes, each size in a fresh process (so peak RSS is that
 run's own), pinned to one core with ``POPLAR_PY_THREADS=1`` and ``OPENBLAS_NUM_THREADS=1``.
 The children import poplar_py from ``PYTHONPATH`` first, so a checkout of another commit
 there is measured with the same workloads.
@@ -30,6 +30,11 @@ there is measured with the same workloads.
   <= 3 s, Engine <= 3 s, peak RSS <= 800 MB.
 * ``mulT``: ``popops.mul`` of a transposed linearly mapped n x n matrix by itself (n = 128 ...
   512; graph = the mul alone). Target at 256: graph <= 0.5 s.
+* ``concat2``: ``concat`` of two rows ``[1, 160]`` of a linearly mapped variable, n times
+  (5,000 ... 20,000). Target: <= 20 us a call.
+* ``reduceMany``: ``popops.reduceMany`` of n single-row sums (rows of 160 floats of a linearly
+  mapped variable, each to a scalar) into a Sequence (750 ... 3,000; the codelets instantiated
+  first). Target: <= 100 us a reduction at 3000.
 
 The kernel cache is warmed by an unreported run first. Sizes are printed side by side,
 with the growth from one size to the next (x2 work should cost about x2).
@@ -55,13 +60,15 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES = {"matmul": [128, 256, 512, 1024], "tut7": [1250, 2500, 5000, 10000],
          "vertices": [125_000, 250_000, 500_000, 1_000_000], "constants": [8000, 16000, 32000, 64000],
          "values": [8000, 16000, 32000, 64000], "parents": [25, 50, 100, 200],
-         "concat": [304, 608, 1216, 2432], "bert": [1], "mulT": [128, 256, 512]}
+         "concat": [304, 608, 1216, 2432], "bert": [1], "mulT": [128, 256, 512],
+         "concat2": [5000, 10000, 20000], "reduceMany": [750, 1500, 3000]}
 TARGETS = {"matmul": "build <= 2 s, RSS <= 600 MB at 1024",
            "tut7": "graph <= 10 us/v, Engine <= 5 us/v, RSS <= 400 MB at 10000",
            "vertices": "graph <= 8 us/v, Engine <= 3 us/v, RSS <= 1 GB at 1M",
            "constants": "Engine <= 1.5 s at 64000", "values": "value connections in bulk",
            "parents": "Engine <= 5 s at 100 parents", "concat": "connect at the cost of the regions",
-           "bert": "graph <= 3 s, Engine <= 3 s, RSS <= 800 MB at 1 replica", "mulT": "graph <= 0.5 s at 256"}
+           "bert": "graph <= 3 s, Engine <= 3 s, RSS <= 800 MB at 1 replica", "mulT": "graph <= 0.5 s at 256",
+           "concat2": "<= 20 us/call", "reduceMany": "<= 100 us/call (a reduction) at 3000"}
 PER_VERTEX = ("tut7", "vertices", "constants", "values", "concat")  # reported per vertex too
 
 
@@ -378,10 +385,50 @@ def _mul_transposed(n: int) -> dict:
     return {**times, "vertices": graph.getNumVertices()}
 
 
+def _concat_two(n: int) -> dict:
+    """``concat`` of two small tensors (rows of a mapped variable), n times."""
+    import poplar_py as poplar
+    from poplibs_py import poputil
+
+    device = poplar.IPUModel().createDevice()
+    graph = poplar.Graph(device)
+    x = graph.addVariable(poplar.FLOAT, [256, 160], "x")
+    poputil.mapTensorLinearly(graph, x)
+    rows = [x[i:i + 1] for i in range(256)]
+    start = time.perf_counter()
+    for i in range(n):
+        joined = poplar.concat([rows[i % 256], rows[(i + 7) % 256]])
+    graph_s = time.perf_counter() - start
+    assert joined.shape() == [2, 160]
+    return {"graph_s": graph_s, "vertices": 0, "calls": n}
+
+
+def _reduce_many(n: int) -> dict:
+    """``popops.reduceMany`` of n single-row sums to scalars, into a Sequence."""
+    import poplar_py as poplar
+    from poplar_py import program as prog
+    from poplibs_py import popops, poputil
+
+    device = poplar.IPUModel().createDevice()
+    graph = poplar.Graph(device)
+    popops.addCodelets(graph)
+    x = graph.addVariable(poplar.FLOAT, [n, 160], "x")
+    poputil.mapTensorLinearly(graph, x)
+    popops.reduce(graph, x, [1], popops.Operation.ADD, prog.Sequence())  # rows across tiles: both stages
+    before = graph.getNumVertices()  # the codelets are instantiated: what follows is the build
+    start = time.perf_counter()
+    outputs: list = []
+    ops = [popops.SingleReduceOp(x[i], [0], popops.Operation.ADD) for i in range(n)]
+    popops.reduceMany(graph, ops, outputs, prog.Sequence(), "sums")
+    graph_s = time.perf_counter() - start
+    assert len(outputs) == n and outputs[0].shape() == []
+    return {"graph_s": graph_s, "vertices": graph.getNumVertices() - before, "calls": n}
+
+
 WORKLOADS = {"matmul": _matmul, "tut7": _tut7, "vertices": _vertices,
              "constants": lambda n: _one_per_vertex(n, values=False),
              "values": lambda n: _one_per_vertex(n, values=True), "parents": _parents, "concat": _concat,
-             "bert": _bert, "mulT": _mul_transposed}
+             "bert": _bert, "mulT": _mul_transposed, "concat2": _concat_two, "reduceMany": _reduce_many}
 
 
 def _child(workload: str, size: int) -> None:
@@ -408,19 +455,22 @@ def _report(workload: str, sizes: list[int]) -> None:
     per_vertex = workload in PER_VERTEX
     print(f"\n{workload} ({TARGETS[workload]})")
     print(f"  {'size':<22}" + "".join(f"{s:>14,}" for s in sizes))
-    print(f"  {'vertices':<22}" + "".join(f"{r['vertices']:>14,}" for r in rows))
+    if any(r["vertices"] for r in rows):
+        print(f"  {'vertices':<22}" + "".join(f"{r['vertices']:>14,}" for r in rows))
 
     def line(label: str, values: list[float], fmt: str) -> None:
         growth = "  growth " + " ".join(f"x{b / a:.2f}" if a else "-" for a, b in itertools.pairwise(values))
         print(f"  {label:<22}" + "".join(format(v, fmt) for v in values) + growth)
 
     timed = [(name, key) for name, key in (("graph", "graph_s"), ("Engine", "engine_s")) if key in rows[0]]
+    if "calls" in rows[0]:
+        line("graph us/call", [r["graph_s"] / r["calls"] * 1e6 for r in rows], ">14.2f")
     if per_vertex:
         for name, key in timed:
             line(f"{name} us/vertex", [r[key] / r["vertices"] * 1e6 for r in rows], ">14.2f")
     for name, key in timed:
         line(f"{name} s", [r[key] for r in rows], ">14.3f")
-    if not per_vertex:
+    if not per_vertex and "engine_s" in rows[0]:
         line("graph + Engine s", [r["graph_s"] + r["engine_s"] for r in rows], ">14.3f")
     if "run_s" in rows[0]:
         line("run s", [r["run_s"] for r in rows], ">14.3f")

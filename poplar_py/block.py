@@ -31,6 +31,9 @@ def nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int
     if math.prod(new) == 0:
         return (0,) * len(new)
     dims = [(d, s) for d, s in zip(old, strides) if d != 1]
+    if [d for d in new if d != 1] == [d for d, _ in dims]:  # dimensions of size 1 added or dropped
+        kept = iter(dims)
+        return tuple(next(kept)[1] if d != 1 else 0 for d in new)
     out = [0] * len(new)
     oi, oj, ni, nj = 0, 1, 0, 1
     while ni < len(new) and oi < len(dims):
@@ -50,6 +53,35 @@ def nocopy_strides(old: Sequence[int], strides: Sequence[int], new: Sequence[int
             out[k - 1] = out[k] * new[k]
         ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
     return tuple(s if d != 1 else 0 for d, s in zip(new, out))
+
+
+def join(blocks: Sequence[tuple[int, int, tuple[int, ...], tuple[int, ...]]],
+         d: int) -> tuple[int, int, tuple[int, ...]] | None:
+    """``(var, offset, strides)`` of the one block that blocks ``(var, offset, shape, strides)``
+    of one shape but along ``d`` make one after the other along ``d`` (rows ``3:4`` and ``4:6``,
+    or ``3:4`` and ``7:8`` of a matrix: its elements along ``d`` one arithmetic sequence of one
+    variable, the other strides alike), or None."""
+    parts = [b for b in blocks if 0 not in b[2]]
+    if not parts:
+        return None
+    var, offset, shape, strides = parts[0]
+    others = [k for k, n in enumerate(shape) if n > 1 and k != d]
+    steps = set()
+    last = None
+    for v, o, sh, st in parts:
+        if v != var or any(st[k] != strides[k] for k in others):
+            return None
+        if last is not None:
+            steps.add(o - last)
+        n = sh[d]
+        if n > 1:
+            steps.add(st[d])
+        last = o + (n - 1) * st[d]
+    if len(steps) > 1:
+        return None
+    step = steps.pop() if steps else 0
+    joined = shape[:d] + (sum(b[2][d] for b in parts),) + shape[d + 1:]
+    return var, offset, tuple(step if k == d else strides[k] if n > 1 else 0 for k, n in enumerate(joined))
 
 
 def block_runs(var: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Runs:

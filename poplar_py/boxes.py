@@ -11,6 +11,7 @@ numpy operations on the box arrays, so its cost grows with the boxes, not the el
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -170,6 +171,98 @@ def concat(parts: Sequence[Boxes], d: int, extents: Sequence[int]) -> Boxes:
     return coalesce(Boxes(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("var", "offset")),
                           start, np.concatenate([p.size for p in parts]),
                           np.concatenate([p.stride for p in parts])))
+
+
+# ---- a few boxes, in Python ------------------------------------------------------------------
+# A concatenation of a few views (a halo stitched to a window) costs more in numpy calls than in
+# work: the same steps on boxes as tuples ``(var, offset, start, size, stride)``, with the same
+# results as the numpy functions (each step mirrors one of them).
+
+Row = tuple[int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def block_rows(var: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> list[Row]:
+    """``block`` as rows: none for an empty block."""
+    if 0 in shape:
+        return []
+    strides = tuple(0 if n == 1 else s for n, s in zip(shape, strides))
+    return [(var, offset, (0,) * len(shape), shape, strides)]
+
+
+def rows_of(b: Boxes) -> list[Row]:
+    """The boxes as rows."""
+    columns = (map(tuple, a.tolist()) for a in (b.start, b.size, b.stride))
+    return list(zip(b.var.tolist(), b.offset.tolist(), *columns))
+
+
+def from_rows(rows: Sequence[Row], rank: int) -> Boxes:
+    """Boxes from rows (one array, whose columns the fields view)."""
+    a = np.array([(v, o, *a, *n, *s) for v, o, a, n, s in rows], _I64).reshape(len(rows), 2 + 3 * rank)
+    return Boxes(a[:, 0], a[:, 1], a[:, 2:2 + rank], a[:, 2 + rank:2 + 2 * rank], a[:, 2 + 2 * rank:])
+
+
+def concat_rows(parts: Sequence[list[Row]], d: int, extents: Sequence[int], rank: int,
+                blocks: bool = False) -> list[Row]:
+    """``concat`` on rows (the same boxes, maybe in another order). Parts that are ``blocks``
+    (a row each, or none) can only join along ``d``."""
+    rows: list[Row] = []
+    shift = 0
+    for part, extent in zip(parts, extents):
+        for v, o, a, n, s in part:
+            rows.append((v, o, a[:d] + (a[d] + shift,) + a[d + 1:], n, s))
+        shift += extent
+    return _coalesce_rows(rows, [d] if blocks else list(reversed(range(rank))))
+
+
+def _across(r: Row, d: int) -> tuple[int, ...]:
+    """Where a box lies across dimension ``d``: its variable, and its start, size and stride
+    along every other dimension (boxes alike across ``d`` may join along it)."""
+    _, _, a, n, s = r
+    return (r[0], *a[:d], *a[d + 1:], *n[:d], *n[d + 1:], *s[:d], *s[d + 1:])
+
+
+def _coalesce_rows(rows: list[Row], dims: list[int]) -> list[Row]:
+    """``coalesce`` on rows, along ``dims`` in turn: boxes alike across ``d`` sorted next to each
+    other by their start along ``d`` (unlike ones in any order), then linked and grouped as
+    ``coalesce`` does."""
+    for d in dims:
+        if len(rows) <= 1:
+            return rows
+        keyed = sorted((_across(r, d), r[2][d], r) for r in rows)
+        rows = [r for _, _, r in keyed]
+        linked = [p[0] == q[0] and q[1] == p[1] + p[2][3][d] for p, q in itertools.pairwise(keyed)]
+        if not any(linked):
+            continue
+        first, count, stride = _groups([r[1] for r in rows], [r[3][d] for r in rows],
+                                       [r[4][d] for r in rows], linked)
+        joined = []
+        for k, c, s in zip(first, count, stride):
+            v, o, a, n, t = rows[k]
+            n = n[:d] + (c,) + n[d + 1:]
+            t = t[:d] + (s,) + t[d + 1:]
+            joined.append((v, o, a, n, tuple(0 if m == 1 else x for m, x in zip(n, t))))
+        rows = joined
+    return rows
+
+
+def _groups(offset: list[int], count: list[int], stride: list[int], linked: list[bool]
+            ) -> tuple[list[int], list[int], list[int]]:
+    """``regions.arithmetic_groups`` on lists."""
+    n = len(count)
+    single = [c == 1 for c in count]
+    step = [offset[k + 1] - (offset[k] + (count[k] - 1) * stride[k]) for k in range(n - 1)]
+    ok = [linked[k] and (single[k] or stride[k] == step[k]) and (single[k + 1] or stride[k + 1] == step[k])
+          for k in range(n - 1)]
+    # a one-term sequence joined on both sides must see one step on both sides (ok as it was)
+    ok = ok[:1] + [ok[k] and not (ok[k - 1] and single[k] and step[k] != step[k - 1])
+                   for k in range(1, n - 1)]
+    if not any(ok):
+        return list(range(n)), count, [1 if c == 1 else s for c, s in zip(count, stride)]
+    first = [0] + [k + 1 for k in range(n - 1) if not ok[k]]
+    ends = first[1:] + [n]
+    counts = [sum(count[a:b]) for a, b in zip(first, ends)]
+    strides = [step[a] if a < n - 1 and ok[a] else stride[a] for a in first]
+    return first, counts, [1 if c == 1 else s for c, s in zip(counts, strides)]
 
 
 def coalesce(b: Boxes) -> Boxes:

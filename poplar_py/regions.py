@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _I64 = np.int64
-_SMALL = 8  # runs this short are cheaper to handle one by one than as arrays
+SMALL_RUNS = 8  # runs this short are cheaper to handle one by one than as arrays
 
 
 def _int_array(values: object) -> np.ndarray:
@@ -162,6 +162,24 @@ def expand_ranges(begin: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.
     return owner, np.repeat(begin, count) + within
 
 
+def merge_rows(rows: Sequence[tuple[int, int, int, int]]) -> tuple[list[tuple[int, int, int, int]], bool]:
+    """``Runs.merged`` of a few ``(var, offset, count, stride)`` rows (each holding elements), one
+    at a time in Python (cheaper than arrays for few runs); also whether any row changed."""
+    out: list[tuple[int, int, int, int]] = []
+    changed = False
+    for v, o, c, s in rows:
+        if out:
+            gv, go, gc, gs = out[-1]
+            step = o - (go + (gc - 1) * gs)
+            if gv == v and (gc == 1 or gs == step) and (c == 1 or s == step):
+                out[-1] = (gv, go, gc + c, step)
+                changed = True
+                continue
+        changed |= c == 1 and s != 1
+        out.append((v, o, c, s if c > 1 else 1))
+    return out, changed
+
+
 @dataclass(frozen=True)
 class Runs:
     """A flat sequence of variable elements as strided runs (see the module docstring)."""
@@ -233,7 +251,7 @@ class Runs:
         An arithmetic sequence of one variable always becomes a single run (a run of one
         element then has stride 1), which makes single runs a canonical key.
         """
-        if len(self) <= _SMALL:
+        if len(self) <= SMALL_RUNS:
             return self._merged_small()
         first, count, stride = arithmetic_groups(self.offset, self.count, self.stride,
                                                  self.var[1:] == self.var[:-1])
@@ -243,25 +261,14 @@ class Runs:
 
     def _merged_small(self) -> Runs:
         """``merged`` one run at a time (for few runs, cheaper than arrays)."""
-        out: list[tuple[int, int, int, int]] = []
-        changed = False
-        for v, o, c, s in self.rows():
-            if out:
-                gv, go, gc, gs = out[-1]
-                step = o - (go + (gc - 1) * gs)
-                if gv == v and (gc == 1 or gs == step) and (c == 1 or s == step):
-                    out[-1] = (gv, go, gc + c, step)
-                    changed = True
-                    continue
-            changed |= c == 1 and s != 1
-            out.append((v, o, c, s if c > 1 else 1))
+        out, changed = merge_rows(self.rows())
         return Runs.from_rows(out) if changed else self
 
     def take(self, begin: int, end: int) -> Runs:
         """The elements at flat positions ``[begin, end)`` (merged if these runs are)."""
         if end <= begin:
             return EMPTY_RUNS
-        if len(self) <= _SMALL:
+        if len(self) <= SMALL_RUNS:
             rows, pos = [], 0
             for v, o, c, s in self.rows():
                 a, b = max(begin, pos), min(end, pos + c)

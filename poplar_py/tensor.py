@@ -20,7 +20,7 @@ from . import block
 from . import boxes as bx
 from .arguments import checked_ints, checked_shape, is_int
 from .errors import InvalidArgumentError, PoplarTypeError, TensorArgumentError, TensorCreationError
-from .regions import Runs, union, unique_sorted
+from .regions import SMALL_RUNS, Runs, merge_rows, union, unique_sorted
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
 
@@ -53,7 +53,10 @@ class UpsampleMethod(enum.Enum):
     REPEAT = "REPEAT"
 
 
-_INDEX, _SLICE = "{}[{}]", "{}.slice({},{},{})"  # names of the fast views, made when asked for
+# names of the fast views, made when asked for: (base name, format, arguments...); a
+# concatenation's arguments are the names of its next three parts and whether more follow
+_INDEX, _RANGE, _SLICE, _OP, _CONCAT = "{}[{}]", "{}[{}:{}]", "{}.slice({},{},{})", "{}.{}", "concat({})"
+_BOUNDS = (int, type(None))
 
 
 def _short(name: str) -> str:
@@ -67,7 +70,10 @@ def _resolve_name(name: str | tuple) -> str:
         chain.append(name)
         name = name[0]
     for _, fmt, *args in reversed(chain):
-        name = fmt.format(name if fmt is _INDEX else _short(name), *args)
+        if fmt is _CONCAT:
+            name = fmt.format(",".join([name, *map(_resolve_name, args[:-1])]) + (",..." if args[-1] else ""))
+        else:
+            name = fmt.format(name if fmt is _INDEX or fmt is _RANGE else _short(name), *args)
     return name
 
 
@@ -87,8 +93,9 @@ class Tensor:
                  "_type", "_var", "_vars")
 
     def __init__(self, variables: VariableTable, type_: Type, shape: tuple[int, ...], var: int, offset: int,
-                 strides: tuple[int, ...], name: str) -> None:
-        """One strided block of variable ``var`` (``var`` -1: see :meth:`from_boxes`)."""
+                 strides: tuple[int, ...], name: str | tuple) -> None:
+        """One strided block of variable ``var`` (``var`` -1: see :meth:`from_boxes`); ``name`` a
+        string, or a view's name to be made when asked for (see ``_resolve_name``)."""
         self._vars = variables
         self._type = type_
         self._shape = shape
@@ -103,7 +110,7 @@ class Tensor:
 
     @staticmethod
     def from_boxes(variables: VariableTable, type_: Type, shape: tuple[int, ...], boxes: bx.Boxes,
-                   name: str) -> Tensor:
+                   name: str | tuple) -> Tensor:
         """The tensor of ``shape`` the boxes describe (one block when they are one)."""
         single = bx.as_block(boxes, shape)
         if single is not None:
@@ -116,7 +123,7 @@ class Tensor:
 
     @staticmethod
     def from_runs(variables: VariableTable, type_: Type, shape: tuple[int, ...], runs: Runs,
-                  name: str) -> Tensor:
+                  name: str | tuple) -> Tensor:
         """The tensor of rank 0 or 1 and ``shape`` whose elements are these (merged) runs."""
         if len(runs) == 1 and (shape or runs.count[0] == 1):
             return Tensor(variables, type_, shape, int(runs.var[0]), int(runs.offset[0]),
@@ -126,14 +133,14 @@ class Tensor:
         return t
 
     # ---- internals ---------------------------------------------------------------------------
-    def _op_name(self, op: str) -> str:
-        return f"{_short(self.name)}.{op}"
+    def _op_name(self, op: str) -> tuple:
+        return (self._name, _OP, op)
 
-    def _block_view(self, shape: tuple[int, ...], offset: int, strides: tuple[int, ...], name: str,
+    def _block_view(self, shape: tuple[int, ...], offset: int, strides: tuple[int, ...], name: str | tuple,
                     type_: Type | None = None) -> Tensor:
         return Tensor(self._vars, type_ or self._type, shape, self._var, offset, strides, name)
 
-    def _general_view(self, shape: tuple[int, ...], boxes: bx.Boxes, name: str) -> Tensor:
+    def _general_view(self, shape: tuple[int, ...], boxes: bx.Boxes, name: str | tuple) -> Tensor:
         return Tensor.from_boxes(self._vars, self._type, shape, boxes, name)
 
     def _as_boxes(self) -> bx.Boxes:
@@ -317,9 +324,13 @@ class Tensor:
             first = unique_sorted(np.concatenate((first, starts[owner] + within + 1)))
         return runs, first
 
+    def region_starts(self) -> np.ndarray:
+        """Where ``getContiguousRegions``' intervals start, as an array."""
+        return self._region_starts()[1]
+
     def getContiguousRegions(self) -> list[Interval]:
         """Intervals of the flattened view whose elements are consecutive in one variable."""
-        _, starts = self._region_starts()
+        starts = self.region_starts()
         ends = np.append(starts[1:], self.numElements())
         return [Interval(b, e) for b, e in zip(starts.tolist(), ends.tolist())]
 
@@ -372,6 +383,19 @@ class Tensor:
             return Tensor(self._vars, self._type, shape[1:], self._var,
                           self._offset + (key + shape[0] if key < 0 else key) * strides[0], strides[1:],
                           (self._name, _INDEX, key))
+        if type(key) is slice and self._var >= 0 and shape and key.step is None \
+                and type(key.start) in _BOUNDS and type(key.stop) in _BOUNDS:  # rows: fast too
+            begin, end, _ = key.indices(shape[0])
+            size = max(end - begin, 0)
+            strides = tuple(s if n > 1 else 0 for n, s in zip((size, *shape[1:]), self._strides))
+            return Tensor(self._vars, self._type, (size, *shape[1:]), self._var,
+                          self._offset + begin * self._strides[0], strides,
+                          (self._name, _RANGE, "" if key.start is None else key.start,
+                           "" if key.stop is None else key.stop))
+        if type(key) is tuple and self._var >= 0 and len(key) <= len(shape):
+            view = self._block_index(key)
+            if view is not None:
+                return view
         if type(key) is int and self._var < 0 and len(shape) == 1 and -shape[0] <= key < shape[0]:
             return self._element(key + shape[0] if key < 0 else key, f"{self.name}[{key}]")
         keys = key if isinstance(key, tuple) else (key,)
@@ -406,11 +430,34 @@ class Tensor:
                 raise TensorArgumentError(f"tensor '{self.name}': cannot index with {k!r:.40}; "
                                            "use integers and slices")
         name = self._op_name("[" + ",".join(parts) + "]") if isinstance(key, tuple) else \
-            f"{self.name}[{parts[0]}]"
+            (self._name, _INDEX, parts[0])
         return self._select(lo, hi, steps, dropped, name)
 
+    def _block_index(self, keys: tuple) -> Tensor | None:
+        """``self[keys]`` of a block by integers in range and slices of step 1 (the common case,
+        without the general path's lists), else None."""
+        offset, shape, strides, parts = self._offset, [], [], []
+        for k, n, s in zip(keys, self._shape, self._strides):
+            if type(k) is int and -n <= k < n:
+                offset += (k + n if k < 0 else k) * s
+                parts.append(str(k))
+            elif type(k) is slice and k.step is None and type(k.start) in _BOUNDS and type(k.stop) in _BOUNDS:
+                begin, end, _ = k.indices(n)
+                size = max(end - begin, 0)
+                offset += begin * s
+                shape.append(size)
+                strides.append(s if size > 1 else 0)
+                parts.append(f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}")
+            else:
+                return None
+        rest = len(keys)
+        shape += self._shape[rest:]
+        strides += [s if n > 1 else 0 for n, s in zip(self._shape[rest:], self._strides[rest:])]
+        return Tensor(self._vars, self._type, tuple(shape), self._var, offset, tuple(strides),
+                      self._op_name("[" + ",".join(parts) + "]"))
+
     def _select(self, lo: list[int], hi: list[int], steps: list[int], dropped: list[int],
-                name: str) -> Tensor:
+                name: str | tuple) -> Tensor:
         """Indices ``lo[d] <= i < hi[d]`` by ``steps[d]`` of the leading dimensions; the
         ``dropped`` ones (indexed by an integer) disappear."""
         n = len(self._shape)
@@ -508,7 +555,7 @@ class Tensor:
             raise self._error(f"cannot reshape {self.numElements()} elements to {_shape_str(new)}")
         return self._reshaped(new, self._op_name(f"reshape({_shape_str(new)})"))
 
-    def _reshaped(self, new: tuple[int, ...], name: str) -> Tensor:
+    def _reshaped(self, new: tuple[int, ...], name: str | tuple) -> Tensor:
         if self._var >= 0:
             strides = block.nocopy_strides(self._shape, self._strides, new)
             if strides is not None:
@@ -519,7 +566,7 @@ class Tensor:
             view = self._general_view(new, bx.from_runs(self.runs(), new), name)
         return view._reordering(self)
 
-    def _element(self, i: int, name: str) -> Tensor:
+    def _element(self, i: int, name: str | tuple) -> Tensor:
         """Element ``i`` of a tensor of rank 1 held as runs, as a scalar view."""
         runs = self._runs
         starts = runs.starts()
@@ -546,7 +593,7 @@ class Tensor:
         s = self.shape()
         return self.reshape(s[:dimBegin] + [math.prod(s[dimBegin:dimEnd])] + s[dimEnd:])
 
-    def _permuted(self, perm: list[int], name: str) -> Tensor:
+    def _permuted(self, perm: list[int], name: str | tuple) -> Tensor:
         shape = tuple(self._shape[p] for p in perm)
         if self._var >= 0:
             return self._block_view(shape, self._offset, tuple(self._strides[p] for p in perm), name)
@@ -614,7 +661,7 @@ class Tensor:
         return self._general_view(shape, bx.drop(self._as_boxes(), idx), name)
 
     # ---- element rearrangement ---------------------------------------------------------------
-    def _with_dim(self, dim: int, size: int, stride: int, name: str) -> Tensor:
+    def _with_dim(self, dim: int, size: int, stride: int, name: str | tuple) -> Tensor:
         """This block with dimension ``dim`` holding ``size`` elements ``stride`` apart."""
         shape = self._shape[:dim] + (size,) + self._shape[dim + 1:]
         strides = self._strides[:dim] + (stride if size > 1 else 0,) + self._strides[dim + 1:]
@@ -703,32 +750,60 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
     if not is_int(dim):
         raise TensorArgumentError(f"concat: the dimension must be an integer, got {dim!r:.40}")
     first = ts[0]
+    d, variables, type_, shape = int(dim), first._vars, first._type, first._shape  # type: ignore[arg-type]
     for t in ts[1:]:
-        if t.variables is not first.variables:
+        if t._vars is not variables:
             raise TensorCreationError(f"concat: tensor '{t.name}' belongs to another graph")
-        if t.elementType() != first.elementType():
-            raise PoplarTypeError(f"concat: tensor '{t.name}' is {t.elementType()} but "
-                                  f"'{first.name}' is {first.elementType()}")
-        if t.rank() != first.rank():
+        if t._type is not type_ and t._type != type_:
+            raise PoplarTypeError(f"concat: tensor '{t.name}' is {t._type} but '{first.name}' is {type_}")
+        if len(t._shape) != len(shape):
             raise TensorCreationError(f"concat: tensor '{t.name}' has rank {t.rank()}, "
                                       f"'{first.name}' has rank {first.rank()}")
-    d = int(dim)  # type: ignore[arg-type]
-    if not 0 <= d < max(first.rank(), 1) or first.rank() == 0:
+    if not 0 <= d < len(shape):
         raise TensorCreationError(f"concat: dimension {d} is out of range for rank {first.rank()}")
     for t in ts[1:]:
-        a, b = first.shape(), t.shape()
-        if a[:d] + a[d + 1:] != b[:d] + b[d + 1:]:
+        if t._shape[:d] != shape[:d] or t._shape[d + 1:] != shape[d + 1:]:
             raise TensorCreationError(
-                f"concat along dimension {d}: tensor '{t.name}' has shape {_shape_str(b)}, "
-                f"incompatible with '{first.name}' of shape {_shape_str(a)}")
-    name = "concat(" + ",".join(t.name for t in ts[:4]) + (",..." if len(ts) > 4 else "") + ")"
-    extents = [t.dim(d) for t in ts]
-    shape = tuple(first.shape()[:d] + [sum(extents)] + first.shape()[d + 1:])
+                f"concat along dimension {d}: tensor '{t.name}' has shape {_shape_str(t._shape)}, "
+                f"incompatible with '{first.name}' of shape {_shape_str(shape)}")
+    name = (first._name, _CONCAT, *(t._name for t in ts[1:4]), len(ts) > 4)
+    extents = [t._shape[d] for t in ts]
+    shape = shape[:d] + (sum(extents),) + shape[d + 1:]
     if len(shape) == 1:  # one after the other: the runs, joined
-        return Tensor.from_runs(first.variables, first.elementType(), shape,
-                                Runs.concat([t.runs() for t in ts]).merged(), name)
-    boxes = bx.concat([t._as_boxes() for t in ts], d, extents)
-    return Tensor.from_boxes(first.variables, first.elementType(), shape, boxes, name)
+        return _concat_runs(ts, variables, type_, shape, name)
+    blocks = all(t._var >= 0 for t in ts)
+    if blocks:
+        joined = block.join([(t._var, t._offset, t._shape, t._strides) for t in ts], d)
+        if joined is not None:
+            return Tensor(variables, type_, shape, *joined, name)
+    if len(ts) <= _FEW_BOXES and sum(1 if t._var >= 0 else len(t._boxes) for t in ts) <= _FEW_BOXES:
+        rows = bx.concat_rows([bx.block_rows(t._var, t._offset, t._shape, t._strides) if t._var >= 0
+                               else bx.rows_of(t._boxes) for t in ts], d, extents, len(shape), blocks)
+        boxes = bx.from_rows(rows, len(shape))
+    else:
+        boxes = bx.concat([t._as_boxes() for t in ts], d, extents)
+    return Tensor.from_boxes(variables, type_, shape, boxes, name)
+
+
+_FEW_BOXES = 32  # concatenations of this many boxes or fewer are joined in Python
+
+
+def _concat_runs(ts: list[Tensor], variables: VariableTable, type_: Type, shape: tuple[int, ...],
+                 name: str | tuple) -> Tensor:
+    """Tensors of rank 1 one after the other; a few blocks joined in Python."""
+    rows = [t.as_run() for t in ts]
+    if None in rows:
+        runs = Runs.concat([t.runs() for t in ts]).merged()
+    else:
+        rows = [(v, o, c, s if c > 1 else 1) for v, o, c, s in rows if c]  # as block_runs gives them
+        if len(rows) > SMALL_RUNS:
+            runs = Runs.from_rows(rows).merged()
+        else:
+            rows = merge_rows(rows)[0]
+            if len(rows) == 1:
+                return Tensor(variables, type_, shape, rows[0][0], rows[0][1], (rows[0][3],), name)
+            runs = Runs.from_rows(rows)
+    return Tensor.from_runs(variables, type_, shape, runs, name)
 
 
 def append(a: Tensor, b: Tensor, dim: int = 0) -> Tensor:

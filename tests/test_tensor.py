@@ -10,6 +10,7 @@ from support import element_ids, make_graph
 
 import poplar_py as poplar
 from poplar_py import Interval
+from poplar_py import boxes as bx
 
 # ---- helpers ---------------------------------------------------------------------------------
 
@@ -614,6 +615,7 @@ CONCAT_ERRORS = [
     ("shape-dim1", lambda a, b, h: poplar.concat([a, b[:2]], 1), poplar.TensorCreationError, ["{2,4}"]),
     ("type", lambda a, b, h: poplar.concat([a, h]), poplar.PoplarTypeError, ["half", "float"]),
     ("type-two", lambda a, b, h: poplar.concat(a, h, 0), poplar.PoplarTypeError, ["half"]),
+    ("type-1d", lambda a, b, h: poplar.concat([a[0], h[1]]), poplar.PoplarTypeError, ["half", "float"]),
     ("rank", lambda a, b, h: poplar.concat([a, b[0]]), poplar.TensorCreationError, ["rank 1", "rank 2"]),
     ("dim", lambda a, b, h: poplar.concat([a, b], 2), poplar.TensorCreationError, ["dimension 2"]),
     ("empty", lambda a, b, h: poplar.concat([]), poplar.TensorCreationError, ["at least one"]),
@@ -635,6 +637,102 @@ def test_concat_misuse(name, op, error, words):
         assert w in message, message
     if name not in ("empty", "dim", "scalar"):
         assert "lhs" in message or "rhs" in message or "halfs" in message
+
+
+def _small_view(rng, x, y):
+    """A random small view of ``x`` or ``y`` (a block, or several blocks after a concat)."""
+    t = rng.choice([x, y])
+    a = element_ids(t)
+    for _ in range(rng.randint(0, 3)):
+        d = rng.randrange(t.rank())
+        op = rng.choice(["slice", "step", "reverse", "transpose", "concat"])
+        n = t.dim(d)
+        if op == "slice" and n > 1:
+            b = rng.randrange(n)
+            e = rng.randint(b + 1, n)
+            t, a = t.slice(b, e, d), np.take(a, range(b, e), axis=d)
+        elif op == "step" and n > 2:
+            t, a = t.subSample(2, d), np.take(a, range(0, n, 2), axis=d)
+        elif op == "reverse":
+            t, a = t.reverse(d), np.flip(a, d)
+        elif op == "transpose" and t.rank() == 2:
+            t, a = t.transpose(), a.T
+        elif op == "concat":
+            t, a = poplar.concat([t, t.reverse(d)], d), np.concatenate([a, np.flip(a, d)], axis=d)
+    return t, a
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_concat_of_few_views_matches_numpy_and_the_box_path(seed):
+    """Concatenations of a few views are joined in Python: the elements numpy gives, and one block
+    exactly when the numpy path on boxes makes one."""
+    rng = random.Random(7000 + seed)
+    shape = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    graph, x = variable(shape, name="x")
+    y = graph.addVariable(poplar.FLOAT, shape, "y")
+    parts, arrays = zip(*[_small_view(rng, x, y) for _ in range(rng.randint(1, 4))])
+    d = rng.randrange(len(shape))
+    # same shapes but along d: cut every part to the smallest extents elsewhere
+    least = [min(p.dim(k) for p in parts) for k in range(len(shape))]
+    cut = [p.slice([0] * len(shape), [least[k] if k != d else p.dim(k) for k in range(len(shape))])
+           for p in parts]
+    want = np.concatenate([a[tuple(slice(0, least[k]) if k != d else slice(None) for k in range(len(shape)))]
+                           for a in arrays], axis=d)
+    t = poplar.concat(cut, d)
+    check(t, want)
+    flat = want.reshape(-1)
+    assert t.containsAliases() == (np.unique(flat).size != flat.size)
+    if len(shape) > 1 and all(p.block is not None for p in cut):
+        boxes = bx.concat([bx.block(*p.block[:2], p.shape(), p.block[2]) for p in cut], d,
+                          [p.dim(d) for p in cut])
+        assert (t.block is not None) == (bx.as_block(boxes, t.shape()) is not None)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_indexing_by_integers_and_slices_matches_numpy(seed):
+    rng = random.Random(8000 + seed)
+    _, t = variable([5, 4, 3])
+    a = element_ids(t)
+    for _ in range(20):
+        key = tuple(rng.choice([rng.randint(-n, n - 1), slice(rng.choice([None, rng.randint(-7, 7)]),
+                                                               rng.choice([None, rng.randint(-7, 7)]))])
+                    for n in a.shape[:rng.randint(1, 3)])
+        check(t[key], a[key])
+        check(t[key[0]], a[key[0]])
+
+
+def test_concat_of_blocks_that_continue_each_other_is_one_block():
+    _, t = variable([6, 5])
+    for parts, d in (([t[1:2], t[2:4]], 0), ([t[1:2], t[4:5]], 0), ([t[0:1], t[0:1]], 0),
+                     ([t.slice(0, 2, 1), t.slice(2, 5, 1)], 1), ([t[3:4].reverse(0), t[0:0], t[2:3]], 0)):
+        joined = poplar.concat(parts, d)
+        assert joined.block is not None
+        check(joined, np.concatenate([element_ids(p) for p in parts], axis=d))
+    assert poplar.concat([t[1:2], t[3:5]]).block is None  # steps of 2 rows, then 1
+    assert poplar.concat([t.slice(0, 1, 1), t.slice(0, 1, 1)], 1).block is not None  # one column twice
+
+
+def test_concat_of_aliases_and_constants():
+    graph, t = variable([4, 3])
+    both = poplar.concat([t[1:2], t[1:2], t[0:1]])
+    check(both, element_ids(t)[[1, 1, 0]])
+    assert both.containsAliases() and not both.isParallelWriteable()
+    spread = poplar.concat([t[2].expand([0]).broadcast(2, 0), t[0:1]], 0)
+    check(spread, element_ids(t)[[2, 2, 0]])
+    assert spread.containsAliases()
+    c = graph.addConstant(poplar.FLOAT, [1, 3], [1.0, 2.0, 3.0], "c")
+    mixed = poplar.concat([t[0:1], c])
+    check(mixed, np.concatenate([element_ids(t)[0:1], element_ids(c)]))
+    assert mixed.containsConstant() and not poplar.concat([t[0:1], t[3:4]]).containsConstant()
+    assert poplar.concat([c, c]).containsConstant() and poplar.concat([c[0], c[0]]).containsAliases()
+
+
+def test_concat_names_are_made_when_asked_for():
+    _, t = variable([6, 5], name="img")
+    assert poplar.concat([t[0:1], t[3:4]]).name == "concat(img[0:1],img[3:4])"
+    assert poplar.concat([t[i] for i in range(5)]).name == "concat(img[0],img[1],img[2],img[3],...)"
+    inner = poplar.concat([t[:, :1], t], 1)
+    assert poplar.concat([inner, inner], 0).name == "concat(concat(img.[:,:1],img),concat(img.[:,:1],img))"
 
 
 def test_concat_across_graphs():

@@ -6,7 +6,9 @@ reduce partial sums over K in a second compute set. ``convolution`` lowers to a 
 matMul on im2col views of the (transformed) input, which one Copy gathers onto the tiles
 that multiply them. The training passes (:mod:`.conv_backward`) reuse those views: weight
 deltas and updates are grouped matMuls too, the input gradient is a convolution with
-``getGradientParams``. ``poplin.experimental`` has PopLibs' QR factorization.
+``getGradientParams``. ``poplin.experimental`` has PopLibs' QR factorization. A
+:class:`PlanningCache` (also ``poplin.matmul.PlanningCache``) given to these functions as
+``cache`` holds their plans.
 """
 
 from poplar_py import INT, UNSIGNED_INT
@@ -37,9 +39,10 @@ from .matmul import (
     transposeGroupedMatrix,
 )
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
-from .plan import REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
+from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
 
-__all__ = ["ConvParams", "MatMulPlan", "TargetFigures", "addBias", "addCodelets", "calculateWeightDeltas",
+__all__ = ["ConvParams", "MatMulPlan", "PlanningCache", "TargetFigures", "addBias", "addCodelets",
+           "calculateWeightDeltas",
            "convolution", "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createInput",
            "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "experimental",
            "getGradientParams", "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",

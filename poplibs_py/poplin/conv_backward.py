@@ -27,10 +27,10 @@ from typing import Any
 
 from poplar_py import FLOAT, Graph, Tensor
 from poplar_py import program as prog
-from poplar_py.debug import debug_name, isDebugName
+from poplar_py.debug import debug_name
 
 from .. import popops
-from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
+from ..poputil import PoplibsArgumentError, PoplibsError, mapTensorLinearly, tensorArgument, trailingArguments
 from .conv_params import ConvParams
 from .convolution import (
     check_operands,
@@ -41,6 +41,7 @@ from .convolution import (
     outputInterior,
 )
 from .matmul import is_unmapped, matMulGrouped, matMulGroupedAcc
+from .plan import PlanningCache, planningCacheArgument
 
 __all__ = ["addBias", "calculateWeightDeltas", "convolutionBiasUpdate", "convolutionWeightUpdate",
            "createBiases", "weightsTransposeChansFlipXY"]
@@ -53,7 +54,8 @@ def _program(what: str, p: Any) -> prog.Sequence:
 
 
 def _wu_operands(graph: Graph, what: str, zDeltas: Tensor, activations: Tensor, params: ConvParams,
-                 prog_: prog.Sequence, name: str, options: dict | None) -> tuple[Tensor, Tensor]:
+                 prog_: prog.Sequence, name: str, options: dict | None,
+                 cache: PlanningCache | None) -> tuple[Tensor, Tensor]:
     """The weight-update product's operands: ``zDeltas [G, Co, N]`` and ``patches^T [G, N, K]``."""
     checkParams(what, params)
     check_operands(what, graph, params, [("zDeltas", zDeltas, params.outputShape()),
@@ -61,12 +63,12 @@ def _wu_operands(graph: Graph, what: str, zDeltas: Tensor, activations: Tensor, 
     dy = outputInterior(zDeltas, params)
     patches = inputPatches(graph, activations, params, name).dimShuffle([0, 2, 1])
     return dy, gatherPatches(graph, patches, dy.shape(), params.inputType, params.inputType,
-                             _program(what, prog_), name, options)
+                             _program(what, prog_), name, options, cache)
 
 
 def calculateWeightDeltas(graph: Graph, zDeltas: Tensor, activations: Tensor, params: ConvParams,
                           prog_: prog.Sequence, debugContext: Any = "", options: dict | None = None,
-                          cache: Any = None) -> Tensor:
+                          cache: PlanningCache | None = None) -> Tensor:
     """The weights' gradient ``[G, Co, Ci, kH, kW]`` (``createWeights``' shape) of a convolution
     with forward ``params``, from the output gradient ``zDeltas [B, G*Co, oH, oW]`` and the
     forward input ``activations [B, G*Ci, H, W]``: one grouped matMul on the tiles (module doc).
@@ -74,15 +76,17 @@ def calculateWeightDeltas(graph: Graph, zDeltas: Tensor, activations: Tensor, pa
     what = "calculateWeightDeltas"
     name = debug_name(debugContext, what) or "weightDeltas"
     options = matMulOptions(options, what)
-    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options)
-    deltas = matMulGrouped(graph, dy, patches_t, _program(what, prog_), params.inputType, name,
-                           options=options)
+    cache = planningCacheArgument(cache, what)
+    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options, cache)
+    deltas = matMulGrouped(graph, dy, patches_t, _program(what, prog_), params.inputType, name, options,
+                           cache)
     return deltas.reshape(params.weightsShape())
 
 
 def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, activations: Tensor,
                             params: ConvParams, scale: float | Tensor, prog_: prog.Sequence,
-                            debugContext: Any = "", options: dict | None = None, cache: Any = None) -> None:
+                            debugContext: Any = "", options: dict | None = None,
+                            cache: PlanningCache | None = None) -> None:
     """``weights += scale * calculateWeightDeltas(...)``, in place (``scale = -learningRate`` for SGD).
 
     With a number as ``scale`` the update is fused into the product's reduction (as
@@ -91,6 +95,8 @@ def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, acti
     """
     what = "convolutionWeightUpdate"
     name = debug_name(debugContext, what) or "weightUpdate"
+    options = matMulOptions(options, what)
+    cache = planningCacheArgument(cache, what)
     check_operands(what, graph, checkParams(what, params), [("weights", weights, params.weightsShape())])
     if not weights.isParallelWriteable():
         raise PoplibsError(f"{what}: weights '{weights.name}' are not writeable in place (they contain "
@@ -101,15 +107,14 @@ def convolutionWeightUpdate(graph: Graph, zDeltas: Tensor, weights: Tensor, acti
         if scale.numElements() != 1 or scale.elementType() not in (FLOAT, weights.elementType()):
             raise PoplibsError(f"{what}: scale '{scale.name}' must be one element of type float, got "
                                f"{scale.elementType()} of shape {scale.shape()}")
-        deltas = calculateWeightDeltas(graph, zDeltas, activations, params, prog_, name, options)
+        deltas = calculateWeightDeltas(graph, zDeltas, activations, params, prog_, name, options, cache)
         popops.scaledAddTo(graph, weights, deltas, scale, prog_, debugName=f"{name}/update")
         return
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
         raise PoplibsError(f"{what}: scale must be a number or a one-element tensor, got {scale!r:.40}")
-    options = matMulOptions(options, what)
-    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options)
+    dy, patches_t = _wu_operands(graph, what, zDeltas, activations, params, prog_, name, options, cache)
     matMulGroupedAcc(graph, weights.reshape(params.matMulShapes()[0]), float(scale), dy, patches_t,
-                     _program(what, prog_), name, options=options)
+                     _program(what, prog_), name, options, cache)
 
 
 def weightsTransposeChansFlipXY(graph: Graph, weightsIn: Tensor, weightsOut: Tensor, prog_: prog.Sequence,
@@ -132,24 +137,30 @@ def weightsTransposeChansFlipXY(graph: Graph, weightsIn: Tensor, weightsOut: Ten
     _program(what, prog_).add(prog.Copy(view, weightsOut, False, debug_name(debugContext, what) or what))
 
 
-def createBiases(graph: Graph, activations: Tensor, *args: Any, name: str = "biases",
-                 options: dict | None = None, cache: Any = None) -> Tensor:
+def createBiases(graph: Graph, activations: Tensor, *args: Any, name: Any = "",
+                 options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
     """A ``[C]`` bias tensor for ``activations [B, C, ...]``: ``createBiases(graph, acts[, params],
-    debugContext="biases", options=None, cache=None)``. Bias ``c`` lives on the tile holding the
-    first element of channel ``c`` of the activations (where ``addBias`` adds it)."""
+    debugContext="biases", options=None, cache=None)``; positionally, options and cache follow
+    params, as in C++ (they are checked; the layout needs no plan). Bias ``c`` lives on the tile
+    holding the first element of channel ``c`` of the activations (where ``addBias`` adds it)."""
     rest = list(args)
-    if rest and isinstance(rest[0], ConvParams):
+    with_params = bool(rest) and isinstance(rest[0], ConvParams)
+    keywords = {"debugContext": name, "options": options, "cache": cache}
+    if with_params:
         rest.pop(0)
-    if rest and isDebugName(rest[0]):
-        name = rest.pop(0)
-    if rest:
-        raise PoplibsError(f"createBiases: unexpected arguments {rest!r:.60}")
+    elif len(rest) > 1:  # PopLibs' overload without params takes only a debug context
+        raise PoplibsArgumentError(f"createBiases: options and cache follow params, got {rest[1:]!r:.60} "
+                                   "after the debug context without params")
+    name, options, cache = trailingArguments("createBiases", rest, keywords)
+    matMulOptions(options, "createBiases")
+    planningCacheArgument(cache, "createBiases")
+    name = debug_name(name, "createBiases: debugContext") or "biases"
     activations = tensorArgument(graph, activations, "createBiases: activations")
     if activations.rank() < 2:
         raise PoplibsError(f"createBiases: activations '{activations.name}' of shape {activations.shape()} "
                            "have no channel dimension (expected [batch, channels, ...])")
     channels = activations.dim(1)
-    biases = graph.addVariable(activations.elementType(), [channels], debug_name(name, "createBiases"))
+    biases = graph.addVariable(activations.elementType(), [channels], name)
     per_channel = activations.dimShuffle([1, 0, *range(2, activations.rank())]).reshape(
         [channels, activations.numElements() // channels])
     mapping = graph.getTileMapping(per_channel.slice(0, 1, 1), requireComplete=False)

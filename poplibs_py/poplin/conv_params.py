@@ -9,8 +9,10 @@ Each field dimension goes through PopLibs' transforms, in PopLibs' order:
   stride (``stride``), pad with zeros (``outputPaddingLower/Upper``).
 
 A forward convolution normally uses only ``stride``, ``padding*`` and ``dilation``; the
-other transforms describe the backward passes (:func:`getGradientParams`). Everything here
-is shape arithmetic on the host; no tensor is touched.
+other transforms describe the backward passes (:func:`getGradientParams`). They may also be
+given as PopLibs' ``ConvParams.InputTransform`` (input and kernel) and ``ConvParams.OutputTransform``
+objects, in the C++ constructor's positional form. Everything here is shape arithmetic on the
+host; no tensor is touched.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from poplar_py import Type
+from poplar_py.arguments import is_int
+from poplar_py.errors import InvalidArgumentError
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError
+from ..poputil import PoplibsArgumentError, PoplibsError
 
 _PAIRS = ("inputFieldShape", "kernelShape", "stride", "paddingLower", "paddingUpper", "dilation",
           "inputDilation", "inputTruncationLower", "inputTruncationUpper", "outputTruncationLower",
@@ -41,6 +46,107 @@ def _pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class InputTransform:
+    """PopLibs' ``ConvParams::InputTransform`` of the 2-D input or kernel: truncation, dilation,
+    zero padding and flip per field dimension (each an int for both dimensions, or a pair); the
+    defaults change nothing."""
+
+    truncationLower: tuple[int, int] = (0, 0)
+    truncationUpper: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    paddingLower: tuple[int, int] = (0, 0)
+    paddingUpper: tuple[int, int] = (0, 0)
+    flip: tuple[bool, bool] = (False, False)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            pair = _pair(getattr(self, f.name), f"InputTransform.{f.name}")
+            object.__setattr__(self, f.name, tuple(bool(v) for v in pair) if f.name == "flip" else pair)
+
+
+@dataclass(frozen=True)
+class OutputTransform:
+    """PopLibs' ``ConvParams::OutputTransform``: truncation, stride and zero padding of the
+    output per field dimension (each an int for both dimensions, or a pair)."""
+
+    truncationLower: tuple[int, int] = (0, 0)
+    truncationUpper: tuple[int, int] = (0, 0)
+    stride: tuple[int, int] = (1, 1)
+    paddingLower: tuple[int, int] = (0, 0)
+    paddingUpper: tuple[int, int] = (0, 0)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _pair(getattr(self, f.name), f"OutputTransform.{f.name}"))
+
+
+#: the fields each transform argument of the C++ constructor sets
+_TRANSFORM_FIELDS = {
+    "inputTransform": (InputTransform, {"truncationLower": "inputTruncationLower",
+                                        "truncationUpper": "inputTruncationUpper",
+                                        "dilation": "inputDilation", "paddingLower": "paddingLower",
+                                        "paddingUpper": "paddingUpper"}),
+    "kernelTransform": (InputTransform, {"dilation": "dilation"}),
+    "outputTransform": (OutputTransform, {"truncationLower": "outputTruncationLower",
+                                          "truncationUpper": "outputTruncationUpper", "stride": "stride",
+                                          "paddingLower": "outputPaddingLower",
+                                          "paddingUpper": "outputPaddingUpper"}),
+}
+#: PopLibs' constructor taking both element types, and then optionally the three transforms
+_TWO_TYPES = ("inputType", "outputType", "batchSize", "inputFieldShape", "kernelShape",
+              "inputChannelsPerConvGroup", "outputChannelsPerConvGroup", "numConvGroups",
+              "inputTransform", "kernelTransform", "outputTransform")
+
+
+def _constructor_arguments(args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every field's value from ConvParams' positional and keyword arguments (see its doc)."""
+    fields = dataclasses.fields(ConvParams)
+    names = [f.name for f in fields]
+    if len(args) >= 2 and not is_int(args[1]):  # a type after the input type: the C++ two-type forms
+        if len(args) not in (8, 11):
+            raise PoplibsArgumentError(
+                f"ConvParams(inputType, outputType, batchSize, inputFieldShape, kernelShape, inputChannels, "
+                f"outputChannels, numConvGroups[, inputTransform, kernelTransform, outputTransform]) takes "
+                f"8 or 11 positional arguments, got {len(args)}")
+        order: Sequence[str] = _TWO_TYPES
+    else:
+        order = names
+        if len(args) > len(order):
+            raise PoplibsArgumentError(f"ConvParams takes at most {len(order)} positional arguments, got "
+                                       f"{len(args)}")
+    given = dict(zip(order, args))
+    for name, value in kwargs.items():
+        if name not in names and name not in _TRANSFORM_FIELDS:
+            raise PoplibsArgumentError(f"ConvParams: unexpected argument {name!r}")
+        if name in given:
+            raise PoplibsArgumentError(f"ConvParams: {name} given both positionally and by keyword")
+        given[name] = value
+    for arg, (cls, targets) in _TRANSFORM_FIELDS.items():
+        if arg not in given:
+            continue
+        transform = given.pop(arg)
+        if not isinstance(transform, cls):
+            raise PoplibsArgumentError(f"ConvParams: {arg} must be a ConvParams.{cls.__name__}, got "
+                                       f"{type(transform).__name__} {transform!r:.40}")
+        default = cls()
+        for f in dataclasses.fields(cls):
+            value = getattr(transform, f.name)
+            if f.name not in targets:
+                if value != getattr(default, f.name):  # (the kernel's truncation, padding; flips)
+                    raise PoplibsError(f"ConvParams: {arg}.{f.name} {value} is not supported (only "
+                                       f"{', '.join(targets)})")
+                continue
+            field = targets[f.name]
+            if field in given:
+                raise PoplibsArgumentError(f"ConvParams: {field} given both by {arg} and by keyword")
+            given[field] = value
+    missing = [f.name for f in fields if f.default is dataclasses.MISSING and f.name not in given]
+    if missing:
+        raise PoplibsArgumentError(f"ConvParams: missing argument(s) {', '.join(missing)}")
+    return {f.name: given.get(f.name, f.default) for f in fields}
+
+
+@dataclass(frozen=True, init=False)
 class ConvParams:
     """A 2-D convolution, with PopLibs' field names.
 
@@ -52,7 +158,17 @@ class ConvParams:
     Padding is input padding with zeros; dilation is kernel dilation; each may be an int (both
     dimensions) or a pair. The transforms are those of PopLibs' ``InputTransform`` (input),
     ``InputTransform`` (kernel: dilation only) and ``OutputTransform`` (see the module doc).
+
+    PopLibs' constructors work positionally too: ``ConvParams(dataType, batchSize, inputFieldShape,
+    kernelShape, inputChannels, outputChannels, numConvGroups)`` (the form above) and
+    ``ConvParams(inputType, outputType, batchSize, inputFieldShape, kernelShape, inputChannels,
+    outputChannels, numConvGroups[, inputTransform, kernelTransform, outputTransform])``, the
+    channels counted per conv group as in PopLibs; the transforms are ``ConvParams.InputTransform``
+    and ``ConvParams.OutputTransform`` objects (a kernel transform may only dilate).
     """
+
+    InputTransform = InputTransform
+    OutputTransform = OutputTransform
 
     inputType: Type
     batchSize: int
@@ -74,10 +190,20 @@ class ConvParams:
     outputPaddingLower: tuple[int, int] = (0, 0)
     outputPaddingUpper: tuple[int, int] = (0, 0)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        for name, value in _constructor_arguments(args, kwargs).items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         fix = object.__setattr__  # normalise the arguments of a frozen dataclass
-        fix(self, "inputType", asType(self.inputType))
-        fix(self, "outputType", asType(self.outputType) if self.outputType is not None else self.inputType)
+        for name in ("inputType", "outputType"):
+            try:
+                value = getattr(self, name)
+                fix(self, name, self.inputType if value is None else asType(value))
+            except InvalidArgumentError:
+                raise PoplibsArgumentError(f"ConvParams: {name} must be a poplar element type, got "
+                                           f"{type(value).__name__} {value!r:.40}") from None
         for name in _PAIRS:
             fix(self, name, _pair(getattr(self, name), name))
         for name in ("batchSize", "inputChannelsPerConvGroup", "outputChannelsPerConvGroup", "numConvGroups"):
@@ -172,6 +298,23 @@ class ConvParams:
         k = self.inputChannelsPerConvGroup * self.kernelShape[0] * self.kernelShape[1]
         n = self.batchSize * self.stridedOutputSize(0) * self.stridedOutputSize(1)
         return [self.numConvGroups, self.outputChannelsPerConvGroup, k], [self.numConvGroups, k, n]
+
+    @property
+    def inputTransform(self) -> InputTransform:
+        """The input's truncation, dilation and padding, as PopLibs' ``inputTransform``."""
+        return InputTransform(self.inputTruncationLower, self.inputTruncationUpper, self.inputDilation,
+                              self.paddingLower, self.paddingUpper)
+
+    @property
+    def kernelTransform(self) -> InputTransform:
+        """The kernel's dilation, as PopLibs' ``kernelTransform``."""
+        return InputTransform(dilation=self.dilation)
+
+    @property
+    def outputTransform(self) -> OutputTransform:
+        """The output's truncation, stride and padding, as PopLibs' ``outputTransform``."""
+        return OutputTransform(self.outputTruncationLower, self.outputTruncationUpper, self.stride,
+                               self.outputPaddingLower, self.outputPaddingUpper)
 
     def hasOutputPadding(self) -> bool:
         return max(self.outputPaddingLower + self.outputPaddingUpper) > 0

@@ -25,8 +25,8 @@ from poplar_py.debug import debug_name
 from .. import popops
 from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
 from .conv_params import ConvParams, getGradientParams
-from .matmul import _OPTIONS as _MATMUL_OPTIONS
-from .matmul import _create_input, matMulGrouped, matMulGroupedWithOutput
+from .matmul import MATMUL_OPTIONS, create_operand, matMulGrouped, matMulGroupedWithOutput
+from .plan import PlanningCache, planningCacheArgument
 
 __all__ = ["ConvParams", "convolution", "createInput", "createWeights", "getGradientParams"]
 
@@ -44,24 +44,35 @@ def matMulOptions(options: dict | None, what: str) -> dict | None:
     for name, value in options.items():
         if name == "pass" and str(value) not in _PASSES:
             raise PoplibsError(f"{what}: option pass={value!r} is not one of {', '.join(sorted(_PASSES))}")
-        if name != "pass" and name not in _MATMUL_OPTIONS:
+        if name != "pass" and name not in MATMUL_OPTIONS:
             raise PoplibsError(f"{what}: unrecognised convolution option '{name}' (known: pass, "
-                               f"{', '.join(sorted(_MATMUL_OPTIONS))})")
+                               f"{', '.join(sorted(MATMUL_OPTIONS))})")
     return {k: v for k, v in options.items() if k != "pass"}
 
 
-def createWeights(graph: Graph, params: ConvParams, name: str = "weights",
-                  options: dict | None = None) -> Tensor:
-    """A ``[G, Co, Ci, kH, kW]`` weights tensor, each block on the tile that multiplies it."""
-    a_shape, b_shape = checkParams("createWeights", params).matMulShapes()
-    t = _create_input(graph, params.inputType, (params.outputType, a_shape, b_shape, name),
-                      matMulOptions(options, "createWeights"), lhs=True)
+def createWeights(graph: Graph, params: ConvParams, name: Any = "weights", options: dict | None = None,
+                  cache: PlanningCache | None = None) -> Tensor:
+    """A ``[G, Co, Ci, kH, kW]`` weights tensor, each block on the tile that multiplies it
+    (``createWeights(graph, params, debugContext, options, cache)``; ``cache`` holds the plan)."""
+    what = "createWeights"
+    a_shape, b_shape = checkParams(what, params).matMulShapes()
+    t = create_operand(graph, params.inputType, params.outputType, a_shape, b_shape,
+                       debug_name(name, f"{what}: debugContext") or "weights", matMulOptions(options, what),
+                       planningCacheArgument(cache, what), lhs=True)
     return t.reshape(params.weightsShape())
 
 
-def createInput(graph: Graph, params: ConvParams, name: str = "input", options: dict | None = None) -> Tensor:
-    """A ``[B, G*Ci, H, W]`` input tensor, spread linearly over the tiles."""
-    t = graph.addVariable(params.inputType, params.inputShape(), name)
+def createInput(graph: Graph, params: ConvParams, name: Any = "input", options: dict | None = None,
+                cache: PlanningCache | None = None) -> Tensor:
+    """A ``[B, G*Ci, H, W]`` input tensor, spread linearly over the tiles
+    (``createInput(graph, params, debugContext, options, cache)``: the options and cache are
+    checked; the layout needs no plan)."""
+    what = "createInput"
+    checkParams(what, params)
+    matMulOptions(options, what)
+    planningCacheArgument(cache, what)
+    t = graph.addVariable(params.inputType, params.inputShape(), debug_name(name, f"{what}: debugContext")
+                          or "input")
     mapTensorLinearly(graph, t)
     return t
 
@@ -148,11 +159,13 @@ def inputPatches(graph: Graph, input_: Tensor, params: ConvParams, name: str) ->
 
 
 def gatherPatches(graph: Graph, view: Tensor, aShape: list[int], inType: Any, outType: Any,
-                  prog_: prog.Sequence, name: str, options: dict | None) -> Tensor:
+                  prog_: prog.Sequence, name: str, options: dict | None,
+                  cache: PlanningCache | None) -> Tensor:
     """The matMul's right-hand operand ``view`` copied into a variable whose blocks lie on the tiles
     that multiply them (``createMatMulInputRHS``' layout): one exchange gathers each tile's patches
     into memory that is live only until the product, and the product then reads it in place."""
-    t = _create_input(graph, inType, (outType, aShape, view.shape(), f"{name}/patches"), options, lhs=False)
+    t = create_operand(graph, inType, outType, aShape, view.shape(), f"{name}/patches", options, cache,
+                       lhs=False)
     prog_.add(prog.Copy(view, t, False, f"{name}/gatherPatches"))
     return t
 
@@ -193,7 +206,7 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
     flipped, through views: with ``getGradientParams(fwdParams)`` this is the backward pass,
     ``zDeltas`` in, the forward input's gradient out. The work is one grouped matMul on the
     tiles (see the module doc); output padding adds a compute set zeroing it (popops codelets).
-    ``cache`` is accepted and unused (plans are memoised).
+    A :class:`PlanningCache` ``cache`` holds the matMul's plan.
     """
     prog_ = kwargs.pop("prog", prog_)
     debugName = kwargs.pop("debugContext", debugName)
@@ -209,17 +222,18 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
         weights = weights.dimShuffle([0, 2, 1, 3, 4]).reverse(3).reverse(4)
     a_shape, _ = params.matMulShapes()
     options = matMulOptions(options, "convolution")
+    cache = planningCacheArgument(cache, "convolution")
     patches = gatherPatches(graph, inputPatches(graph, input_, params, name), a_shape, params.inputType,
-                            params.outputType, prog_, name, options)
+                            params.outputType, prog_, name, options, cache)
     if not params.hasOutputPadding():
         out = matMulGrouped(graph, weights.reshape(a_shape), patches, prog_, params.outputType, name,
-                            options=options)
+                            options, cache)
         g, co = params.numConvGroups, params.outputChannelsPerConvGroup
         oh, ow = params.getOutputFieldShape()
         return out.reshape([g, co, params.batchSize, oh, ow]).dimShuffle([2, 0, 1, 3, 4]).reshape(
             params.outputShape())
     out = graph.addVariable(params.outputType, params.outputShape(), name)
     matMulGroupedWithOutput(graph, weights.reshape(a_shape), patches, outputInterior(out, params), prog_,
-                            name, options=options)
+                            name, options, cache)
     _zero_border(graph, out, params, prog_, name)
     return out

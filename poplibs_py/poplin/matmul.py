@@ -17,6 +17,7 @@ built in bulk from the plan's blocks as numpy arrays (:mod:`.blocks`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,17 +35,27 @@ from ..poputil import (
     sequenceArgument,
     templateVertex,
     tensorArgument,
+    trailingArguments,
 )
 from .blocks import Blocks, Partials, Pieces, block_major_operand
-from .plan import AVAILABLE_MEMORY_PROPORTION, REGISTER_TILE, MatMulPlan, TargetFigures, planMatMul
+from .plan import (
+    AVAILABLE_MEMORY_PROPORTION,
+    REGISTER_TILE,
+    MatMulPlan,
+    PlanningCache,
+    TargetFigures,
+    planMatMul,
+    planningCacheArgument,
+)
 
 SUPPORTED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 #: an operand whose blocks its vertices would read as more regions than this, on average, and
 #: more than _FEW_REGIONS in all, is rearranged (below that, its reads cost less than a copy step)
 _REGIONS_PER_BLOCK = 2
 _FEW_REGIONS = 4096
-_OPTIONS = {"availableMemoryProportion", "fullyConnectedPass", "partialsType", "inputRHSIsPreArranged",
-            "use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor"}
+#: the matmul options PopLibs knows (convolutions take them too)
+MATMUL_OPTIONS = {"availableMemoryProportion", "fullyConnectedPass", "partialsType", "inputRHSIsPreArranged",
+                  "use128BitConvUnitLoad", "enableMultiStageReduce", "enableFastReduce", "remapOutputTensor"}
 
 
 def checkShapes(aShape: list[int], bShape: list[int]) -> tuple[int, int, int, int]:
@@ -83,8 +94,9 @@ def _memory_proportion(options: dict | None) -> float:
         raise PoplibsArgumentError(f"matMul: options must be a dict, got {type(options).__name__} "
                                    f"{options!r:.40}")
     for name in options or {}:
-        if name not in _OPTIONS:
-            raise PoplibsError(f"Unrecognised matmul option '{name}' (known: {', '.join(sorted(_OPTIONS))})")
+        if name not in MATMUL_OPTIONS:
+            raise PoplibsError(f"Unrecognised matmul option '{name}' "
+                               f"(known: {', '.join(sorted(MATMUL_OPTIONS))})")
     return float((options or {}).get("availableMemoryProportion", AVAILABLE_MEMORY_PROPORTION))
 
 
@@ -99,27 +111,32 @@ def _partials_option(options: dict | None) -> Type | None:
 
 
 def _plan(graph: Graph, in_type: Type, out_type: Type, shape: tuple[int, int, int, int],
-          options: dict | None) -> MatMulPlan:
+          options: dict | None, cache: PlanningCache | None) -> MatMulPlan:
+    """The plan, from ``cache`` (stored there when new) or, without one, from the global memo."""
     g, m, k, n = shape
-    return planMatMul(TargetFigures.of(graph.getTarget()), in_type, out_type, g, m, k, n,
-                      *_plan_options(options))
+    figures = TargetFigures.of(graph.getTarget())
+    plan = cache.plan if cache is not None else planMatMul
+    return plan(figures, in_type, out_type, g, m, k, n, *_plan_options(options))
 
 
-def _split_overload(args: tuple, debugName: str,
-                    options: dict | None) -> tuple[Type | None, str, dict | None]:
-    """PopLibs' overloads: ``(..., prog[, outputType], debugName, options)``."""
+def _trailing(what: str, rest: list, debugName: Any, options: Any,
+              cache: Any) -> tuple[str, dict | None, PlanningCache | None]:
+    """PopLibs' trailing ``debugContext, options, cache``, positional (``rest``) or by keyword, checked."""
+    debugName, options, cache = trailingArguments(what, rest, {"debugContext": debugName, "options": options,
+                                                               "cache": cache})
+    _plan_options(options)  # the options are checked even when no plan is made
+    return debug_name(debugName, f"{what}: debugContext"), options, planningCacheArgument(cache, what)
+
+
+def _split_overload(what: str, args: tuple, debugName: Any, options: Any,
+                    cache: Any) -> tuple[Type | None, str, dict | None, PlanningCache | None]:
+    """PopLibs' overloads: ``(..., prog[, outputType], debugContext, options, cache)``."""
     rest = list(args)
     out_type = None
-    if rest and not isinstance(rest[0], dict) and not isDebugName(rest[0]) and rest[0] is not None:
+    if rest and not (rest[0] is None or isDebugName(rest[0])
+                     or isinstance(rest[0], (Mapping, PlanningCache))):
         out_type = asType(rest.pop(0))
-    if rest and isDebugName(rest[0]):
-        debugName = rest.pop(0)
-    debugName = debug_name(debugName, "matMul")
-    if rest and (rest[0] is None or isinstance(rest[0], dict)):
-        options = rest.pop(0) or options
-    if rest:
-        raise PoplibsError(f"matMul: unexpected arguments {rest!r}")
-    return out_type, debugName, options
+    return (out_type, *_trailing(what, rest, debugName, options, cache))
 
 
 def _as_3d(t: Tensor) -> Tensor:
@@ -129,63 +146,75 @@ def _as_3d(t: Tensor) -> Tensor:
 # ---- public API ----------------------------------------------------------------------------
 
 def matMul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, *args: Any, debugName: str = "",
-           options: dict | None = None) -> Tensor:
+           options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
     """``A [m, k] @ B [k, n]`` -> a new ``[m, n]`` tensor, computed on the tiles.
 
-    ``matMul(graph, A, B, prog[, outputType], debugName="", options=None)``; the output
-    type defaults to A's. Appends one or two compute sets to ``prog`` (see module doc).
+    ``matMul(graph, A, B, prog[, outputType], debugName="", options=None, cache=None)``; the
+    output type defaults to A's; the trailing arguments may be given positionally, as in C++.
+    A :class:`PlanningCache` ``cache`` holds the plan. Appends one or two compute sets to
+    ``prog`` (see module doc).
     """
-    out_type, debugName, options = _split_overload(args, debugName, options)
+    out_type, debugName, options, cache = _split_overload("matMul", args, debugName, options, cache)
     A, B = tensorArgument(graph, A, "matMul: A"), tensorArgument(graph, B, "matMul: B")
     if A.rank() != 2 or B.rank() != 2:
         raise PoplibsError(f"Operand to matrix multiplication is not a matrix: shapes {A.shape()} and "
                            f"{B.shape()}")
-    return _matmul(graph, A.expand([0]), B.expand([0]), prog_, out_type, debugName, options)[0]
+    return _matmul(graph, A.expand([0]), B.expand([0]), prog_, out_type, debugName, options, cache)[0]
 
 
 def matMulGrouped(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, *args: Any,
-                  debugName: str = "", options: dict | None = None) -> Tensor:
-    """``A [g, m, k] @ B [g, k, n]`` -> ``[g, m, n]``: the groups' products spread over the tiles."""
-    out_type, debugName, options = _split_overload(args, debugName, options)
+                  debugName: str = "", options: dict | None = None,
+                  cache: PlanningCache | None = None) -> Tensor:
+    """``A [g, m, k] @ B [g, k, n]`` -> ``[g, m, n]``: the groups' products spread over the tiles
+    (arguments as :func:`matMul`'s)."""
+    out_type, debugName, options, cache = _split_overload("matMulGrouped", args, debugName, options, cache)
     A, B = tensorArgument(graph, A, "matMulGrouped: A"), tensorArgument(graph, B, "matMulGrouped: B")
     if A.rank() != 3 or B.rank() != 3:
         raise PoplibsError(f"Operand to grouped matrix multiplication is not a group of matrices: shapes "
                            f"{A.shape()} and {B.shape()}")
-    return _matmul(graph, A, B, prog_, out_type, debugName, options)
+    return _matmul(graph, A, B, prog_, out_type, debugName, options, cache)
 
 
 def matMulWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, prog_: prog.Sequence,
-                     debugName: str = "", options: dict | None = None) -> None:
+                     debugName: str = "", options: dict | None = None,
+                     cache: PlanningCache | None = None) -> None:
     """``out = A @ B`` into an existing ``[m, n]`` tensor (mapped by the plan if it is unmapped)."""
+    debugName, options, cache = _trailing("matMulWithOutput", [], debugName, options, cache)
     A, B, out = (tensorArgument(graph, x, f"matMulWithOutput: {w}") for x, w in ((A, "A"), (B, "B"),
                                                                                   (out, "out")))
     if out.rank() != 2:
         raise PoplibsError(f"matMulWithOutput: output '{out.name}' of shape {out.shape()} is not a matrix")
-    _matmul(graph, _as_3d(A), _as_3d(B), prog_, out.elementType(), debugName, options, out=out.expand([0]))
+    _matmul(graph, _as_3d(A), _as_3d(B), prog_, out.elementType(), debugName, options, cache,
+            out=out.expand([0]))
 
 
 def matMulGroupedWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, prog_: prog.Sequence,
-                            debugName: str = "", options: dict | None = None) -> None:
+                            debugName: str = "", options: dict | None = None,
+                            cache: PlanningCache | None = None) -> None:
     """``out = A @ B`` for ``[g, m, k] x [g, k, n]`` into an existing ``[g, m, n]`` tensor."""
+    debugName, options, cache = _trailing("matMulGroupedWithOutput", [], debugName, options, cache)
     out = tensorArgument(graph, out, "matMulGroupedWithOutput: out")
-    _matmul(graph, A, B, prog_, out.elementType(), debugName, options, out=out)
+    _matmul(graph, A, B, prog_, out.elementType(), debugName, options, cache, out=out)
 
 
 def matMulAcc(graph: Graph, C: Tensor, k: float, A: Tensor, B: Tensor, prog_: prog.Sequence,
-              debugName: str = "", options: dict | None = None) -> None:
+              debugName: str = "", options: dict | None = None, cache: PlanningCache | None = None) -> None:
     """``C += k * (A @ B)``: the block products go to partials, the reduction updates C in place."""
+    debugName, options, cache = _trailing("matMulAcc", [], debugName, options, cache)
     if not isinstance(k, (int, float)):
         raise PoplibsError("matMulAcc: the scale k must be a Python number")
-    _matmul(graph, _as_3d(A), _as_3d(B), prog_, C.elementType(), debugName, options,
+    _matmul(graph, _as_3d(A), _as_3d(B), prog_, C.elementType(), debugName, options, cache,
             out=_as_3d(C), scale=float(k))
 
 
 def matMulGroupedAcc(graph: Graph, C: Tensor, k: float, A: Tensor, B: Tensor, prog_: prog.Sequence,
-                     debugName: str = "", options: dict | None = None) -> None:
+                     debugName: str = "", options: dict | None = None,
+                     cache: PlanningCache | None = None) -> None:
     """``C += k * (A @ B)`` for grouped operands."""
+    debugName, options, cache = _trailing("matMulGroupedAcc", [], debugName, options, cache)
     if not isinstance(k, (int, float)):
         raise PoplibsError("matMulGroupedAcc: the scale k must be a Python number")
-    _matmul(graph, A, B, prog_, C.elementType(), debugName, options, out=C, scale=float(k))
+    _matmul(graph, A, B, prog_, C.elementType(), debugName, options, cache, out=C, scale=float(k))
 
 
 def transposeGroupedMatrix(A: Tensor) -> Tensor:
@@ -193,41 +222,57 @@ def transposeGroupedMatrix(A: Tensor) -> Tensor:
     return A.dimShuffle([0, 2, 1])
 
 
-def createMatMulInputLHS(graph: Graph, dataType: Any, *args: Any, options: dict | None = None) -> Tensor:
+def createMatMulInputLHS(graph: Graph, dataType: Any, *args: Any, debugName: str = "",
+                         options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
     """A new ``aShape`` tensor whose blocks lie on the tiles that multiply them.
 
-    ``createMatMulInputLHS(graph, type[, outputType], aShape, bShape, name="", options=None)``.
+    ``createMatMulInputLHS(graph, type[, outputType], aShape, bShape, debugName="A", options=None,
+    cache=None)``; the trailing arguments may be given positionally, as in C++.
     """
-    return _create_input(graph, dataType, args, options, lhs=True)
+    return _create_input("createMatMulInputLHS", graph, dataType, args, debugName, options, cache, lhs=True)
 
 
-def createMatMulInputRHS(graph: Graph, dataType: Any, *args: Any, options: dict | None = None) -> Tensor:
-    """A new ``bShape`` tensor whose blocks lie on the tiles that multiply them (as the LHS)."""
-    return _create_input(graph, dataType, args, options, lhs=False)
+def createMatMulInputRHS(graph: Graph, dataType: Any, *args: Any, debugName: str = "",
+                         options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
+    """A new ``bShape`` tensor whose blocks lie on the tiles that multiply them (arguments as the LHS')."""
+    return _create_input("createMatMulInputRHS", graph, dataType, args, debugName, options, cache, lhs=False)
 
 
 def getMatMulPlan(target: Any, inputType: Any, aShape: list[int], bShape: list[int],
-                  outputType: Any = None, options: dict | None = None) -> MatMulPlan:
-    """The plan matMul (2-D shapes) or matMulGrouped (3-D shapes) uses for these operands."""
+                  outputType: Any = None, options: dict | None = None,
+                  cache: PlanningCache | None = None) -> MatMulPlan:
+    """The plan matMul (2-D shapes) or matMulGrouped (3-D shapes) uses for these operands (taken
+    from, or stored in, ``cache`` when one is given)."""
     g, m, k, n = checkShapes(list(aShape), list(bShape))
     in_type = asType(inputType)
-    return planMatMul(TargetFigures.of(target.getTarget() if hasattr(target, "getTarget") else target),
-                      in_type, asType(outputType) if outputType is not None else in_type, g, m, k, n,
-                      *_plan_options(options))
+    cache = planningCacheArgument(cache, "getMatMulPlan")
+    plan = cache.plan if cache is not None else planMatMul
+    return plan(TargetFigures.of(target.getTarget() if hasattr(target, "getTarget") else target),
+                in_type, asType(outputType) if outputType is not None else in_type, g, m, k, n,
+                *_plan_options(options))
 
 
 # ---- building the compute sets -----------------------------------------------------------
 
-def _create_input(graph: Graph, dataType: Any, args: tuple, options: dict | None, lhs: bool) -> Tensor:
+def _create_input(what: str, graph: Graph, dataType: Any, args: tuple, debugName: Any, options: Any,
+                  cache: Any, lhs: bool) -> Tensor:
+    """createMatMulInputLHS/RHS: ``args`` are ``[outputType,] aShape, bShape[, debugContext, options,
+    cache]``."""
     rest = list(args)
     in_type = asType(dataType)
     out_type = asType(rest.pop(0)) if rest and not isinstance(rest[0], (list, tuple)) else in_type
-    if len(rest) < 2:
-        raise PoplibsError("createMatMulInput: expected aShape and bShape")
+    if len(rest) < 2 or not all(isinstance(s, (list, tuple)) for s in rest[:2]):
+        raise PoplibsArgumentError(f"{what}: expected aShape and bShape (lists of ints) after the types")
     a_shape, b_shape = [int(d) for d in rest[0]], [int(d) for d in rest[1]]
-    name = rest[2] if len(rest) > 2 else ("A" if lhs else "B")
-    shape = checkShapes(a_shape, b_shape)
-    plan = _plan(graph, in_type, out_type, shape, options)
+    name, options, cache = _trailing(what, rest[2:], debugName, options, cache)
+    return create_operand(graph, in_type, out_type, a_shape, b_shape, name or ("A" if lhs else "B"),
+                          options, cache, lhs)
+
+
+def create_operand(graph: Graph, in_type: Type, out_type: Type, a_shape: list[int], b_shape: list[int],
+                   name: str, options: dict | None, cache: PlanningCache | None, lhs: bool) -> Tensor:
+    """A new operand (A when ``lhs``, else B) of ``a_shape x b_shape`` laid out for its plan."""
+    plan = _plan(graph, in_type, out_type, checkShapes(a_shape, b_shape), options, cache)
     return _new_operand(graph, plan, in_type, a_shape if lhs else b_shape, lhs, name)
 
 
@@ -278,7 +323,8 @@ def is_unmapped(graph: Graph, t: Tensor) -> bool:
 
 
 def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type | None, name: str,
-            options: dict | None, out: Tensor | None = None, scale: float | None = None) -> Tensor:
+            options: dict | None, cache: PlanningCache | None, out: Tensor | None = None,
+            scale: float | None = None) -> Tensor:
     A, B = tensorArgument(graph, A, "matMul: A"), tensorArgument(graph, B, "matMul: B")
     prog_ = sequenceArgument(prog_, name or "matMul")
     shape = checkShapes(A.shape(), B.shape())
@@ -291,20 +337,21 @@ def _matmul(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: 
         raise PoplibsError(f"Matrix multiplication output '{out.name}' has shape {out.shape()}, "
                            f"expected {[g, m, n]}")
     if out is not None and scale is None:  # (matMulAcc's reduction reads only the partials)
-        computeWithOutput(graph, out, [A, B], prog_, name or "matMul",
-                          lambda dst: _products(graph, A, B, prog_, out_type, name, options, dst, None))
+        computeWithOutput(graph, out, [A, B], prog_, name or "matMul", lambda dst: _products(
+            graph, A, B, prog_, out_type, name, options, cache, dst, None))
         return out
-    return _products(graph, A, B, prog_, out_type, name, options, out, scale)
+    return _products(graph, A, B, prog_, out_type, name, options, cache, out, scale)
 
 
 def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type: Type, name: str,
-              options: dict | None, out: Tensor | None, scale: float | None) -> Tensor:
+              options: dict | None, cache: PlanningCache | None, out: Tensor | None,
+              scale: float | None) -> Tensor:
     """The compute sets of ``out = A @ B`` (or ``out += scale * A @ B``); ``out`` overlaps no input
     unless scale is given."""
     shape = checkShapes(A.shape(), B.shape())
     g, m, _, n = shape
     in_type = A.elementType()
-    plan = _plan(graph, in_type, out_type, shape, options)
+    plan = _plan(graph, in_type, out_type, shape, options, cache)
     name = name or "matMul"
     map_out = out is None or is_unmapped(graph, out)
     if out is None:

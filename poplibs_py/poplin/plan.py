@@ -1,10 +1,11 @@
 """The matrix-multiplication planner: how to split ``[g, m, k] x [g, k, n]`` over tiles.
 
 The plan is a pure function of the shapes, the element types and a few target figures
-(:class:`TargetFigures`), memoised with ``functools.lru_cache``, and returns a frozen
-:class:`MatMulPlan`. Each group gets ``numTiles // g`` tiles (at least one); within a group
-M, N and K are split ``splitM x splitN x splitK`` ways, one block product per tile. For
-every candidate split the cost model estimates, per tile:
+(:class:`TargetFigures`), memoised with ``functools.lru_cache`` (or, when the caller gives one,
+in a :class:`PlanningCache`), and returns a frozen :class:`MatMulPlan`. Each group gets
+``numTiles // g`` tiles (at least one); within a group M, N and K are split
+``splitM x splitN x splitK`` ways, one block product per tile. For every candidate split the
+cost model estimates, per tile:
 
 * compute: what the block's vertex costs (:mod:`.perf_estimation`): PopLibs' AMP estimate
   for floating-point types, the workers' scalar loop for integers;
@@ -24,12 +25,15 @@ then to fewer tiles. If nothing fits, the split using least memory wins
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from poplar_py import FLOAT, HALF, Target, Type
 
+from ..poputil import PoplibsArgumentError
 from .perf_estimation import AmpFigures, blockCycles, ceil_div, reduceCycles
 
 #: fraction of a tile the planner lets one matmul's blocks use (PopLibs' default option)
@@ -195,3 +199,45 @@ def planMatMul(figures: TargetFigures, inputType: Type, outputType: Type,
     return MatMulPlan(groups, m, k, n, inputType, partials, outputType, int(SM[best]), int(SN[best]),
                       int(SK[best]), per_group, T, int(compute[best]), int(exchange[best]),
                       int(reduce[best]), int(memory[best]))
+
+
+
+class PlanningCache:
+    """PopLibs' ``poplin::PlanningCache``: the plans of the matMuls and convolutions given it.
+
+    A function taking ``cache`` looks its plan up here and stores a plan it computes here (without
+    a cache, plans are memoised globally); ``size()`` counts the plans held, one per distinct
+    combination of shapes, types, target and planning options.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple, MatMulPlan] = {}
+        self._lock = threading.Lock()
+
+    def size(self) -> int:
+        """The number of plans the cache holds."""
+        with self._lock:
+            return len(self._plans)
+
+    def plan(self, figures: TargetFigures, inputType: Type, outputType: Type, groups: int, m: int, k: int,
+             n: int, *options: Any) -> MatMulPlan:
+        """:func:`planMatMul`'s plan for these arguments, from the cache or computed and stored."""
+        key = (figures, inputType, outputType, groups, m, k, n, *options)
+        with self._lock:
+            plan = self._plans.get(key)
+        if plan is None:
+            plan = planMatMul.__wrapped__(figures, inputType, outputType, groups, m, k, n, *options)
+            with self._lock:
+                plan = self._plans.setdefault(key, plan)
+        return plan
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(size={self.size()})"
+
+
+def planningCacheArgument(cache: Any, what: str) -> PlanningCache | None:
+    """``cache`` if it is a PlanningCache (or None: no cache); else PoplibsArgumentError naming it."""
+    if cache is not None and not isinstance(cache, PlanningCache):
+        raise PoplibsArgumentError(f"{what}: cache must be a poplin.PlanningCache (or None), got "
+                                   f"{type(cache).__name__} {cache!r:.40}")
+    return cache

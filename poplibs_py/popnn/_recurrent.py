@@ -9,16 +9,36 @@ gates come from one matMul on the tiles, as PopLibs' fused cell does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from poplar_py import Graph, Tensor, Type, concat
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 from poplar_py.types import asType
 
 from .. import poplin, popops
 from ..popops import expr as pe
-from ..poputil import PoplibsError, mapTensorLinearly
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, mapTensorLinearly
+
+#: the options PopLibs' LSTM and GRU layers know (planning and recomputation choices: checked,
+#: changing nothing here)
+GRU_OPTIONS = frozenset({"availableMemoryProportion", "inferenceOnly", "numShards", "partialsType",
+                         "rnnCodeReuse"})
+LSTM_OPTIONS = GRU_OPTIONS | {"preCalcWeights", "weightAccumulatorsType", "recomputationMode",
+                              "rnnStepsPerWU", "disableWUPartialInterleaving"}
+
+
+def trailing(what: str, debugContext: Any, options: Any, planningCache: Any, known: Collection[str],
+             default: str) -> str:
+    """The debug name of a layer function (``default`` without one), after checking its trailing
+    ``options`` (against ``known``) and ``planningCache`` (a ``poplin.PlanningCache`` or None)."""
+    checkOptions(options, known, what)
+    if planningCache is not None and not isinstance(planningCache, poplin.PlanningCache):
+        raise PoplibsArgumentError(f"{what}: planningCache must be a poplin.PlanningCache (or None), got "
+                                   f"{type(planningCache).__name__} {planningCache!r:.40}")
+    return debug_name(debugContext, f"{what}: debugContext") or default
 
 
 @dataclass(frozen=True)

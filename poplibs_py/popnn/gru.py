@@ -11,6 +11,8 @@ intermediates are a view ``[timeSteps, 4, batchSize, H]`` of each step's r, u, c
 The backward pass runs the steps in reverse; ``gruBwdWithWU`` also adds the weight gradients.
 Out-arguments (``intermediates``, ``inputGrad``, ``bwdIntermediates``, ``weightsGrad``) are
 lists, as in :mod:`popnn.lstm`.
+``options`` (PopLibs' GRU options) and ``planningCache`` (a ``poplin.PlanningCache``) are
+checked, positionally or by keyword; neither changes what is built.
 """
 
 from __future__ import annotations
@@ -54,20 +56,25 @@ GruWeights = rnn.RnnWeights
 def createInput(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
                 planningCache: Any = None) -> Tensor:
     """A ``[timeSteps, batchSize, inputSize]`` input, each step laid out for its matMul."""
-    return rnn.create_input(graph, params, str(debugContext) or "gru/input")
+    name = rnn.trailing("createInput", debugContext, options, planningCache, rnn.GRU_OPTIONS,
+                        "gru/input")
+    return rnn.create_input(graph, params, name)
 
 
 def createWeights(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
                   planningCache: Any = None) -> GruWeights:
     """New input weights ``[3, inputSize, H]``, output weights ``[3, H, H]`` and biases ``[3, H]``."""
-    return rnn.create_weights(graph, params, GATES, str(debugContext) or "gru/weights")
+    name = rnn.trailing("createWeights", debugContext, options, planningCache, rnn.GRU_OPTIONS,
+                        "gru/weights")
+    return rnn.create_weights(graph, params, GATES, name)
 
 
 def createInitialState(graph: Graph, params: GruParams, debugContext: Any = "", options: Any = None,
                        planningCache: Any = None) -> Tensor:
     """A new (uninitialised) initial output ``[batchSize, outputSize]``."""
-    return rnn.variable(graph, params, [params.batchSize, params.outputSize],
-                        str(debugContext) or "gru/initialOutput")
+    name = rnn.trailing("createInitialState", debugContext, options, planningCache, rnn.GRU_OPTIONS,
+                        "gru/initialOutput")
+    return rnn.variable(graph, params, [params.batchSize, params.outputSize], name)
 
 
 def _check(params: GruParams, state: Tensor, weights: GruWeights, what: str) -> None:
@@ -82,7 +89,7 @@ def gruFwd(graph: Graph, params: GruParams, outputInit: Tensor, input: Tensor,  
            options: Any = None, planningCache: Any = None) -> Tensor:
     """Run the layer over ``input [T, B, inputSize]``: the output, ``[T, B, H]`` (or the last
     step's ``[B, H]`` without ``outputFullSequence``)."""
-    name = str(debugContext) or "gru/fwd"
+    name = rnn.trailing("gruFwd", debugContext, options, planningCache, rnn.GRU_OPTIONS, "gru/fwd")
     _check(params, outputInit, weights, "gruFwd")
     rnn.check_input(params, input, "gruFwd: input", [params.timeSteps, params.batchSize, params.inputSize])
     b, hidden = params.batchSize, params.outputSize
@@ -160,8 +167,9 @@ def gruBwd(graph: Graph, params: GruParams, prog: prog_.Sequence, fwdOutputInit:
            debugContext: Any = "", options: Any = None, planningCache: Any = None) -> Tensor:
     """The gradient of the initial output (returned), of the input (``inputGrad``) and of the
     gates (``bwdIntermediates``: ``[T, B, 3, H]``), from the output's gradient."""
+    name = rnn.trailing("gruBwd", debugContext, options, planningCache, rnn.GRU_OPTIONS, "gru/bwd")
     dh, dxs, dgates, _ = _backward(graph, params, prog, fwdOutputInit, fwdIntermediates, weights, fwdInputSeq,
-                                   gradLayerNext, str(debugContext) or "gru/bwd")
+                                   gradLayerNext, name)
     if inputGrad is not None:
         inputGrad.append(rnn.stack(dxs))
     if bwdIntermediates is not None:
@@ -175,7 +183,8 @@ def gruBwdWithWU(graph: Graph, params: GruParams, prog: prog_.Sequence, fwdOutpu
                  output: Tensor, outputGrad: Tensor, inputGrad: list | None, weightsGrad: list,
                  debugContext: Any = "", options: Any = None, planningCache: Any = None) -> Tensor:
     """``gruBwd`` plus the weights' gradients (a ``GruWeights`` appended to ``weightsGrad``)."""
-    name = str(debugContext) or "gru/bwdWithWU"
+    name = rnn.trailing("gruBwdWithWU", debugContext, options, planningCache, rnn.GRU_OPTIONS,
+                        "gru/bwdWithWU")
     dh, dxs, dgates, reset_hs = _backward(graph, params, prog, fwdOutputInit, fwdIntermediates, weights,
                                           input, outputGrad, name)
     if inputGrad is not None:

@@ -14,6 +14,8 @@ also adds every step's weight gradients, in three matMuls over all steps at once
 PopLibs' ``Tensor*`` out-arguments (``intermediates``, ``inputGrad``, ``bwdIntermediates``,
 ``weightsGrad``) are lists here: pass a list and the tensor (or ``LstmWeights``) is appended;
 pass None when not needed.
+``options`` (PopLibs' LSTM options) and ``planningCache`` (a ``poplin.PlanningCache``) are
+checked, positionally or by keyword; neither changes what is built.
 """
 
 from __future__ import annotations
@@ -69,19 +71,24 @@ class LstmState:
 def createInput(graph: Graph, params: LstmParams, debugContext: Any = "", options: Any = None,
                 planningCache: Any = None) -> Tensor:
     """A ``[timeSteps, batchSize, inputSize]`` input, each step laid out for its matMul."""
-    return rnn.create_input(graph, params, str(debugContext) or "lstm/input")
+    name = rnn.trailing("createInput", debugContext, options, planningCache, rnn.LSTM_OPTIONS,
+                        "lstm/input")
+    return rnn.create_input(graph, params, name)
 
 
 def createWeights(graph: Graph, params: LstmParams, debugContext: Any = "", options: Any = None,
                   planningCache: Any = None) -> LstmWeights:
     """New input weights ``[4, inputSize, H]``, output weights ``[4, H, H]`` and biases ``[4, H]``."""
-    return rnn.create_weights(graph, params, GATES, str(debugContext) or "lstm/weights")
+    name = rnn.trailing("createWeights", debugContext, options, planningCache, rnn.LSTM_OPTIONS,
+                        "lstm/weights")
+    return rnn.create_weights(graph, params, GATES, name)
 
 
 def createInitialState(graph: Graph, params: LstmParams, debugContext: Any = "", options: Any = None,
                        planningCache: Any = None) -> LstmState:
     """New (uninitialised) ``output`` and ``cellState`` tensors ``[batchSize, outputSize]``."""
-    name = str(debugContext) or "lstm/initialState"
+    name = rnn.trailing("createInitialState", debugContext, options, planningCache, rnn.LSTM_OPTIONS,
+                        "lstm/initialState")
     shape = [params.batchSize, params.outputSize]
     return LstmState(rnn.variable(graph, params, shape, f"{name}/output"),
                      rnn.variable(graph, params, shape, f"{name}/cellState"))
@@ -101,7 +108,7 @@ def lstmFwd(graph: Graph, params: LstmParams, stateInit: LstmState, input: Tenso
             options: Any = None, planningCache: Any = None) -> tuple[Tensor, Tensor]:
     """Run the layer over ``input [T, B, inputSize]``: returns the output (``[T, B, H]``, or the
     last step's ``[B, H]`` without ``outputFullSequence``) and the last cell state ``[B, H]``."""
-    name = str(debugContext) or "lstm/fwd"
+    name = rnn.trailing("lstmFwd", debugContext, options, planningCache, rnn.LSTM_OPTIONS, "lstm/fwd")
     _check(params, stateInit, weights, "lstmFwd")
     rnn.check_input(params, input, "lstmFwd: input", [params.timeSteps, params.batchSize, params.inputSize])
     h, c = stateInit.output, stateInit.cellState
@@ -174,8 +181,9 @@ def lstmBwd(graph: Graph, params: LstmParams, prog: prog_.Sequence, fwdStateInit
     """The gradients of the loss w.r.t. the initial state (returned), the input
     (``inputGrad``: ``[T, B, inputSize]``) and the gates (``bwdIntermediates``: ``[T, B, 4, H]``),
     from the output's gradient ``gradLayerNext``."""
+    name = rnn.trailing("lstmBwd", debugContext, options, planningCache, rnn.LSTM_OPTIONS, "lstm/bwd")
     state, dx, dgates = _backward(graph, params, prog, fwdStateInit, fwdIntermediates, weights, fwdInputSeq,
-                                  gradLayerNext, lastCellStateGrad, str(debugContext) or "lstm/bwd")
+                                  gradLayerNext, lastCellStateGrad, name)
     if inputGrad is not None:
         inputGrad.append(rnn.stack(dx))
     if bwdIntermediates is not None:
@@ -191,7 +199,8 @@ def lstmBwdWithWU(graph: Graph, params: LstmParams, prog: prog_.Sequence, fwdSta
                   weightsGrad: list, debugContext: Any = "", options: Any = None,
                   planningCache: Any = None) -> LstmState:
     """``lstmBwd`` plus the weights' gradients (an ``LstmWeights`` appended to ``weightsGrad``)."""
-    name = str(debugContext) or "lstm/bwdWithWU"
+    name = rnn.trailing("lstmBwdWithWU", debugContext, options, planningCache, rnn.LSTM_OPTIONS,
+                        "lstm/bwdWithWU")
     state, dx, dgates = _backward(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input,
                                   outputGrad, lastCellStateGrad, name)
     if inputGrad is not None:

@@ -12,17 +12,51 @@ fused ``popops.map`` expressions broadcasting the statistics and the per-channel
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from poplar_py import FLOAT, HALF, Graph, Tensor
+from poplar_py import FLOAT, HALF, Graph, Tensor, Type
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name, isDebugName
+from poplar_py.errors import InvalidArgumentError
+from poplar_py.types import asType
 
 from .. import popops
 from ..popops import expr as pe
 from ..popops.expr import _1, _2, _3, _4, _5, _6
 from ..popops.reduce import Operation, ReduceParams, SingleReduceOp
-from ..poputil import PoplibsError
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, trailingArguments
+
+
+def trailing(what: str, partialsType: Any, debugName: Any, options: Any,
+             known: Collection[str] | None = None) -> tuple[Type, str, dict]:
+    """PopLibs' trailing ``partialsType, debugContext, options`` of a norm function, checked
+    (``known``: the option names it reads; None: any). A debug name in partialsType's place is
+    the form without a partials type: it and what follows move one place along."""
+    if isDebugName(partialsType):
+        given_name = debugName is not None and not (isinstance(debugName, str) and debugName == "")
+        rest = [partialsType, debugName] if given_name else [partialsType]
+        debugName, options = trailingArguments(what, rest, {"debugContext": None, "options": options})
+        partialsType = FLOAT
+    try:
+        partials = asType(partialsType)
+    except InvalidArgumentError:
+        raise PoplibsArgumentError(f"{what}: partialsType must be a poplar element type, got "
+                                   f"{type(partialsType).__name__} {partialsType!r:.40}") from None
+    return partials, debug_name(debugName, f"{what}: debugContext"), checkOptions(options, known, what)
+
+
+def split_after_prog(what: str, args: Sequence[Any], partialsType: Any, debugName: Any, options: Any,
+                     known: Collection[str] | None = None) -> tuple[list, Type, str, dict]:
+    """For a norm function taking its overloads' tensors in ``args``: the arguments up to ``prog``
+    (the first program Sequence), and the :func:`trailing` ones after it, positional or by keyword."""
+    progs = [i for i, a in enumerate(args) if isinstance(a, prog_.Sequence)]
+    end = progs[0] + 1 if progs else len(args)
+    partialsType, debugName, options = trailingArguments(
+        what, args[end:], {"partialsType": partialsType, "debugContext": debugName, "options": options})
+    return list(args[:end]), *trailing(what, FLOAT if partialsType is None else partialsType, debugName,
+                                       options, known)
 
 
 @dataclass

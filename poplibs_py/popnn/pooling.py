@@ -25,11 +25,17 @@ import numpy as np
 
 from poplar_py import FLOAT, HALF, Graph, Tensor, Type
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsError, templateVertex
+from ..poputil import PoplibsError, checkOptions, templateVertex, trailingArguments
 from ._rows import map_rows, row_tiles, worker_rows
 
 __all__ = ["PoolParams", "PoolingType", "pool", "poolInputGradient"]
+
+
+#: the options PopLibs' pooling knows (layout and speed choices: checked, changing nothing here)
+POOL_OPTIONS = frozenset({"poolUseIntrospectiveMapping", "optimizeForSpeed",
+                          "useFloatPartialsWhereBeneficial"})
 
 
 class PoolingType(enum.Enum):
@@ -117,9 +123,10 @@ def _new(graph: Graph, params: PoolParams, field_shape: list[int], tiles: np.nda
 def pool(graph: Graph, params: PoolParams, input: Tensor, prog: prog_.Sequence,  # noqa: A002
          debugName: str = "", options: dict | None = None) -> Tensor:
     """A new ``[batch, channels, *outputField]`` tensor pooling ``input`` (see the module docstring);
-    ``Pooling`` vertices run on the tiles holding the input planes. ``options`` are accepted and
-    ignored (PopLibs' planning options)."""
-    name = debugName or "pool"
+    ``Pooling`` vertices run on the tiles holding the input planes. ``options`` (PopLibs' pooling
+    options: layout and speed choices) are checked; none changes the result."""
+    checkOptions(options, POOL_OPTIONS, "pool")
+    name = debug_name(debugName, "pool: debugContext") or "pool"
     _validate(params, name)
     _check_tensor(params, input, list(params.inputFieldShape), "input", name)
     planes = _planes(input)
@@ -145,13 +152,17 @@ def poolInputGradient(graph: Graph, params: PoolParams, *args: Tensor | bool | i
     ``poolInputGradient(graph, params, input, pooled, pooledGradient, useScaledGradient, prog)``
     (any pooling type; MAX needs ``input`` and ``pooled``, the forward input and output) or, for
     AVG and SUM, ``poolInputGradient(graph, params, fwdChansPerGroup, pooledGradient, prog)``
-    (``fwdChansPerGroup`` only guides PopLibs' layout and is ignored). A trailing string is the
-    debug name. Vertices run on the tiles holding the planes of ``pooledGradient``; ``options``
-    are accepted and ignored.
+    (``fwdChansPerGroup`` only guides PopLibs' layout and is ignored); then, as in C++, the
+    debug name and ``options`` (checked as :func:`pool`'s). Vertices run on the tiles holding the
+    planes of ``pooledGradient``.
     """
-    if args and isinstance(args[-1], str):
-        args, debugName = args[:-1], args[-1]
-    name = debugName or "poolInputGradient"
+    progs = [i for i, a in enumerate(args) if isinstance(a, prog_.Sequence)]
+    if progs:  # PopLibs' trailing debugContext and options follow prog
+        debugName, options = trailingArguments("poolInputGradient", args[progs[0] + 1:],
+                                               {"debugContext": debugName, "options": options})
+        args = args[:progs[0] + 1]
+    checkOptions(options, POOL_OPTIONS, "poolInputGradient")
+    name = debug_name(debugName, "poolInputGradient: debugContext") or "poolInputGradient"
     _validate(params, name)
     if len(args) == 5 and isinstance(args[0], Tensor):
         inp, pooled, grad, scaled, prog = args

@@ -2,7 +2,7 @@
 
 Where work runs: work on a 2-D view (rows or columns of a tensor) goes to the tile that
 holds most of each row; vertices there read the rest through the exchange the compiler
-plans. Also the dims/sizes checks of the slicing functions.
+plans. Also the dims/sizes checks and the options of the slicing functions.
 """
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ import numpy as np
 from poplar_py import Graph, Interval, Target, Tensor
 
 from ..poputil import PoplibsError, splitRegionsBetweenWorkers
+
+#: the options PopLibs' slicing functions know (DynamicSlice.hpp, also taken by gather and
+#: scatter): planning choices, checked here, that change nothing in this implementation
+SLICE_OPTIONS = frozenset({"planConstraints", "usedForSlice", "usedForUpdate", "operationForUpdate",
+                           "partialType", "availableMemoryProportion", "indicesDistribution",
+                           "indicesAreSorted", "internal.alwaysIncludeBaseRearrangementCost",
+                           "validateIndices", "remapOutOfBoundIndices", "paddingIndexUsed"})
 
 
 def element_tiles(graph: Graph, t: Tensor) -> np.ndarray:

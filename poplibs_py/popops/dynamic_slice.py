@@ -18,9 +18,18 @@ from collections.abc import Sequence
 
 from poplar_py import UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsError, templateVertex
-from ._common import check_slice_args, check_update, columns_by_tile, map_columns, to_2d, worker_partitions
+from ..poputil import PoplibsError, checkOptions, templateVertex
+from ._common import (
+    SLICE_OPTIONS,
+    check_slice_args,
+    check_update,
+    columns_by_tile,
+    map_columns,
+    to_2d,
+    worker_partitions,
+)
 
 # The multi-slice family is re-exported so that popops' star-import of this module finds it.
 __all__ = ["dynamicSlice", "dynamicUpdate"]
@@ -91,9 +100,10 @@ def dynamicSlice(graph: Graph, t: Tensor, offset: Tensor, dims: Sequence[int], s
     tiles when ``prog`` runs. Each dim adds one compute set; the columns of each step
     run on the tile holding most of them, and the result is mapped the same way.
     Windows wrap past the end of a dimension; an offset >= the size acts as 0.
-    ``options`` is accepted for PopLibs compatibility and ignored.
+    ``options`` (PopLibs' slice options) are checked; none changes how the slice is made.
     """
-    name = debugName or "dynamicSlice"
+    checkOptions(options, SLICE_OPTIONS, "dynamicSlice")
+    name = debug_name(debugName, "dynamicSlice: debugContext") or "dynamicSlice"
     dims, sizes = check_slice_args(t, dims, sizes, name)
     _check_offset(offset, len(dims), name)
     if not dims:
@@ -111,9 +121,10 @@ def dynamicUpdate(graph: Graph, t: Tensor, s: Tensor, offset: Tensor, dims: Sequ
     With several dims, ``t`` is first sliced along all but the last dim (intermediate
     tensors on the tiles), ``s`` is written into the innermost slice and the slices
     are written back outwards, one compute set per step. ``t`` must be writeable in
-    parallel; ``s`` must have the shape of the slice.
+    parallel; ``s`` must have the shape of the slice. ``options`` as dynamicSlice's.
     """
-    name = debugName or "dynamicUpdate"
+    checkOptions(options, SLICE_OPTIONS, "dynamicUpdate")
+    name = debug_name(debugName, "dynamicUpdate: debugContext") or "dynamicUpdate"
     dims, sizes = check_slice_args(t, dims, sizes, name)
     _check_offset(offset, len(dims), name)
     if not dims:

@@ -3,11 +3,14 @@
 
 Every operation has three forms, all running on the tiles that hold the output:
 
-* ``op(graph, a[, b[, c]], prog, debugName="")`` returns a new tensor, laid out like the
-  best-spread input (``createOutputForElementWiseOp``);
+* ``op(graph, a[, b[, c]], prog, debugName="", options=None)`` returns a new tensor, laid out
+  like the best-spread input (``createOutputForElementWiseOp``);
 * ``opInPlace(graph, a[, b[, c]], prog)`` writes the result into ``a`` (parallel-writeable, and of
   the result's type);
 * ``opWithOutput(graph, a[, b[, c]], out, prog)`` writes into ``out``.
+
+The debug name and the options (PopLibs' map options, checked) follow ``prog``, positionally as
+in C++ or by keyword.
 
 Operands broadcast numpy-style. A Python number operand becomes a 0-D constant on tile 0 (of the
 type of the other operands) broadcast to the shape. Tensor operands must have the same element
@@ -23,12 +26,20 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from poplar_py import BOOL, Graph, Tensor, Type
-from poplar_py.debug import debug_name, isDebugName
+from poplar_py import BOOL, ComputeSet, Graph, Tensor, Type
+from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, tensorArgument, trailingArguments
 from . import expr as pe
-from .expr_map import ProgOrCs, createOutputForElementWiseOp, map, mapInPlace, mapWithOutput  # noqa: A004
+from .expr_map import (
+    MAP_OPTIONS,
+    ProgOrCs,
+    createOutputForElementWiseOp,
+    map,  # noqa: A004
+    mapInPlace,
+    mapWithOutput,
+)
 
 Operand = Tensor | bool | int | float
 
@@ -62,20 +73,23 @@ def _forms(op: _OpType, name: str, arity: int, what: str, in_place: bool = True)
     node = {1: pe.UnaryOp, 2: pe.BinaryOp, 3: pe.TernaryOp}[arity]
     e = node(op, *(pe.PlaceHolder(i + 1) for i in range(arity)))
 
-    def op_(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "") -> Tensor:
-        operands, prog, debugName = _split(name, arity, args, debugName)
-        return map(graph, e, _tensors(graph, op, operands), prog, debugName or name)
+    def op_(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "",
+            options: dict | None = None) -> Tensor:
+        operands, prog, debugName, options = _split(name, arity, args, debugName, options)
+        return map(graph, e, _tensors(graph, op, operands), prog, debugName or name, options)
 
-    def op_in_place(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "") -> None:
-        operands, prog, debugName = _split(name + "InPlace", arity, args, debugName)
+    def op_in_place(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "",
+                    options: dict | None = None) -> None:
+        operands, prog, debugName, options = _split(name + "InPlace", arity, args, debugName, options)
         if not isinstance(operands[0], Tensor):
             raise PoplibsError(f"{name}InPlace: the first operand must be a tensor")
-        mapInPlace(graph, e, _tensors(graph, op, operands), prog, debugName or name)
+        mapInPlace(graph, e, _tensors(graph, op, operands), prog, debugName or name, options)
 
-    def op_with_output(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "") -> None:
-        operands, prog, debugName = _split(name + "WithOutput", arity + 1, args, debugName)
+    def op_with_output(graph: Graph, *args: Operand | ProgOrCs | str, debugName: str = "",
+                       options: dict | None = None) -> None:
+        operands, prog, debugName, options = _split(name + "WithOutput", arity + 1, args, debugName, options)
         *operands, out = operands
-        mapWithOutput(graph, e, _tensors(graph, op, operands), out, prog, debugName or name)
+        mapWithOutput(graph, e, _tensors(graph, op, operands), out, prog, debugName or name, options)
 
     fns = [(op_, name, "prog", f"A new tensor ``{what}``."),
            (op_with_output, name + "WithOutput", "out prog", f"Write ``{what}`` into ``out``.")]
@@ -86,20 +100,25 @@ def _forms(op: _OpType, name: str, arity: int, what: str, in_place: bool = True)
         fn.__name__ = fn.__qualname__ = fn_name
         fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params]
-            + [inspect.Parameter("debugName", inspect.Parameter.POSITIONAL_OR_KEYWORD, default="")])
-        fn.__doc__ = (f"``{fn_name}({', '.join(params)}, debugName='')``: {doc} Computed element-wise "
-                      "(numpy broadcasting) on the tiles that hold the result.")
+            + [inspect.Parameter("debugName", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=""),
+               inspect.Parameter("options", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)])
+        fn.__doc__ = (f"``{fn_name}({', '.join(params)}, debugName='', options=None)``: {doc} Computed "
+                      "element-wise (numpy broadcasting) on the tiles that hold the result.")
     return tuple(fn for fn, *_ in fns)
 
 
-def _split(name: str, count: int, args: tuple, debugName: str) -> tuple[list, ProgOrCs, str]:
-    """(operands, prog, debugName) from ``*args``; debugName may also come last, positionally."""
-    if len(args) == count + 2 and isDebugName(args[-1]):
-        args, debugName = args[:-1], debug_name(args[-1])
-    if len(args) != count + 1:
-        raise PoplibsArgumentError(f"{name} takes {count} operand(s) and prog after graph, got {len(args)} "
-                                   "argument(s)")
-    return list(args[:-1]), args[-1], debug_name(debugName)
+def _split(name: str, count: int, args: tuple, debugName: str,
+           options: dict | None) -> tuple[list, ProgOrCs, str, dict | None]:
+    """(operands, prog, debugName, options) from ``*args``: ``count`` operands, prog, then PopLibs'
+    trailing debugContext and options, positionally or by keyword."""
+    progs = [i for i, a in enumerate(args) if isinstance(a, (prog_.Sequence, ComputeSet))]
+    if len(args) < count + 1 or (progs and progs[0] != count):
+        raise PoplibsArgumentError(f"{name} takes {count} operand(s) and prog after graph (then optionally "
+                                   f"debugContext and options), got {len(args)} argument(s)")
+    debugName, options = trailingArguments(name, args[count + 1:], {"debugContext": debugName,
+                                                                     "options": options})
+    checkOptions(options, MAP_OPTIONS, name)
+    return list(args[:count]), args[count], debug_name(debugName, f"{name}: debugContext"), options
 
 
 # ---- unary ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..poputil import (
     PoplibsArgumentError,
     PoplibsError,
     broadcastToMatch,
+    checkOptions,
     computeWithOutput,
     mapTensorLinearly,
     tensorArgument,
@@ -36,6 +37,10 @@ from .tile_rows import workerRows
 __all__ = ["createOutputForElementWiseOp", "map", "mapInPlace", "mapWithOutput"]
 
 ProgOrCs = prog_.Sequence | ComputeSet
+#: the options PopLibs' map and element-wise operations know (code generation choices: every
+#: expression here is one generated codelet, so they are checked and change nothing)
+MAP_OPTIONS = frozenset({"enableVectorBroadcastOptimisations", "enableGenerateCodelet",
+                         "forceGenerateCodelet", "enableExpressionOptimizations"})
 
 
 def broadcastShape(tensors: Sequence[Tensor]) -> list[int]:
@@ -145,22 +150,25 @@ def _placeholders(e: pe.Expr):
 
 
 def map(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,  # noqa: A001
-        debugName: str = "") -> Tensor:
+        debugName: str = "", options: dict | None = None) -> Tensor:
     """A new tensor holding ``expr`` evaluated element-wise over ``ts`` (broadcast numpy-style).
 
     The whole expression becomes one generated codelet; on each tile holding part of the output,
     one MultiVertex computes it there, each worker over its share of the tile's regions. The output
-    is laid out like the best-spread input (``createOutputForElementWiseOp``).
+    is laid out like the best-spread input (``createOutputForElementWiseOp``). ``options`` are
+    checked against PopLibs' map options (``MAP_OPTIONS``).
     """
+    checkOptions(options, MAP_OPTIONS, "map")
     return _map(graph, expr, ts, None, prog, debugName, inPlace=False)
 
 
 def mapInPlace(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], prog: ProgOrCs,
-               debugName: str = "") -> None:
+               debugName: str = "", options: dict | None = None) -> None:
     """Overwrite ``ts[0]`` with ``expr`` evaluated element-wise, on the tiles holding ``ts[0]``.
 
     ``ts[0]`` must be parallel-writeable (no aliases, no constants) and of the expression's type.
     """
+    checkOptions(options, MAP_OPTIONS, "mapInPlace")
     _map(graph, expr, ts, None, prog, debugName, inPlace=True)
 
 
@@ -173,10 +181,11 @@ def mapAsVertex(graph: Graph, cost: MapCost | None, expr: pe.Expr, ts: Sequence[
 
 
 def mapWithOutput(graph: Graph, expr: pe.Expr, ts: Sequence[Tensor], out: Tensor, prog: ProgOrCs,
-                  debugName: str = "") -> None:
+                  debugName: str = "", options: dict | None = None) -> None:
     """Write ``expr`` evaluated element-wise into ``out``, on the tiles holding ``out``; the inputs
     broadcast to ``out``'s shape and ``out`` must have the expression's type. An ``out`` that
     overlaps an input other than element for element gets the result through a temporary."""
+    checkOptions(options, MAP_OPTIONS, "mapWithOutput")
     out = tensorArgument(graph, out, f"{debugName or 'mapWithOutput'}: out")
 
     def compute(dst: Tensor) -> None:

@@ -1,6 +1,7 @@
 """popops: gather and createGatherInput (Gather.hpp): along one axis, or XLA's gather.
 
-``gather(graph, input, indices, axis, prog[, params, debugContext])`` is numpy's ``take``: a
+``gather(graph, input, indices, axis, prog[, params, debugContext, optionFlags])`` is numpy's
+``take``: a
 multiSlice of ``input`` along ``axis`` at the flattened indices, read on the tiles at run
 time: the columns of ``input`` (its elements at one position of the other dims) go to the tile
 holding most of each, whose workers do every lookup for them. The result is that slice seen
@@ -9,7 +10,7 @@ indices.shape + input.shape[axis+1:]``. An index outside the axis (a negative IN
 gives a slice of zeros, as multiSlice does (PopLibs leaves it unspecified).
 
 ``gather(graph, input, indices, indexVectorDim, offsetDims, sliceSizes, collapsedSliceDims,
-startIndexMap, prog[, debugContext])`` is XLA's gather: each index vector (``indices`` along
+startIndexMap, prog[, debugContext, optionFlags])`` is XLA's gather: each index vector (``indices`` along
 ``indexVectorDim``; a scalar when ``indexVectorDim == indices.rank()``) starts a slice of
 ``sliceSizes`` in the dims ``startIndexMap`` (0 in the others), clamped so that it fits, as
 XLA does. The output has the batch dims of ``indices`` and the slice dims not in
@@ -20,7 +21,8 @@ that slice.
 
 Indices are UNSIGNED_INT or INT. ``createGatherInput`` lays an input out so that no column is
 split between tiles (``createSliceableTensor`` along ``axis``, or along ``startIndexMap``).
-``GatherParams`` is accepted; its ``maxElementsPerTile`` is not used.
+``GatherParams`` is accepted; its ``maxElementsPerTile`` is not used. ``optionFlags`` (PopLibs'
+slice options) are checked.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ import numpy as np
 
 from poplar_py import INT, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, tensorArgument, trailingArguments
+from ._common import SLICE_OPTIONS
 from ._xla import Windows, check_window, dim_list, index_vectors, int_list
 from .multi_slice import createSliceableTensor, multiSlice
 
@@ -81,17 +85,25 @@ def createGatherInput(graph: Graph, type_, operandShape: Sequence[int], *args: A
 
 
 def gather(graph: Graph, input: Tensor, indices: Tensor, *args: Any,  # noqa: A002
-           debugContext: str = "", **kwargs: Any) -> Tensor:
+           debugContext: str = "", optionFlags: dict | None = None, **kwargs: Any) -> Tensor:
     """Slices of ``input`` at run-time ``indices``: ``gather(graph, input, indices, axis, prog[,
-    params, debugContext])`` (numpy's take) or ``gather(graph, input, indices, indexVectorDim,
-    offsetDims, sliceSizes, collapsedSliceDims, startIndexMap, prog[, debugContext])`` (XLA's);
-    see the module docstring."""
-    if len(args) >= 5 and not isinstance(args[1], prog_.Program):
+    params, debugContext, optionFlags])`` (numpy's take) or ``gather(graph, input, indices,
+    indexVectorDim, offsetDims, sliceSizes, collapsedSliceDims, startIndexMap, prog[, debugContext,
+    optionFlags])`` (XLA's); see the module docstring."""
+    unexpected = sorted(set(kwargs) - {"prog", "params", "debugPrefix"})
+    if unexpected:
+        raise PoplibsArgumentError(f"gather: unexpected keyword argument(s) {', '.join(unexpected)}")
+    xla = len(args) >= 5 and not isinstance(args[1], prog_.Program)
+    fixed = 6 if xla else 3  # the arguments before PopLibs' trailing debugContext, optionFlags
+    debugContext, optionFlags = trailingArguments("gather", args[fixed:], {"debugContext": debugContext,
+                                                                           "optionFlags": optionFlags})
+    checkOptions(optionFlags, SLICE_OPTIONS, "gather")
+    debugContext = debug_name(debugContext, "gather: debugContext") or kwargs.get("debugPrefix", "")
+    if xla:
         return _gather_xla(graph, input, indices, *args[:6], debugContext=debugContext)
-    axis, prog, params, rest = (list(args) + [None, None, None])[:3] + [args[3:]]
+    axis, prog, params = (list(args) + [None, None, None])[:3]
     prog = kwargs.get("prog", prog)
     params = kwargs.get("params", params)
-    debugContext = (rest[0] if rest else debugContext) or kwargs.get("debugPrefix", "")
     name = debugContext or "gather"
     input = tensorArgument(graph, input, f"{name}: input")  # noqa: A001
     indices = tensorArgument(graph, indices, f"{name}: indices")

@@ -9,7 +9,8 @@ one element are never split between vertices and repeated offsets are applied in
 
 Out-of-range offsets (>= the dimension's size) are skipped by the updates and give a
 row of zeros in multiSlice (PopLibs leaves both unspecified). Only slices of size 1
-are supported, as in PopLibs; the slice plan and options are accepted and ignored.
+are supported, as in PopLibs; the slice plan is accepted and the options (PopLibs' slice
+options) are checked, neither changing how the work is laid out.
 """
 
 from __future__ import annotations
@@ -20,9 +21,25 @@ import numpy as np
 
 from poplar_py import FLOAT, HALF, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name, isDebugName
 
-from ..poputil import PoplibsError, mapTensorLinearly, splitRegions, templateVertex
-from ._common import check_slice_args, check_update, columns_by_tile, map_columns, to_2d, worker_partitions
+from ..poputil import (
+    PoplibsError,
+    checkOptions,
+    mapTensorLinearly,
+    splitRegions,
+    templateVertex,
+    trailingArguments,
+)
+from ._common import (
+    SLICE_OPTIONS,
+    check_slice_args,
+    check_update,
+    columns_by_tile,
+    map_columns,
+    to_2d,
+    worker_partitions,
+)
 
 __all__ = ["SlicePlan", "createSliceableTensor", "multiSlice", "multiUpdate", "multiUpdateAdd"]
 
@@ -97,7 +114,8 @@ def multiSlice(graph: Graph, t: Tensor, offsets: Tensor, dims: int | Sequence[in
     (the tiles holding most of the corresponding columns of ``t``). An out-of-range
     offset gives a slice of zeros.
     """
-    name = debugName or "multiSlice"
+    checkOptions(options, SLICE_OPTIONS, "multiSlice")
+    name = debug_name(debugName, "multiSlice: debugContext") or "multiSlice"
     dim = _args(t, offsets, dims, sizes, name)
     out = graph.addVariable(t.elementType(), _slice_shape(t, dim, offsets.dim(0)), name)
     _build(graph, templateVertex("popops::MultiSlice", t.elementType()), t, out, offsets, dim, prog,
@@ -110,7 +128,8 @@ def multiUpdate(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, dims: int |
                 options: dict | None = None, debugName: str = "") -> None:
     """``t[offsets[i]] = s[i]`` along dim, in order of i (the last repeat wins); one
     compute set on the tiles holding ``t``. Out-of-range offsets are skipped."""
-    name = debugName or "multiUpdate"
+    checkOptions(options, SLICE_OPTIONS, "multiUpdate")
+    name = debug_name(debugName, "multiUpdate: debugContext") or "multiUpdate"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
     _build(graph, templateVertex("popops::MultiUpdate", t.elementType()), t, s, offsets, dim, prog, name)
@@ -125,7 +144,8 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
     of FLOAT for float/half ``t``, of ``t``'s type otherwise). One compute set on the
     tiles holding ``t``; out-of-range offsets are skipped.
     """
-    name = debugName or "multiUpdateAdd"
+    checkOptions(options, SLICE_OPTIONS, "multiUpdateAdd")
+    name = debug_name(debugName, "multiUpdateAdd: debugContext") or "multiUpdateAdd"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
     type_ = t.elementType()
@@ -143,22 +163,29 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
 
 
 def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Sequence[int],
-                          sizes: Sequence[int], *args, debugContext: str = "") -> Tensor:
+                          sizes: Sequence[int], *args, debugContext: str = "",
+                          options: dict | None = None) -> Tensor:
     """A new tensor laid out for dynamicSlice/multiSlice along ``dims``.
 
     ``createSliceableTensor(graph, type, shape, dims, sizes, minGrainSize=0, debugContext="")``,
-    or with a ``SlicePlan`` and options in place of ``minGrainSize``. Viewed as ``[sliced
-    elements, columns]`` (``dims`` first, the other dims flattened), whole columns are spread
+    or ``createSliceableTensor(graph, type, shape, dims, sizes, plan, options, debugContext="")``
+    (PopLibs' slice options, checked). Viewed as ``[sliced elements, columns]`` (``dims``
+    first, the other dims flattened), whole columns are spread
     over the tiles in runs of at least ``minGrainSize`` columns, so every slice finds its
     elements on the tile that slices them and slicing needs no exchange of ``t``. When ``dims``
     cover every dimension (one column), the sliced elements are spread linearly instead.
     """
-    min_grain = 0
     if args and isinstance(args[0], SlicePlan):
-        args = args[2:] if len(args) > 1 and (args[1] is None or isinstance(args[1], dict)) else args[1:]
-    elif args and not isinstance(args[0], str):
-        min_grain, args = args[0], args[1:]
-    name = (args[0] if args else debugContext) or "sliceable"
+        min_grain = 0
+        options, debugContext = trailingArguments("createSliceableTensor", args[1:],
+                                                  {"options": options, "debugContext": debugContext})
+    else:  # positionally, options come only after a plan, as in C++
+        rest = [None, *args] if args and isDebugName(args[0]) else list(args)  # a name without minGrainSize
+        min_grain, debugContext = trailingArguments("createSliceableTensor", rest,
+                                                    {"minGrainSize": None, "debugContext": debugContext})
+    checkOptions(options, SLICE_OPTIONS, "createSliceableTensor")
+    name = debug_name(debugContext, "createSliceableTensor: debugContext") or "sliceable"
+    min_grain = 0 if min_grain is None else min_grain
     try:
         shape = [int(s) for s in shape]
         min_grain = int(min_grain)

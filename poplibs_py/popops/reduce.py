@@ -17,6 +17,11 @@ vertex per worker, each vertex reducing many output regions from lists of contig
 segments into a partial row; in stage 2 the pieces of a region (one per source tile) are
 one entry, a few strided views of the partials, so each region has one exchange buffer.
 
+``reduceMany`` plans the reductions of one kind (operation, types, scale, update) as one: their
+matrices one after another, read from one source, outputs numbered across them, so a tile's
+vertices reduce regions of all of them and the host work grows with their regions, not their
+number.
+
 A new output is mapped like the first element of each input row (each output lives with its
 data, so rows held by one tile need no exchange) unless that would crowd the outputs onto a
 few tiles, as in a column reduction; then it is mapped linearly.
@@ -25,12 +30,13 @@ few tiles, as in a column reduction; then it is mapped linearly.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
+from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type, concat
 from poplar_py import program as prog
 from poplar_py.arguments import is_int
 from poplar_py.bulk import Rows
@@ -38,10 +44,10 @@ from poplar_py.debug import debug_name
 from poplar_py.regions import expand_ranges
 from poplar_py.types import asType
 
-from ..poputil import PoplibsError, computeWithOutput, mapTensorLinearly, templateVertex, tensorArgument
-from ..poputil.tile_mapping import linear_partitions
+from ..poputil import PoplibsError, computeWithOutput, templateVertex, tensorArgument
 from .perf_estimation import registerDefaultEstimator
 from .reduce_cycles import reduceEstimator
+from .reduce_mapping import map_runs, output_tiles, partial_tiles, source_layout
 from .reduce_plan import (
     Regions,
     assign_partials,
@@ -49,6 +55,7 @@ from .reduce_plan import (
     intermediate_group,
     plan_stage1,
     plan_stage2,
+    sources_per_output,
     split_for_workers,
 )
 
@@ -142,6 +149,10 @@ def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Ten
     in another). If ``outputs`` is empty the outputs are created and appended to it;
     otherwise ``outputs[i]`` receives reduction ``i``.
 
+    Reductions of one kind (operation, types, scale and update) are planned together, as one
+    reduction of their matrices one after another: a tile's vertices reduce regions of all of
+    them, and the host work grows with their elements and regions, not with their number.
+
     ``program`` is a Sequence, which gets an Execute of each compute set, or (PopLibs'
     ``std::vector<ComputeSet> &css`` form) a list of compute sets: stage ``i`` adds its
     vertices to ``program[i]``, and stages beyond the list's end append new compute sets to
@@ -155,11 +166,16 @@ def reduceMany(graph: Graph, reductions: list[SingleReduceOp], outputs: list[Ten
     given = list(outputs)
     css: list[ComputeSet] = program if isinstance(program, list) else []
     name = debugName or "reduce"
+    scales: dict[float, Tensor] = {}
+    kinds: dict[tuple, _Kind] = {}
     for i, op in enumerate(reductions):
-        outputs_i = given[i] if given else None
-        result = _reduce_one(graph, op, outputs_i, css, op.debugName or name)
+        out, job = _prepare(graph, op, given[i] if given else None, css, op.debugName or name, scales)
         if not given:
-            outputs.append(result)
+            outputs.append(out)
+        if job is not None:
+            kinds.setdefault(job.kind.key, job.kind).jobs.append(job)
+    for kind in kinds.values():
+        _reduce_kind(graph, kind, kind.jobs, css)
     if isinstance(program, prog.Sequence):
         for cs in css:
             program.add(prog.Execute(cs))
@@ -219,8 +235,38 @@ def _check_dims(t: Tensor, dims: list[int]) -> list[int]:
     return dims
 
 
-def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[ComputeSet],
-                name: str) -> Tensor:
+@dataclass
+class _Kind:
+    """Reductions that vertices of one type can do: the operation, scale and update, and types."""
+
+    params: ReduceParams
+    in_type: Type
+    acc: Type
+    out_type: Type
+    jobs: list[_Job] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple:
+        scale = self.params.scale
+        return (self.params.op, self.params.update, id(scale), self.in_type, self.acc, self.out_type)
+
+
+@dataclass
+class _Job:
+    """One reduction to plan: its input as a matrix ``[outputs, reduced]`` and its flattened output."""
+
+    input: Tensor
+    matrix: Tensor
+    out: Tensor
+    new: bool  # the output was made here (not mapped yet)
+    name: str
+    kind: _Kind
+
+
+def _prepare(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[ComputeSet], name: str,
+             scales: dict[float, Tensor]) -> tuple[Tensor, _Job | None]:
+    """Check one reduction and make its output; the job left to plan, if any (an empty reduction
+    fills its output with the identity here)."""
     t = tensorArgument(graph, op.input, "reduce: the input")
     if out is not None:
         tensorArgument(graph, out, "reduce: the output")
@@ -230,47 +276,69 @@ def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[
     acc = _types(params.op, t.elementType(), out_type)
     kept = [d for d in range(t.rank()) if d not in dims]
     out_shape = [t.dim(d) for d in kept]
-    num_out = int(np.prod(out_shape, dtype=np.int64))
-    size = int(np.prod([t.dim(d) for d in dims], dtype=np.int64))
+    num_out = math.prod(out_shape)
+    size = math.prod(t.dim(d) for d in dims)
+    new = out is None
     if out is None:
         out = graph.addVariable(out_type, out_shape, name + "/out")
     elif out.shape() != out_shape or out.elementType() != out_type:
         raise PoplibsError(f"reduceWithOutput: output '{out.name}' has shape {out.shape()} and type "
                            f"{out.elementType()}; reducing {t.shape()} over {dims} gives {out_shape}")
     if num_out == 0 or (size == 0 and params.update):
-        return out  # nothing to write
+        return out, None  # nothing to write
     if params.update and not params.useScale:  # ScaledReduce vertices update: scale by one
         params = ReduceParams(params.op, True, 0.0 if params.op is Operation.LOG_ADD else 1.0)
     if params.useScale and not isinstance(params.scale, Tensor):
-        scale = graph.addConstant(FLOAT, [], float(params.scale), name + "/scale")
-        graph.setTileMapping(scale, 0)
-        params = ReduceParams(params.op, params.update, scale)
-    out_flat = out.reshape([num_out])
+        value = float(params.scale)
+        if value not in scales:  # one constant per value for the reductions built together
+            scales[value] = graph.addConstant(FLOAT, [], value, name + "/scale")
+            graph.setTileMapping(scales[value], 0)
+        params = ReduceParams(params.op, params.update, scales[value])
+    out_flat = out if out.rank() == 1 else out.reshape([num_out])
     if size == 0:
-        owner = _output_tiles(graph, out_flat, None)
-        regions = fill_regions(owner)
+        regions = fill_regions(output_tiles(graph, [out_flat], None, [new]))
         _add_vertices(graph, _stage(graph, css, 0, name), regions, t.flatten(), out_flat, params,
                       t.elementType(), acc, out_type)
-        return out
-    tiles = _element_tiles(graph, t)
-    # The matrix in numpy: the position in t of each of its elements (as the view below).
-    positions = np.arange(t.numElements()).reshape(t.shape())
-    flat = positions.transpose(kept + dims).reshape(num_out, size)
-    owner = _output_tiles(graph, out_flat, tiles[flat[:, 0]])
-    stage1, columns = plan_stage1(flat, tiles, _run_edges(t, tiles),
-                                  positions.transpose(dims + kept).reshape(-1))
-    matrix = t.dimShuffle(kept + dims).reshape([num_out, size])
-    source = matrix.transpose().flatten() if columns else matrix.flatten()
+        return out, None
+    matrix = t if kept + dims == list(range(t.rank())) else t.dimShuffle(kept + dims)
+    matrix = matrix if matrix.shape() == [num_out, size] else matrix.reshape([num_out, size])
+    return out, _Job(t, matrix, out_flat, new, name, _Kind(params, t.elementType(), acc, out_type))
+
+
+def _reduce_kind(graph: Graph, kind: _Kind, jobs: list[_Job], css: list[ComputeSet]) -> None:
+    """Plan reductions of one kind together and add their vertices. An intermediate stage is
+    decided per reduction: one whose outputs have many partials (64 or more, so that it may
+    need one) is planned alone."""
+    layout, source = source_layout(graph, [job.matrix for job in jobs], [job.input for job in jobs])
+    stage1 = plan_stage1(layout)
+    num_out = int(layout.outputs.sum())
+    if len(jobs) > 1 and (~stage1.final).any():
+        most = np.maximum.reduceat(sources_per_output(stage1, num_out), layout.first_output)
+        alone = most >= 64
+        if alone.any():
+            for k in np.flatnonzero(alone).tolist():
+                _reduce_kind(graph, kind, [jobs[k]], css)
+            rest = [job for job, a in zip(jobs, alone.tolist()) if not a]
+            if rest:
+                _reduce_kind(graph, kind, rest, css)
+            return
+    name, params = jobs[0].name, kind.params
+    in_type, acc, out_type = kind.in_type, kind.acc, kind.out_type
+    out_flat = jobs[0].out if len(jobs) == 1 else concat([job.out for job in jobs])
+    row_starts = np.repeat(layout.reduced, layout.outputs)
+    row_starts = np.cumsum(row_starts) - row_starts
+    owner = output_tiles(graph, [job.out for job in jobs], layout.tiles[row_starts],
+                          [job.new for job in jobs])
     partials = None
     num_partials = assign_partials(stage1)
     if num_partials:
         partials = graph.addVariable(acc, [num_partials], name + "/partials")
-        _map_runs(graph, partials, _partial_tiles(stage1))
+        map_runs(graph, partials, partial_tiles(stage1))
         stage2 = plan_stage2(stage1, owner)
-    _add_vertices(graph, _stage(graph, css, 0, name), stage1, source, out_flat, params,
-                  t.elementType(), acc, out_type, partials)
+    _add_vertices(graph, _stage(graph, css, 0, name), stage1, source, out_flat, params, in_type, acc,
+                  out_type, partials)
     if partials is None:
-        return out
+        return
     second = ReduceParams(Operation.ADD if params.op is Operation.SQUARE_ADD else params.op,
                           params.update, params.scale)
     group = intermediate_group(stage1, stage2, graph.getTarget().getNumTiles())
@@ -278,13 +346,12 @@ def _reduce_one(graph: Graph, op: SingleReduceOp, out: Tensor | None, css: list[
         middle = plan_stage2(stage1, owner, group)
         middle.final[:] = False
         between = graph.addVariable(acc, [assign_partials(middle)], name + "/intermediatePartials")
-        _map_runs(graph, between, _partial_tiles(middle))
+        map_runs(graph, between, partial_tiles(middle))
         _add_vertices(graph, _stage(graph, css, 1, name), middle, partials, out_flat,
                       ReduceParams(second.op), acc, acc, acc, between, merge=True)
         stage2, partials = plan_stage2(middle, owner), between
     _add_vertices(graph, _stage(graph, css, 2 if group else 1, name), stage2, partials, out_flat, second,
                   acc, acc, out_type, merge=True)
-    return out
 
 
 def _stage(graph: Graph, css: list[ComputeSet], i: int, name: str) -> ComputeSet:
@@ -356,48 +423,3 @@ def _add_vertices(graph: Graph, cs: ComputeSet, regions: Regions, source: Tensor
         graph.add_vertices(cs, names[final], tiles, {"partials": (source, entries), "out": (dst, outs)},
                            shared={"k": params.scale} if final and scaled else None,
                            state={"identity": identity}, vector_state={"numPartials": (counts, per_vertex)})
-
-
-def _element_tiles(graph: Graph, t: Tensor) -> np.ndarray:
-    """The tile of every element of ``t`` (flattened), from its tile mapping."""
-    begin, end, tile = graph.tile_intervals(t)  # in order, covering every element
-    return np.repeat(tile, end - begin)
-
-
-def _run_edges(t: Tensor, tiles: np.ndarray) -> np.ndarray:
-    """For every element of ``t`` (flattened), whether it starts a new run of consecutive
-    elements of one variable on one tile: pieces never cross runs, so they can be used in
-    place, without exchange buffers."""
-    edge = np.zeros(t.numElements(), dtype=bool)
-    if edge.size:
-        edge[[r.begin() for r in t.getContiguousRegions()]] = True
-        edge[1:] |= tiles[1:] != tiles[:-1]
-    return edge
-
-
-def _output_tiles(graph: Graph, out_flat: Tensor, first: np.ndarray | None) -> np.ndarray:
-    """The tile of each output element, mapping the output first if it is not fully mapped:
-    next to the first element of its input row when that spreads the outputs about as well
-    as a linear mapping, else linearly."""
-    begin, end, _ = graph.tile_intervals(out_flat, requireComplete=False)
-    if int((end - begin).sum()) == out_flat.numElements():
-        return _element_tiles(graph, out_flat)
-    begin, end = linear_partitions(graph, out_flat, None, None)
-    if first is not None and np.bincount(first).max() <= 2 * (end - begin).max():
-        _map_runs(graph, out_flat, first)
-    else:
-        mapTensorLinearly(graph, out_flat)
-    return _element_tiles(graph, out_flat)
-
-
-def _map_runs(graph: Graph, t: Tensor, tiles: np.ndarray) -> None:
-    """Map element i of the flattened ``t`` to ``tiles[i]``: one interval per run of a tile."""
-    if tiles.size:
-        starts = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
-        graph.map_intervals(t, starts, np.append(starts[1:], tiles.size), tiles[starts])
-
-
-def _partial_tiles(stage1: Regions) -> np.ndarray:
-    """The tile of each partial: each tile's partials contiguous on that tile."""
-    partial = ~stage1.final
-    return np.repeat(stage1.tile[partial], stage1.width[partial])

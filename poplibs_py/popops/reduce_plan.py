@@ -15,6 +15,9 @@ bias gradient's thousand partials per output on the tiles of a short output), an
 stage first reduces each block of ``group`` consecutive source tiles' partials on a tile of
 that block (:func:`intermediate_group`), as PopLibs' intermediate partials do, so the last
 stage reduces a few partials per output.
+
+Several reductions are planned as one (:class:`Layout`): their matrices one after another,
+their outputs numbered across them, each read along rows or columns.
 """
 
 from __future__ import annotations
@@ -52,22 +55,9 @@ def _run_starts(brk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.diff(np.append(starts, brk.size))
 
 
-def _breaks(flat: np.ndarray, edge: np.ndarray, line: int) -> np.ndarray:
-    """True where a run must start: at every ``line`` elements, or where the elements
-    (positions in the input, in this order) stop being consecutive or cross an ``edge``
-    (the input's positions that start a new tile or contiguous region)."""
-    brk = np.ones(flat.size, dtype=bool)
-    b = flat[1:]
-    np.not_equal(b, flat[:-1] + 1, out=brk[1:])
-    brk[1:] |= edge[b]
-    brk[::line] = True
-    return brk
-
-
-def _row_regions(starts: np.ndarray, lengths: np.ndarray, tiles: np.ndarray, width: int) -> Regions:
-    """Stage 1 along rows: pieces are runs of a row (``starts``: positions in the matrix,
-    ``tiles``: their tiles); a region is one (tile, output)."""
-    row = starts // width
+def _row_regions(starts: np.ndarray, lengths: np.ndarray, tiles: np.ndarray, row: np.ndarray) -> Regions:
+    """Stage 1 along rows: pieces are runs of a row (``starts``: positions in the source, ``tiles``
+    their tiles, ``row`` their outputs); a region is one (tile, output)."""
     order = np.lexsort((starts, row, tiles))
     starts, lengths, row, tile = starts[order], lengths[order], row[order], tiles[order]
     new = np.ones(starts.size, dtype=bool)
@@ -102,34 +92,109 @@ def column_regions(tile: np.ndarray, r0: np.ndarray, pos: np.ndarray, length: np
     return Regions(tiles, out0, out0.copy(), width, np.ones(first.size, dtype=bool), count, piece_pos, b - a)
 
 
-def plan_stage1(flat: np.ndarray, tiles: np.ndarray, edge: np.ndarray,
-                flat_t: np.ndarray | None = None) -> tuple[Regions, bool]:
-    """Stage 1 of a reduction whose input is ``flat`` (positions in the input tensor of the
-    matrix elements, ``[numOutputs, reduceSize]``), given every input element's tile and
-    whether it starts a new run of consecutive elements of one variable on one tile (``edge``).
-    Returns the regions and whether the pieces run along columns (their source is then the
-    transposed matrix, flattened). ``flat_t``, if given, is ``flat.T`` flattened.
+@dataclass
+class Layout:
+    """Reductions planned together, each a matrix ``[outputs, reduced]`` (``outputs`` and
+    ``reduced`` per reduction), its outputs numbered one after another, read from a source of
+    the matrices flattened one after another by rows, then those of the reductions in
+    ``by_columns`` flattened by columns (the transposed matrices). For each element of the
+    rows part, then of the columns part, its tile and whether it starts a new run of
+    consecutive elements of one variable on one tile (``edge``): pieces never cross one."""
 
-    The orientation with fewer runs wins: rows when the reduced dimensions are innermost
-    in memory, columns when the kept ones are (e.g. reducing dim 0 of a row-major matrix).
-    """
-    num_outputs, size = flat.shape
-    row_tiles = tiles[flat]
-    single = (row_tiles == row_tiles[:, :1]).all(axis=1)
-    row_brk = _breaks(flat.reshape(-1), edge, size)
-    if size > 1 and num_outputs > 1:
-        flat_t = flat.T.reshape(-1) if flat_t is None else flat_t
-        brk = _breaks(flat_t, edge, num_outputs)
-        brk.reshape(size, num_outputs)[:, 1:] |= single[1:] != single[:-1]  # finished, partial apart
-        if np.count_nonzero(brk) < np.count_nonzero(row_brk):
-            starts, lengths = _run_starts(brk)
-            cols = column_regions(tiles[flat_t[starts]], starts % num_outputs, starts, lengths, num_outputs)
-            cols.final = single[cols.out0]
-            return cols, True
-    row_starts, row_lengths = _run_starts(row_brk)
-    rows = _row_regions(row_starts, row_lengths, tiles[flat.reshape(-1)[row_starts]], size)
-    rows.final = single[rows.out0]
-    return rows, False
+    outputs: np.ndarray
+    reduced: np.ndarray
+    by_columns: np.ndarray  # bool per reduction: its columns follow the rows in the source
+    tiles: np.ndarray
+    edge: np.ndarray
+
+    @property
+    def first_output(self) -> np.ndarray:
+        return np.cumsum(self.outputs) - self.outputs
+
+
+def _elements(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For parts of ``sizes`` elements one after another: the part of each element and its
+    position in that part."""
+    part = np.repeat(np.arange(sizes.size), sizes)
+    return part, np.arange(part.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+
+
+def _counts(marks: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of ``marks`` are set in each ``[begin[k], end[k])``."""
+    total = np.concatenate(([0], np.cumsum(marks)))
+    return total[end] - total[begin]
+
+
+def plan_stage1(layout: Layout) -> Regions:
+    """Stage 1 of the reductions of ``layout`` on their inputs where they live: an output whose
+    elements all live on one tile is finished there; any other gets one partial per tile holding
+    some of its elements. Returns the regions (their pieces' positions in the source).
+
+    Each reduction reads the orientation with fewer runs: rows when the reduced dimensions are
+    innermost in memory, columns when the kept ones are (e.g. reducing dim 0 of a row-major
+    matrix)."""
+    outputs, reduced, first_output = layout.outputs, layout.reduced, layout.first_output
+    sizes = outputs * reduced
+    n_rows = int(sizes.sum())
+    tiles, edge = layout.tiles[:n_rows], layout.edge[:n_rows]
+    job, within = _elements(sizes)
+    row = first_output[job] + within // reduced[job]
+    row_starts = np.flatnonzero(within % reduced[job] == 0)
+    brk = edge.copy()
+    brk[row_starts] = True  # a piece never crosses rows
+    single = np.minimum.reduceat(tiles, row_starts) == np.maximum.reduceat(tiles, row_starts)
+    columns = np.zeros(outputs.size, dtype=bool)
+    parts = []
+    cols = np.flatnonzero(layout.by_columns)
+    if cols.size:
+        c_job, c_within = _elements(sizes[cols])
+        line = c_within % outputs[cols][c_job]  # the output within its reduction
+        out = first_output[cols][c_job] + line
+        c_brk = layout.edge[n_rows:].copy()
+        c_brk[line == 0] = True
+        c_brk[1:] |= (single[out[1:]] != single[out[:-1]])  # finished and partial outputs apart
+        begin = np.cumsum(sizes) - sizes
+        c_begin = np.cumsum(sizes[cols]) - sizes[cols]
+        fewer = _counts(c_brk, c_begin, c_begin + sizes[cols]) < _counts(brk, begin[cols],
+                                                                         begin[cols] + sizes[cols])
+        columns[cols] = fewer
+        starts, lengths = _run_starts(c_brk)
+        keep = fewer[c_job[starts]]
+        starts, lengths = starts[keep], lengths[keep]
+        if starts.size:
+            parts.append(column_regions(layout.tiles[n_rows:][starts], out[starts], starts + n_rows, lengths,
+                                        int(outputs.sum())))
+    starts, lengths = _run_starts(brk)
+    keep = ~columns[job[starts]]
+    starts, lengths = starts[keep], lengths[keep]
+    if starts.size or not parts:
+        parts.append(_row_regions(starts, lengths, tiles[starts], row[starts]))
+    regions = _joined(parts)
+    regions.final = single[regions.out0]
+    return regions
+
+
+def _joined(parts: list[Regions]) -> Regions:
+    """Regions of several plans, sorted by tile and first output (each plan is sorted so)."""
+    if len(parts) == 1:
+        return parts[0]
+    fields = ("tile", "out0", "dst0", "width", "final", "count")
+    joined = {f: np.concatenate([getattr(p, f) for p in parts]) for f in fields}
+    order = np.lexsort((joined["out0"], joined["tile"]))
+    first = np.concatenate([p.first_piece for p in parts]) + np.repeat(
+        np.cumsum([0] + [p.pos.size for p in parts[:-1]]), [p.tile.size for p in parts])
+    count = joined["count"][order]
+    piece = expand_ranges(first[order], count)[1]
+    pos = np.concatenate([p.pos for p in parts])[piece]
+    length = np.concatenate([p.length for p in parts])[piece]
+    return Regions(*(joined[f][order] for f in fields), pos, length)
+
+
+def sources_per_output(stage1: Regions, num_outputs: int) -> np.ndarray:
+    """The number of partials of each output (one per tile holding some of its elements)."""
+    part = ~stage1.final
+    covered = expand_ranges(stage1.out0[part], stage1.width[part])[1]
+    return np.bincount(covered, minlength=num_outputs)
 
 
 def assign_partials(regions: Regions) -> int:

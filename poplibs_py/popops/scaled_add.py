@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import enum
 
-from poplar_py import FLOAT, Graph, Tensor
-from poplar_py.debug import debug_name, isDebugName
+from poplar_py import FLOAT, ComputeSet, Graph, Tensor
+from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsError
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, trailingArguments
 from . import expr as pe
 from .expr_map import ProgOrCs, mapAsVertex
 from .perf_estimation import scaledAddCost
@@ -22,6 +23,8 @@ from .perf_estimation import scaledAddCost
 __all__ = ["ScaledAddSpecialisation", "scaledAddTo", "scaledSubtractFrom"]
 
 Scale = Tensor | int | float
+#: the options PopLibs' scaled add knows (its vertex choices: checked, and change nothing here)
+SCALED_ADD_OPTIONS = frozenset({"optimizeForSpeed", "scaleFloatToHalfTolerance"})
 
 
 class ScaledAddSpecialisation(enum.Enum):
@@ -47,16 +50,23 @@ def _as(e: pe.Expr, t: Tensor, A: Tensor) -> pe.Expr:
 
 
 def _scaled(graph: Graph, A: Tensor, args: tuple, subtract: bool, name: str, debugName: str,
-            specialisation: ScaledAddSpecialisation) -> None:
-    if args and isDebugName(args[-1]):  # PopLibs' trailing debug name, given positionally
-        args, debugName = args[:-1], debug_name(args[-1])
-    if len(args) == 3:  # (B, scaleB, prog)
-        B, scaleB, prog = args
+            options: dict | None, specialisation: ScaledAddSpecialisation) -> None:
+    progs = [i for i, a in enumerate(args) if isinstance(a, (prog_.Sequence, ComputeSet))]
+    if not progs or progs[0] not in (2, 3):
+        raise PoplibsArgumentError(f"{name} takes (graph, A, B, scaleB, prog) or (graph, A, scaleA, B, "
+                                   "scaleB, prog), then optionally debugContext and options")
+    if progs[0] == 2:  # (B, scaleB, prog)
+        (B, scaleB, prog), rest = args[:3], list(args[3:])
         scaleA = None
-    elif len(args) == 4:  # (scaleA, B, scaleB, prog)
-        scaleA, B, scaleB, prog = args
-    else:
-        raise TypeError(f"{name} takes (graph, A, B, scaleB, prog) or (graph, A, scaleA, B, scaleB, prog)")
+    else:  # (scaleA, B, scaleB, prog[, specialisation])
+        (scaleA, B, scaleB, prog), rest = args[:4], list(args[4:])
+        if rest and isinstance(rest[0], ScaledAddSpecialisation):
+            if specialisation is not ScaledAddSpecialisation.DEFAULT:
+                raise PoplibsArgumentError(f"{name}: specialisation given both positionally and by keyword")
+            specialisation = rest.pop(0)
+    debugName, options = trailingArguments(name, rest, {"debugContext": debugName, "options": options})
+    debugName = debug_name(debugName, f"{name}: debugContext")
+    checkOptions(options, SCALED_ADD_OPTIONS, name)
     if not isinstance(B, Tensor) or A.shape() != B.shape():
         raise PoplibsError(f"{name}: B must be a tensor of A's shape {A.shape()}, got {B!r}")
     ts = [A, B, _scale(graph, A, scaleB, "scaleB")]
@@ -76,21 +86,24 @@ def _scaled(graph: Graph, A: Tensor, args: tuple, subtract: bool, name: str, deb
 
 
 def scaledAddTo(graph: Graph, A: Tensor, *args: Tensor | Scale | ProgOrCs, debugName: str = "",
+                options: dict | None = None,
                 specialisation: ScaledAddSpecialisation = ScaledAddSpecialisation.DEFAULT) -> None:
     """``scaledAddTo(graph, A, B, scaleB, prog)``: ``A += scaleB * B``;
-    ``scaledAddTo(graph, A, scaleA, B, scaleB, prog)``: ``A = scaleA * A + scaleB * B``
-    (``(1 - scaleA) * A`` with ``specialisation=X_MINUS_AX_PLUS_BY``).
+    ``scaledAddTo(graph, A, scaleA, B, scaleB, prog[, specialisation])``: ``A = scaleA * A + scaleB * B``
+    (``(1 - scaleA) * A`` with ``specialisation=X_MINUS_AX_PLUS_BY``); then, as in C++,
+    ``debugContext`` and ``options`` (PopLibs' scaled add options, checked).
 
     Runs on the tiles holding ``A``, which must be parallel-writeable and of B's shape.
     """
-    _scaled(graph, A, args, False, "scaledAddTo", debugName, specialisation)
+    _scaled(graph, A, args, False, "scaledAddTo", debugName, options, specialisation)
 
 
 def scaledSubtractFrom(graph: Graph, A: Tensor, *args: Tensor | Scale | ProgOrCs,
-                       debugName: str = "") -> None:
+                       debugName: str = "", options: dict | None = None) -> None:
     """``scaledSubtractFrom(graph, A, B, scaleB, prog)``: ``A -= scaleB * B``;
-    ``scaledSubtractFrom(graph, A, scaleA, B, scaleB, prog)``: ``A = scaleA * A - scaleB * B``.
+    ``scaledSubtractFrom(graph, A, scaleA, B, scaleB, prog)``: ``A = scaleA * A - scaleB * B``;
+    then optionally ``debugContext`` and ``options``, as :func:`scaledAddTo`.
 
     Runs on the tiles holding ``A``, which must be parallel-writeable and of B's shape.
     """
-    _scaled(graph, A, args, True, "scaledSubtractFrom", debugName, ScaledAddSpecialisation.DEFAULT)
+    _scaled(graph, A, args, True, "scaledSubtractFrom", debugName, options, ScaledAddSpecialisation.DEFAULT)

@@ -1,7 +1,8 @@
 """popops: scatter (Scatter.hpp), XLA's scatter: windows of ``updates`` written into ``operand``.
 
 ``scatter(graph, operand, indices, updates, indexVectorDim, updateWindowDims,
-insertWindowDims, scatterDimsToOperandDims, prog[, debugContext])`` follows XLA's semantics:
+insertWindowDims, scatterDimsToOperandDims, prog[, debugContext, optionFlags])`` follows XLA's
+semantics (``optionFlags``: PopLibs' slice options, checked):
 the index vector of each scatter position (``indices`` along ``indexVectorDim``; a scalar when
 ``indexVectorDim == indices.rank()``) gives the window's start in the operand dims
 ``scatterDimsToOperandDims`` (0 in the others); the window's sizes are the ``updateWindowDims``
@@ -28,8 +29,10 @@ from typing import Any
 
 from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
+from poplar_py.debug import debug_name
 
-from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, tensorArgument, trailingArguments
+from ._common import SLICE_OPTIONS
 from ._xla import Windows, check_window, dim_list, index_vectors
 from .dynamic_slice import dynamicSlice
 from .elementwise import add
@@ -81,8 +84,8 @@ def scatter(graph: Graph, operand: Tensor, indices: Tensor, updates: Tensor, ind
             scatterDimsToOperandDims: Sequence[int], *args: Any, debugContext: str = "",
             optionFlags: dict | None = None) -> None:
     """Write (or combine) the windows of ``updates`` into ``operand`` in place, at run-time
-    ``indices``: ``scatter(..., prog[, debugContext])`` or ``scatter(..., updateComputation,
-    prog[, debugContext])`` (see the module docstring)."""
+    ``indices``: ``scatter(..., prog[, debugContext, optionFlags])`` or ``scatter(...,
+    updateComputation, prog[, debugContext, optionFlags])`` (see the module docstring)."""
     update_fn = None
     if args and callable(args[0]) and not isinstance(args[0], prog_.Program):
         update_fn, args = args[0], args[1:]
@@ -90,9 +93,10 @@ def scatter(graph: Graph, operand: Tensor, indices: Tensor, updates: Tensor, ind
         raise PoplibsArgumentError("scatter: prog must be a Sequence (after scatterDimsToOperandDims, "
                                    "or after updateComputation)")
     prog = args[0]
-    if len(args) > 1:  # then optionFlags, accepted and not used
-        debugContext = args[1]
-    name = debugContext or "scatter"
+    debugContext, optionFlags = trailingArguments("scatter", args[1:], {"debugContext": debugContext,
+                                                                        "optionFlags": optionFlags})
+    checkOptions(optionFlags, SLICE_OPTIONS, "scatter")
+    name = debug_name(debugContext, "scatter: debugContext") or "scatter"
     windows, rows, upd = _prepare(graph, operand, indices, updates, indexVectorDim, updateWindowDims,
                                   insertWindowDims, scatterDimsToOperandDims, name)
     n = rows.dim(0)

@@ -2,6 +2,7 @@
 PopLibs error class."""
 
 from .aliasing import computeWithOutput
+from .arguments import checkOptions, trailingArguments
 from .clone import cloneToGraph, cloneToIpu, copyToIpu, duplicate
 from .errors import PoplibsArgumentError, PoplibsError, sequenceArgument, tensorArgument
 from .regions import splitRegions, splitRegionsBetweenWorkers
@@ -13,6 +14,7 @@ __all__ = [
            "PoplibsError",
            "broadcastToMatch",
            "calcLinearTileMapping",
+           "checkOptions",
            "cloneToGraph",
            "cloneToIpu",
            "computeWithOutput",
@@ -24,4 +26,5 @@ __all__ = [
            "splitRegionsBetweenWorkers",
            "templateVertex",
            "tensorArgument",
+           "trailingArguments",
 ]

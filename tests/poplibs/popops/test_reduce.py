@@ -434,3 +434,95 @@ def test_the_intermediate_stage_spreads_a_bias_gradient(harness, monkeypatch):
     spread = gradient()
     monkeypatch.setattr(reduce_module, "intermediate_group", lambda *_: 0)
     assert spread * 2 < gradient()
+
+
+def test_many_small_reductions_of_mixed_kinds_match_numpy(harness):
+    """reduceMany plans the reductions of one kind together: rows, columns, scalars and scaled
+    sums of views of a few inputs, of several operations and types, each as numpy has it."""
+    h = harness()
+    rng = np.random.default_rng(5)
+    xf = rng.uniform(-2, 2, (24, 30)).astype(np.float32)
+    xi = rng.integers(-9, 9, (24, 4, 6)).astype(np.int32)
+    xh = rng.uniform(-1, 1, (12, 10)).astype(np.float16)
+    f, i, hf = h.tensor(xf), h.tensor(xi), h.tensor(xh)
+    ops, want = [], []
+    for k in range(24):
+        kind = k % 6
+        if kind == 0:
+            ops.append(popops.SingleReduceOp(f[k], [0], Op.ADD))
+            want.append(xf[k].sum())
+        elif kind == 1:
+            ops.append(popops.SingleReduceOp(f[k].reshape([5, 6]), [1], Op.MAX))
+            want.append(xf[k].reshape(5, 6).max(1))
+        elif kind == 2:
+            ops.append(popops.SingleReduceOp(i[k], [0], Op.ADD))  # a column reduction
+            want.append(xi[k].sum(0))
+        elif kind == 3:
+            ops.append(popops.SingleReduceOp(i[k].transpose(), [0, 1], Op.MIN))
+            want.append(xi[k].min())
+        elif kind == 4:
+            ops.append(popops.SingleReduceOp(f[k:k + 2], [0], popops.ReduceParams(Op.ADD, scale=0.5)))
+            want.append(0.5 * xf[k:k + 2].sum(0, dtype=np.float64))
+        else:
+            ops.append(popops.SingleReduceOp(hf[k // 2], [0], Op.SQUARE_ADD, poplar.FLOAT))
+            want.append((xh[k // 2].astype(np.float64) ** 2).sum())
+    outputs: list[poplar.Tensor] = []
+    popops.reduceMany(h.graph, ops, outputs, h.seq, "many")
+    assert len(h.seq.programs) == 2
+    for got, expected in zip(h.run(*outputs), want):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_reductions_of_one_kind_share_vertices(harness):
+    # 48 rows on one tile: the rows' regions shared out over the tile's workers, not a vertex
+    # (or six) per reduction
+    h = harness()
+    x = np.arange(48 * 20, dtype=np.float32).reshape(48, 20) % 11
+    t = h.tensor(x, mapping=3)
+    outputs: list[poplar.Tensor] = []
+    popops.reduceMany(h.graph, [popops.SingleReduceOp(t[r], [0], Op.ADD) for r in range(48)], outputs, h.seq)
+    assert len(h.seq.programs) == 1 and h.graph.getNumVertices() <= 12
+    got = h.run(*outputs)
+    np.testing.assert_array_equal(np.array(got), x.sum(1))
+
+
+def test_given_outputs_mapped_or_not(harness):
+    h = harness()
+    x = np.random.default_rng(6).integers(-9, 9, (6, 40)).astype(np.int32)
+    t = h.tensor(x)
+    outs = [h.graph.addVariable(poplar.INT, [6], f"o{k}") for k in range(3)]
+    h.graph.setTileMapping(outs[0], 5)  # mapped: stays where it is
+    h.graph.setTileMapping(outs[1][:2], 7)  # partly mapped: mapped again
+    popops.reduceMany(h.graph, [popops.SingleReduceOp(t, [1], op) for op in (Op.ADD, Op.MAX, Op.MIN)], outs,
+                      h.seq)
+    assert {tile for tile, iv in enumerate(h.graph.getTileMapping(outs[0])) if iv} == {5}
+    got = h.run(*outs)
+    np.testing.assert_array_equal(got[0], x.sum(1))
+    np.testing.assert_array_equal(got[1], x.max(1))
+    np.testing.assert_array_equal(got[2], x.min(1))
+
+
+def test_a_reduction_needing_an_intermediate_stage_is_planned_alone(harness):
+    # a bias gradient over 256 tiles among small sums: it gets its intermediate stage, they stay
+    # in the first two stages
+    h = harness(tiles=256)
+    x = (np.arange(128 * 96, dtype=np.float32).reshape(128, 96) % 13) - 6
+    t = h.tensor(x)
+    ops = [popops.SingleReduceOp(t, [0], Op.ADD)]
+    ops += [popops.SingleReduceOp(t[r], [0], Op.ADD) for r in range(4)]
+    outputs: list[poplar.Tensor] = []
+    popops.reduceMany(h.graph, ops, outputs, h.seq, "mixed")
+    got = h.run(*outputs)
+    np.testing.assert_array_equal(got[0], x.sum(0))
+    np.testing.assert_array_equal(np.array(got[1:]), x[:4].sum(1))
+    steps = [s["name"] for s in h.engine.getProfile()["execution"]["steps"]]
+    assert steps == ["mixed/stage1", "mixed/stage2", "mixed/stage3"]
+
+
+def test_an_unmapped_input_is_named(harness):
+    h = harness()
+    a = h.tensor(np.ones((4, 5), np.float32))
+    b = h.graph.addVariable(poplar.FLOAT, [4, 5], "unmapped")
+    h.graph.setTileMapping(b[:2], 1)
+    with pytest.raises(poplar.InvalidTileMappingError, match="'unmapped'"):
+        popops.reduceMany(h.graph, [popops.SingleReduceOp(t, [1], Op.ADD) for t in (a, b)], [], h.seq)
