@@ -4,6 +4,13 @@ from . import program
 from .cdivision import cdiv, cmod
 from .codelet_loading import CodeletFileType
 from .compiler.world import abort_every_rank_on_uncaught
+from .csr_functions import (
+                     FloatingPointBehaviour,
+                     getAndModifyFloatingPointBehaviour,
+                     restoreFloatingPointBehaviour,
+                     setFloatingPointBehaviour,
+                     setStochasticRounding,
+)
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
@@ -137,6 +144,7 @@ __all__ = [
                      "Executable",
                      "ExecutableError",
                      "FieldRef",
+                     "FloatingPointBehaviour",
                      "Function",
                      "Graph",
                      "GraphConnectionError",
@@ -201,6 +209,7 @@ __all__ = [
                      "cycleStamp",
                      "float2",
                      "float4",
+                     "getAndModifyFloatingPointBehaviour",
                      "getHwSeeds",
                      "half2",
                      "half4",
@@ -208,7 +217,10 @@ __all__ = [
                      "int4",
                      "program",
                      "replication_factor",
+                     "restoreFloatingPointBehaviour",
+                     "setFloatingPointBehaviour",
                      "setHwSeeds",
+                     "setStochasticRounding",
                      "short2",
                      "short4",
                      "uint2",

@@ -22,10 +22,12 @@ import numpy as np
 
 from .arguments import checked_file, checked_str, is_int
 from .compiler.costs import RunRecord
+from .compiler.fp_state import FpControl
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
 from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
 from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
+from .csr_functions import initial_word
 from .debug import debug_name
 from .errors import (
     GraphReplicationError,
@@ -94,6 +96,10 @@ class Engine:
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world,
                                 remote=StreamingMemory(self._exe.remote_buffers))
+        o = self._options
+        self._machine.fp = FpControl.make(world.replica_count, self._exe.replication.tiles, initial_word(
+            o.flag("debug.floatPointOpException"), o.flag("debug.divideByZeroException"),
+            o.flag("debug.nanOverflowException")))
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
@@ -138,6 +144,7 @@ class Engine:
             if image.plan is not None:
                 image.plan.execute(image.data.ctypes.data, m.shared.ctypes.data)
         self._loaded = True
+        m.fp.reset()  # the tiles' floating-point control registers (csr_functions)
         seeds = self._exe.host_transfers.get(HW_SEEDS_HANDLE)
         if seeds is not None:  # the tiles' random generators start from the engine's seed
             seed = int(self._options["random.seed"])

@@ -44,6 +44,8 @@ from .exprs import (
     Vec,
     storage_type,
 )
+from .fp_ops import FpScalarOps
+from .fp_rules import FP_ENV_DTYPE, RNG_BYTES
 from .inference import TypedCodelet, is_range
 from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .ops import MathLib, ScalarOps
@@ -149,9 +151,11 @@ class KernelBuilder(VersionedLowering):
         triple: str = "",
         data_layout: str = "",
         lanes: bool = False,
+        fp: int = 0,
     ) -> None:
         self.typed, self.parsed = typed, typed.parsed
-        self.lanes = lanes
+        self.lanes = lanes and not fp
+        self.fp = fp  # the control bits handled under the vertices' control words (codelet_fp_ops)
         self.symbol = symbol
         self.written = typed.written
         _, self.struct, self.field_slots = state_layout(self.parsed.fields, self.written)
@@ -178,12 +182,12 @@ class KernelBuilder(VersionedLowering):
     def _compute(self, lanes: int) -> ir.Function:
         """compute(state, worker, err, cycles, replica offset, buffers' offset) for one vertex, or
         for ``lanes`` consecutive vertices in lockstep (codelet_lanes)."""
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64])
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64, *((I64, PTR) if self.fp else ())])
         suffix = "" if lanes == 1 else "_lanes"
         fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args
+        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args[:6]
         entry = ir.IRBuilder(fn.append_basic_block("entry"))
         body = ir.IRBuilder(fn.append_basic_block("body"))
         if lanes == 1:
@@ -192,7 +196,8 @@ class KernelBuilder(VersionedLowering):
             self.state = lane_states(entry, states, self.struct, lanes)
             self.alloca_builder, self.b = LaneBuilder(entry, lanes), LaneBuilder(body, lanes)  # type: ignore[assignment]
         self.oob, self.unchecked, self.versioning = None, frozenset(), True
-        self.ops = ScalarOps(self.b, self.flags)
+        self.ops = FpScalarOps(self.b, self.flags, *fn.args[6:], self, self.fp) if self.fp \
+            else ScalarOps(self.b, self.flags)
         self.math = MathLib(self.ops, fast=bool(self.flags))
         self.counter = self._alloca(I64, "cycles")
         self._preload_fields()
@@ -211,12 +216,13 @@ class KernelBuilder(VersionedLowering):
         return fn
 
     def _run(self, compute: ir.Function, lanes: ir.Function | None) -> None:
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64])
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64, *((PTR,) if self.fp else ())])
         fn = ir.Function(self.module, fnty, name=self.symbol)
-        states, n, slots, sums, err, *offsets = fn.args
+        states, n, slots, sums, err, *offsets = fn.args[:7]
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
+        generator = b.alloca(I64, size=2) if self.fp else None  # a worker's, in registers
         b.store(I64(0), i_slot)
         blocks = ("head", "body", "worker", "next", "done")
         head, body, worker, after, done = (fn.append_basic_block(x) for x in blocks)
@@ -233,7 +239,10 @@ class KernelBuilder(VersionedLowering):
         b.branch(worker)
         b.position_at_end(worker)  # a MultiVertex runs its workers in turn and reports the slowest
         w = b.load(w_slot)
-        code = b.call(compute, [state, w, err, cyc, *offsets])
+        if generator is None:
+            code = b.call(compute, [state, w, err, cyc, *offsets])
+        else:
+            code = self._call_fp(b, compute, [state, w, err, cyc, *offsets], fn.args[7], i, w, generator)
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -250,6 +259,29 @@ class KernelBuilder(VersionedLowering):
         b.branch(head)
         b.position_at_end(done)
         b.ret(I64(0))
+
+    def _call_fp(self, b: ir.IRBuilder, compute: ir.Function, args: list[ir.Value], env: ir.Value,
+                 i: ir.Value, w: ir.Value, generator: ir.Value) -> ir.Value:
+        """Call a floating-point compute for worker w of vertex i with its control word and its
+        generator state (FP_ENV_DTYPE records at ``env``), copied into ``generator`` for the call
+        (a stack slot that aliases nothing: its words stay in registers) and back after it."""
+        record = ir.LiteralStructType([I64, I64])
+        assert FP_ENV_DTYPE.itemsize == 16
+        at = b.gep(env, [i], inbounds=True, source_etype=record)
+        ctl = b.load(b.gep(at, [I32(0), I32(0)], source_etype=record), typ=I64)
+        rng = b.load(b.gep(at, [I32(0), I32(1)], source_etype=record), typ=I64)
+        home = b.inttoptr(b.add(rng, b.mul(w, I64(RNG_BYTES))), PTR)
+        pairs = [(b.gep(home, [I64(k)], source_etype=I64), b.gep(generator, [I64(k)]))
+                 for k in range(2)]
+        has = b.icmp_unsigned("!=", rng, I64(0))  # (no generator: the word has no ESR)
+        with b.if_then(has):
+            for memory, slot in pairs:
+                b.store(b.load(memory, typ=I64), slot)
+        code = b.call(compute, [*args, ctl, generator])
+        with b.if_then(has):
+            for memory, slot in pairs:
+                b.store(b.load(slot, typ=I64), memory)
+        return code
 
     def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
                   slots: ir.Value, sums: ir.Value, err: ir.Value, offsets: list[ir.Value],
@@ -371,6 +403,8 @@ class KernelBuilder(VersionedLowering):
         for s in stmts:
             if self.b.block.is_terminated:  # code after return/break/continue: unreachable
                 self.b.position_at_end(self._block("dead"))
+            if self.fp and hasattr(s, "lineno"):  # the line a floating-point exception reports
+                self.ops.line = s.lineno  # type: ignore[attr-defined]
             getattr(self, "_" + type(s).__name__)(s)
 
     def _simple(self, s: ast.stmt) -> bool:
@@ -438,7 +472,7 @@ class KernelBuilder(VersionedLowering):
                 self.b.store(value, slot)
             else:
                 assert isinstance(vt, ScalarType) and isinstance(lt, ScalarType)
-                self.b.store(self.ops.convert(value, vt, lt), slot)
+                self.b.store(self.ops.store_local(value, vt, lt, self.frame.types.fn, target.id), slot)
             return
         assert isinstance(vt, ScalarType)
         if isinstance(target, ast.Attribute):
@@ -454,7 +488,7 @@ class KernelBuilder(VersionedLowering):
     def _store_element(self, ptr: ir.Value, value: ir.Value, vt: ScalarType, et: ScalarType,
                        cost: int = 1) -> None:
         self.pending += cost
-        v = self.ops.convert(value, vt, et)
+        v = self.ops.narrow(value, vt, et)
         self.b.store(self.b.zext(v, I8) if et.kind == "b" else v, ptr)
 
     def _If(self, node: ast.If) -> None:

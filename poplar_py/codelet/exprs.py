@@ -463,7 +463,7 @@ class ExprLowering(ShortVectorLowering):
         if name in ("float", "int", "bool", "cast"):
             assert isinstance(types[0], ScalarType) and isinstance(rt, ScalarType)
             self._issue(types[0] if types[0].is_float else rt)
-            return self.ops.convert(args[0], types[0], rt)
+            return self.ops.narrow(args[0], types[0], rt)
         if name in ("min", "max", "abs"):
             assert isinstance(rt, ScalarType)
             return self._minmax_abs(name, args, types, rt)
@@ -528,7 +528,7 @@ class ExprLowering(ShortVectorLowering):
             else:
                 pt = callee.locals[pname]
                 assert isinstance(vt, ScalarType) and isinstance(pt, ScalarType)
-                self.b.store(self.ops.convert(v, vt, pt), slot)
+                self.b.store(self.ops.store_local(v, vt, pt, callee.fn, pname), slot)
         frame.exit = self._block(f"{callee.fn.name}.exit")
         rt = callee.returns
         if isinstance(rt, (ScalarType, ShortVecType)):

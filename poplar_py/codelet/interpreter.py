@@ -41,6 +41,7 @@ import numpy as np
 from ..short_vectors import ShortVector, VectorValue
 from ..types import Type
 from ..vertex import Direction, FieldKind
+from .fp_rules import ERR_FP_EXCEPTION, FP_ENV_DTYPE, FP_GLOBAL, RNG_BYTES, FpRewrite, FpRun, FpTrapError
 from .source import (
     MATH_CONSTANTS,
     MATH_FUNCTIONS,
@@ -137,13 +138,16 @@ class _BoundsError(Exception):
         self.field, self.index, self.size = field, index, size
 
 
+Cast = Any  # (value, dtype) -> the value converted: cast_value, or FpRun.narrow
+
+
 class _Vector:
-    """A bounds-checked vector field (or row of a vector list)."""
+    """A bounds-checked vector field (or row of a vector list); stores convert with ``cast``."""
 
-    __slots__ = ("_a", "_field")
+    __slots__ = ("_a", "_cast", "_field")
 
-    def __init__(self, array: np.ndarray, field: int) -> None:
-        self._a, self._field = array, field
+    def __init__(self, array: np.ndarray, field: int, cast: Cast = cast_value) -> None:
+        self._a, self._field, self._cast = array, field, cast
 
     def _check(self, i: Any) -> int:
         k = operator.index(i)
@@ -158,7 +162,7 @@ class _Vector:
         return self._a[self._check(i)]
 
     def __setitem__(self, i: Any, value: Any) -> None:
-        self._a[self._check(i)] = cast_value(value, self._a.dtype)
+        self._a[self._check(i)] = self._cast(value, self._a.dtype)
 
     def __iter__(self) -> Any:
         for k in range(len(self._a)):
@@ -168,10 +172,10 @@ class _Vector:
 class _VectorList:
     """A bounds-checked list of vectors: ``l[k]`` is a :class:`_Vector`."""
 
-    __slots__ = ("_dtype", "_field", "_mem", "_rows")
+    __slots__ = ("_cast", "_dtype", "_field", "_mem", "_rows")
 
-    def __init__(self, rows: np.ndarray, field: int, mem: _Memory, dtype: np.dtype) -> None:
-        self._rows, self._field, self._mem, self._dtype = rows, field, mem, dtype
+    def __init__(self, rows: np.ndarray, field: int, mem: _Memory, dtype: np.dtype, cast: Cast) -> None:
+        self._rows, self._field, self._mem, self._dtype, self._cast = rows, field, mem, dtype, cast
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -182,7 +186,7 @@ class _VectorList:
             raise _BoundsError(self._field, k, len(self._rows))
         row = self._rows[k]
         return _Vector(self._mem.view(self._mem.row_address(int(row["ptr"])), self._dtype, int(row["size"])),
-                       self._field)
+                       self._field, self._cast)
 
     def __iter__(self) -> Any:
         for k in range(len(self._rows)):
@@ -213,11 +217,12 @@ class _Memory:
 class _Self:
     """``self`` inside an interpreted compute(): field reads and writes go to the engine's memory."""
 
-    __slots__ = ("_get", "_set")
+    __slots__ = ("_cast", "_get", "_set")
 
-    def __init__(self, get: dict[str, Any], set_: dict[str, np.ndarray]) -> None:
+    def __init__(self, get: dict[str, Any], set_: dict[str, np.ndarray], cast: Cast) -> None:
         object.__setattr__(self, "_get", get)
         object.__setattr__(self, "_set", set_)
+        object.__setattr__(self, "_cast", cast)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -228,7 +233,7 @@ class _Self:
 
     def __setattr__(self, name: str, value: Any) -> None:
         target = self._set[name]
-        target[0] = cast_value(value, target.dtype)
+        target[0] = self._cast(value, target.dtype)
 
     def numWorkers(self) -> int:
         return 6
@@ -263,19 +268,23 @@ class _Cast:
     """A type named in codelet code (a poplar type or a bound type parameter): ``T(x)`` converts by
     the codelet rules; ``LocalArray(T, n)`` reads its dtype."""
 
-    def __init__(self, dtype: np.dtype) -> None:
-        self.dtype = dtype
+    def __init__(self, dtype: np.dtype, cast: Cast) -> None:
+        self.dtype, self.cast = dtype, cast
 
     def __call__(self, value: Any) -> np.generic:
-        return cast_value(value, self.dtype)
+        return self.cast(value, self.dtype)
 
 
 class Interpreter:
-    """Runs one codelet class's compute() in Python over a table of vertex states."""
+    """Runs one codelet class's compute() in Python over a table of vertex states; given ``fp``,
+    under the floating-point control words of :mod:`codelet.fp_rules` (arithmetic rewritten to
+    call it, conversions through ``fp.narrow``)."""
 
-    def __init__(self, parsed: ParsedCodelet, written: tuple[str, ...] = ()) -> None:
+    def __init__(self, parsed: ParsedCodelet, written: tuple[str, ...] = (), fp: FpRun | None = None) -> None:
         self.parsed = parsed
         self.written = written  # state fields compute writes: their records hold tile-memory addresses
+        self.fp = fp
+        self.cast: Cast = cast_value if fp is None else fp.narrow
         self._module_globals: dict[int, dict[str, Any]] = {}
         self._policies: dict[type, types.SimpleNamespace] = {}
         self._arrays = {(os.path.realpath(f), line): len(parsed.fields) + k
@@ -302,6 +311,8 @@ class Interpreter:
         if g is None:
             g = self._module_globals[id(module)] = dict(module)
             g["int"] = _saturating_int  # shadows the builtin for the codelet's code only
+            if self.fp is not None:
+                g[FP_GLOBAL] = self.fp
         return g
 
     def _meaning(self, r: Resolved) -> Any:
@@ -313,7 +324,7 @@ class Interpreter:
         if r.kind == "helper":
             return self.helpers[r.value]
         if r.kind == "type":
-            return _Cast(r.value.dtype)
+            return _Cast(r.value.dtype, self.cast)
         if r.kind == "short_vector":
             return _ShortVectorType(r.value)
         if r.kind == "policy":
@@ -342,23 +353,26 @@ class Interpreter:
         index = self._arrays[(os.path.realpath(caller.f_code.co_filename), caller.f_lineno)]
         dtype = type_.dtype if isinstance(type_, _Cast) else np.dtype(np.int64) \
             if type_ is _saturating_int else np.dtype(type_)
-        return _Vector(np.zeros(int(size), dtype), index)
+        return _Vector(np.zeros(int(size), dtype), index, self.cast)
 
-    @staticmethod
-    def _rebind(fn: FunctionSource, g: dict[str, Any], method: bool) -> types.FunctionType:
+    def _rebind(self, fn: FunctionSource, g: dict[str, Any], method: bool) -> types.FunctionType:
         """``fn`` with globals ``g``: the same code object, or a copy whose stores to annotated
-        locals convert (see :mod:`codelet_typed_locals`)."""
-        typed = typed_function(fn, g, method)
+        locals convert (see :mod:`codelet_typed_locals`), and under a control word, whose
+        arithmetic goes through it."""
+        typed = typed_function(fn, g, method, None if self.fp is None else FpRewrite(), self.cast)
         if typed is not None:
             return typed
         func = fn.func
         return types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
 
     def run(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
-            state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0) -> np.void | None:
+            state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0,
+            fp_env: np.ndarray | None = None) -> np.void | None:
         """Run compute() for every record of ``states``: edges in ``memory``, list tables and state
         vectors in ``state_memory`` (by default ``memory``), list entries ``offset`` bytes short
-        of their rows (a replica's offset; ``buffers`` for rows in exchange buffers)."""
+        of their rows (a replica's offset; ``buffers`` for rows in exchange buffers); an
+        interpreter made with ``fp`` takes each vertex's control word and generator from
+        ``fp_env`` (FP_ENV_DTYPE records)."""
         mem = _Memory(memory, offset, buffers)
         tables = mem if state_memory is None else _Memory(state_memory)
         workers = range(6) if self.parsed.is_multi else [None]
@@ -368,11 +382,20 @@ class Interpreter:
             for i in range(len(states)):
                 proxy = self._proxy(states[i], mem, tables)
                 for w in workers:
+                    if self.fp is not None and fp_env is not None:
+                        self._enter(fp_env[i], w or 0, mem)
                     err = self._call(proxy, w)
                     if err is not None:
                         err["vertex"] = i
                         return err
         return None
+
+    def _enter(self, env: np.void, worker: int, mem: _Memory) -> None:
+        """Run the next call under a vertex's control word and its worker's generator."""
+        assert self.fp is not None and env.dtype == FP_ENV_DTYPE
+        rng = int(env["rng"])
+        state = mem.view(rng + RNG_BYTES * worker, np.dtype(np.uint64), 2) if rng else None
+        self.fp.enter(int(env["ctl"]), state)
 
     def _proxy(self, record: np.void, mem: _Memory, tables: _Memory) -> _Self:
         get: dict[str, Any] = dict(self.constants)
@@ -388,14 +411,14 @@ class Interpreter:
             elif spec.kind is FieldKind.VECTOR:
                 where = tables if in_record else mem
                 get[name] = _Vector(
-                    where.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index
+                    where.view(int(record[f"{name}.ptr"]), dt, int(record[f"{name}.size"])), index, self.cast
                 )
             else:
                 rows = tables.view(
                     int(record[f"{name}.ptr"]), VECTOR_LIST_ENTRY_DTYPE, int(record[f"{name}.size"])
                 )
-                get[name] = _VectorList(rows, index, mem, dt)
-        proxy = _Self(get, set_)
+                get[name] = _VectorList(rows, index, mem, dt, self.cast)
+        proxy = _Self(get, set_, self.cast)
         for name, method in self.methods.items():  # self.helper(x): bound to this vertex
             get[name] = types.MethodType(method, proxy)
         return proxy
@@ -414,6 +437,8 @@ class Interpreter:
             result = self.compute(proxy) if worker is None else self.compute(proxy, worker)
         except _BoundsError as exc:
             return self._error(ERR_OUT_OF_BOUNDS, exc.field, exc.index, exc.size, self._user_line(exc))
+        except FpTrapError as exc:
+            return self._error(ERR_FP_EXCEPTION, exc.kind, -1, -1, self._user_line(exc))
         except AssertionError as exc:
             line = self._assert_line(exc)
             if line is None:  # not raised by an assert of the codelet

@@ -101,6 +101,16 @@ class ScalarOps:
         )
         return b.call(fn, [v])
 
+    def narrow(self, v: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
+        """An explicit conversion (a cast, a store into a field): :meth:`convert` (floating-point
+        kernels round and check it under the control word: codelet_fp_ops)."""
+        return self.convert(v, src, dst)
+
+    def store_local(self, v: ir.Value, src: ScalarType, dst: ScalarType, fn: object, name: str) -> ir.Value:
+        """A store into local ``name`` of function ``fn``: :meth:`convert` (:meth:`narrow` for a
+        declared local in floating-point kernels)."""
+        return self.convert(v, src, dst)
+
     def _round_to_odd(self, d: ir.Value) -> ir.Value:
         """double -> float rounded to odd, so that a following float -> half rounding is exact."""
         b = self.b

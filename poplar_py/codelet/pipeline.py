@@ -32,6 +32,7 @@ from ..errors import CodeletCompileError
 from . import jit
 from .assigned import check_assigned
 from .codegen import KernelBuilder, state_layout
+from .fp_rules import ERR_FP_EXCEPTION, FpRun, describe
 from .frontend import parse_codelet
 from .inference import TypedCodelet, infer_types
 from .interpreter import Interpreter
@@ -84,6 +85,11 @@ _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_int64, ctypes.c_int64
 )
+#: a floating-point kernel's: one more argument, the vertices' FP_ENV_DTYPE records
+_RUN_FP_TYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p
+)
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,9 @@ class KernelOptions:
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
     lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
+    #: under floating-point control words (codelet_fp_ops): the control bits the kernel handles
+    #: (fp_rules.kernel_features); 0: a plain kernel. Never with lanes
+    fp: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,13 +180,19 @@ class CodeletInfo:
         self.written_state: tuple[str, ...] = typed.written
         self.code_bytes = _code_bytes(typed)
         self._interpreter: Interpreter | None = None
+        self._fp_interpreter: Interpreter | None = None
 
     def run_interpreted(self, states: np.ndarray, memory: np.ndarray, cycles: np.ndarray | None,
-                        state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0
-                        ) -> np.void | None:
+                        state_memory: np.ndarray | None = None, offset: int = 0, buffers: int = 0,
+                        fp_env: np.ndarray | None = None) -> np.void | None:
         """Run the Python compute() itself on views of ``memory`` (list tables and state vectors in
         ``state_memory``, list entries ``offset`` bytes short, or ``buffers`` for rows in exchange
-        buffers); None or a filled ERR_DTYPE record."""
+        buffers), under the vertices' floating-point control words ``fp_env`` if given; None or a
+        filled ERR_DTYPE record."""
+        if fp_env is not None:
+            if self._fp_interpreter is None:
+                self._fp_interpreter = Interpreter(self.typed.parsed, self.written_state, FpRun())
+            return self._fp_interpreter.run(states, memory, cycles, state_memory, offset, buffers, fp_env)
         if self._interpreter is None:
             self._interpreter = Interpreter(self.typed.parsed, self.written_state)
         return self._interpreter.run(states, memory, cycles, state_memory, offset, buffers)
@@ -226,7 +241,7 @@ def generate_ir(typed: TypedCodelet, key: KernelKey, options: KernelOptions) -> 
     """The codegen pass: typed codelet -> LLVM IR text."""
     triple, layout = jit.target_info()
     builder = KernelBuilder(typed, key.symbol, options.checked, options.fast_math, triple, layout,
-                            lanes=options.lanes)
+                            lanes=options.lanes, fp=options.fp)
     return KernelIR(key, builder.build())
 
 
@@ -273,7 +288,7 @@ class CompiledCodelet:
         self.object_size = object_size
         self.cache_hit = False  # True when the object came from the disk cache
         self._ir = ir_text
-        self._fn = _RUN_TYPE(address)
+        self._fn = (_RUN_FP_TYPE if options.fp else _RUN_TYPE)(address)
 
     @property
     def ir(self) -> str:
@@ -283,13 +298,15 @@ class CompiledCodelet:
         return self._ir
 
     def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int,
-            offset: int = 0, buffers: int = 0) -> int:
+            offset: int = 0, buffers: int = 0, env_addr: int = 0) -> int:
         """Run compute() for n state records at states_addr in one native call, adding vertex i's
         cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
         0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
         the first failure. List entries hold addresses ``offset`` bytes short of their rows (those
-        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short)."""
-        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
+        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short). A floating-point kernel
+        takes the vertices' FP_ENV_DTYPE records at ``env_addr``."""
+        args = (states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
+        return self._fn(*args, env_addr) if self.options.fp else self._fn(*args)
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
@@ -308,4 +325,7 @@ def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
             f"{vertex_desc}: index {int(err_record['index'])} is out of bounds for {field} "
             f"of size {int(err_record['size'])} in {cls.__name__}.compute ({where})"
         )
+    if code == ERR_FP_EXCEPTION:
+        return (f"{vertex_desc}: floating-point exception: {describe(int(err_record['field']))} in "
+                f"{cls.__name__}.compute ({where})")
     return f"{vertex_desc}: {cls.__name__}.compute failed with error code {code} ({where})"

@@ -53,13 +53,14 @@ def _as_python_int(v: Any) -> int:
     return int(cast_value(v, _I64))
 
 
-def converter(t: ScalarType) -> Callable[[Any], Any]:
-    """The conversion a store into a local of type ``t`` applies."""
+def converter(t: ScalarType, cast: Callable[[Any, np.dtype], Any] = cast_value) -> Callable[[Any], Any]:
+    """The conversion a store into a local of type ``t`` applies (``cast`` for poplar types and
+    bool)."""
     if t == PY_FLOAT:
         return _as_python_float
     if t == PY_INT:
         return _as_python_int
-    return functools.partial(cast_value, dtype=t.dtype)
+    return functools.partial(cast, dtype=t.dtype)
 
 
 def converter_name(t: ScalarType) -> str:
@@ -84,18 +85,24 @@ def declared_locals(fn: FunctionSource) -> dict[str, ScalarType]:
     return declared
 
 
-def typed_function(fn: FunctionSource, g: dict[str, Any], method: bool) -> types.FunctionType | None:
+def typed_function(fn: FunctionSource, g: dict[str, Any], method: bool,
+                   rewrite: ast.NodeTransformer | None = None,
+                   cast: Callable[[Any, np.dtype], Any] = cast_value) -> types.FunctionType | None:
     """A copy of ``fn.func`` (``compute`` when ``method``) with globals ``g`` whose stores to declared
-    locals convert, or None if it declares no local. Adds the conversions it calls to ``g``."""
+    locals convert (with ``cast`` to poplar types), or None if it declares no local and there is
+    no ``rewrite`` (a transformation applied to the function's AST first). Adds the conversions it
+    calls to ``g``."""
     declared = declared_locals(fn)
-    if not declared:
+    if not declared and rewrite is None:
         return None
     names = {name: converter_name(t) for name, t in declared.items()}
     for t in declared.values():
-        g[converter_name(t)] = converter(t)
+        g[converter_name(t)] = converter(t, cast)
     func = fn.func
     node = copy.deepcopy(fn.node)
     _shift_columns(node, fn)
+    if rewrite is not None:
+        node = rewrite.visit(node)
     node = _Converts(names).visit(node)
     params = [p for p in fn.params[1 if method else 0 :] if p in names]
     if params:  # parameters convert on entry, reported at the first statement's line

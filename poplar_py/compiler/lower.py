@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import program as prog
+from ..csr_functions import FloatingPointControl
 from ..errors import GraphReplicationError, ProgramError, RemoteBufferError
 from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
@@ -28,6 +29,7 @@ from ..regions import Runs, unique_sorted
 from ..tensor import Tensor
 from .computeset import ComputeSetPlans
 from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
+from .fp_control import lower_fp_control
 from .layout import MemoryLayout
 from .replicas import Replication
 from .steps import (
@@ -292,7 +294,7 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
     prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
     prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
     prog.CrossReplicaCopy: _cross_replica_copy, prog.AssumeEqualAcrossReplicas: _assume_equal,
-    prog.CycleStamp: _cycle_stamp,
+    prog.CycleStamp: _cycle_stamp, FloatingPointControl: lower_fp_control,
 }
 
 

@@ -18,7 +18,7 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import IO, ClassVar
+from typing import IO, TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from .exchange import CopyPlan, TileTraffic
 from .streaming_memory import StreamingMemory
 from .vertex_tables import ComputeSetRunner
 from .world import COPY, GATHER, SCATTER, Move, World
+
+if TYPE_CHECKING:
+    from .fp_state import FpControl
 
 
 @dataclass
@@ -50,6 +53,7 @@ class Machine:
     remote: StreamingMemory = field(default_factory=lambda: StreamingMemory({}))
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
+    fp: FpControl | None = None  # the tiles' floating-point control words (csr_functions)
 
     @functools.cached_property
     def base(self) -> int:
@@ -333,7 +337,7 @@ class ExecuteStep(Step):
         return [self]
 
     def run_on(self, m: Machine, replica: int) -> None:
-        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica)
+        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica, m.fp)
 
     def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)

@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..codelet.fp_rules import kernel_features
 from ..codelet.lanes import LANES
 from ..codelet.pipeline import BUFFER_ENTRY, ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
-from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, written_state
+from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, is_cxx, written_state
 from ..options import EngineOptions
 from ..perf_estimate import VertexPerfEstimate
 from ..regions import exclusive_cumsum, expand_ranges, first_alike
@@ -26,6 +27,7 @@ from . import threads
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
+from .fp_state import FpControl, vertex_env
 from .layout import MemoryLayout
 from .state_image import Image
 from .world import World
@@ -188,6 +190,21 @@ class _Group:
                 record["vertex"] += self.chunks[i][0]
                 return record
         return None
+
+    def run_native_fp(self, env: np.ndarray) -> np.void | None:
+        """Run every vertex with a floating-point kernel (for the bits their words have), under
+        their control words and generators ``env`` (FP_ENV_DTYPE records); in one call, in vertex
+        order, as the generators they share are drawn from in that order. The first failure, or
+        None."""
+        assert self.kernel is not None
+        features = kernel_features(env["ctl"])
+        compiled = compile_codelet(self.cls, replace(self.kernel, fp=features, lanes=False))
+        self.sums.fill(0)
+        measured = bool((self.slots >= 0).any())
+        slots, sums = (self.slots.ctypes.data, self.sums[0].ctypes.data) if measured else (0, 0)
+        failed = compiled.run(self.table.ctypes.data, self.table.size, slots, sums, self.err.ctypes.data,
+                              self.at, self.buffers_at, env.ctypes.data)
+        return self.err[0].copy() if failed else None
 
 
 def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndarray) -> list[tuple[int, ...]]:
@@ -399,6 +416,8 @@ class ComputeSetRunner:
         images = (Image(shared), Image(base))
         estimates, self.flops = _cycle_estimates(graph, plan, target)  # flops: one run on one replica
         slots = self._slots(graph, plan)
+        # each vertex's worker context (0 for a MultiVertex: worker w's is w): whose generator it draws from
+        self.contexts = np.where(slots < self.num_tiles * self.workers, slots % self.workers, 0)
         estimated = np.bincount(slots[estimates >= 0], weights=estimates[estimates >= 0],
                                 minlength=self.num_tiles * (self.workers + 1)).astype(_I64)
         kernel = None if self.interpret else KernelOptions(checked=options.flag("codelets.checkBounds"),
@@ -457,14 +476,16 @@ class ComputeSetRunner:
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
     def run(self, arena: np.ndarray, shared: np.ndarray, record: RunRecord, step_id: int, world: World,
-            replica: int) -> None:
+            replica: int, fp: FpControl | None = None) -> None:
         """Run the compute set on ``replica``'s memories (its vertices' list tables and state vectors
         in ``shared``); a failing vertex raises its VertexError once the exchange out has run (under
         MPI, every rank takes part in it). A replica this process runs whole uses the first
         replica's exchange buffers: they live only while one compute set runs on one replica, so
         the host keeps one set of them, not one per replica (a replica split over MPI ranks keeps
-        its own: its exchange is cut by rank)."""
+        its own: its exchange is cut by rank). Vertex classes with a non-zero floating-point
+        control word (``fp``) on some of their tiles run their floating-point kernels."""
         base = arena.ctypes.data
+        words = None if fp is None or not fp.words[replica].any() else fp.words[replica]
         mine = self.split.get(replica, self.whole)
         at = replica * self.stride
         buffers = 0 if mine is self.whole else at
@@ -474,8 +495,12 @@ class ComputeSetRunner:
         error = None
         for g in mine.groups:
             g.move_to(at, buffers)
+            env = None if words is None else self._fp_env(g, words, fp, base + at)
             if self.interpret:
-                err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at)
+                extra = {} if env is None else {"fp_env": env}
+                err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at, **extra)
+            elif env is not None:
+                err = g.run_native_fp(env)
             else:
                 err = g.run_native()
             if err is not None:
@@ -505,6 +530,15 @@ class ComputeSetRunner:
         tiles = slice(replica * self.num_tiles, (replica + 1) * self.num_tiles)
         sums[0][tiles] += compute
         sums[1][tiles] += active
+
+    def _fp_env(self, g: _Group, words: np.ndarray, fp: FpControl | None, base: int) -> np.ndarray | None:
+        """The floating-point kernel's records for ``g``'s vertices (a replica's memories at
+        ``base``), or None when every word of their tiles is zero (or the codelet is C++)."""
+        tiles = self.tiles[g.positions]
+        if is_cxx(g.cls) or not words[tiles].any():
+            return None
+        assert fp is not None
+        return vertex_env(words, tiles, self.contexts[g.positions], fp.rng, base)
 
     def _error(self, g: _Group, err: np.void, pos: int, replica: int) -> VertexError:
         vid = int(self.vertices[pos])
