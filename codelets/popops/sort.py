@@ -6,7 +6,7 @@ A sorting vertex gets scratch rows of the same length to merge into; a top-k ver
 no more than its k outputs.
 """
 
-from poplar_py import UNSIGNED_INT, InOut, Input, Output, Vector, Vertex
+from poplar_py import UNSIGNED_INT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from poplar_py.vertex import TypeParam
 
 K = TypeParam("K")
@@ -184,77 +184,87 @@ def _top_k(inKeys, inVals, keys, vals, idx, offset, withValues, largest, reverse
             _stable_reverse(keys, idx)
 
 
-class TopK(Vertex):
-    """The ``len(outValues)`` largest (or smallest) elements of ``inp``, sorted, and their
-    indices: ``offset`` plus their position in ``inp``.
+def _merge_top(aKeys, aValues, bKeys, bValues, keys, vals, largest, reverse):
+    """The best ``len(keys)`` of two sorted results, ``a`` from earlier in the row than ``b``, with
+    their values; sorted as ``_top_k``'s."""
+    i = 0
+    j = 0
+    for o in range(len(keys)):
+        # b's element first only when its key is strictly before a's: equal keys come from a, the
+        # earlier indices
+        if j < len(bKeys) and (i >= len(aKeys) or _before(bKeys[j], aKeys[i], largest)):
+            keys[o] = bKeys[j]
+            vals[o] = bValues[j]
+            j += 1
+        else:
+            keys[o] = aKeys[i]
+            vals[o] = aValues[i]
+            i += 1
+    if reverse:
+        _stable_reverse(keys, vals)
+
+
+class TopK(MultiVertex):
+    """Row j of ``outValues``: the ``len(outValues[j])`` largest (or smallest) elements of
+    ``inp[j]``, sorted, and row j of ``outIndices`` their indices: ``offsets[j]`` plus their
+    position in ``inp[j]``. Worker w takes rows w, w + 6, ...
 
     NaN counts as the largest; equal elements are taken in index order. They are written
     largest first when ``largest`` (smallest first otherwise), or the other way round with
-    ``reverse``, equal elements in index order either way. The outputs hold a heap while the
-    vertex scans ``inp``.
+    ``reverse``, equal elements in index order either way. The outputs hold a heap while a
+    worker scans its row.
     """
 
     vertexName = "popops::TopK"
-    inp: Input[Vector[K]]
-    outValues: Output[Vector[K]]
-    outIndices: Output[Vector[UNSIGNED_INT]]
-    offset: UNSIGNED_INT
+    inp: Input[VectorList[K]]
+    outValues: Output[VectorList[K]]
+    outIndices: Output[VectorList[UNSIGNED_INT]]
+    offsets: Vector[UNSIGNED_INT]
     largest: bool
     reverse: bool
 
-    def compute(self):
-        # no values: the indices stand in for them, unused
-        _top_k(self.inp, self.inp, self.outValues, self.outIndices, self.outIndices, self.offset, False,
-               self.largest, self.reverse)
+    def compute(self, workerId):
+        for j in range(workerId, len(self.inp), self.numWorkers()):
+            # no values: the indices stand in for them, unused
+            _top_k(self.inp[j], self.inp[j], self.outValues[j], self.outIndices[j], self.outIndices[j],
+                   self.offsets[j], False, self.largest, self.reverse)
 
 
-class TopKKeyValue(Vertex):
-    """As TopK on ``keys``, writing the ``values`` at the chosen keys' positions; ``positions``
-    (scratch) holds their positions while the vertex runs."""
+class TopKKeyValue(MultiVertex):
+    """As TopK on the rows of ``keys``, writing the ``values`` at the chosen keys' positions;
+    ``positions`` (scratch) holds their positions while a worker runs."""
 
     vertexName = "popops::TopKKeyValue"
-    keys: Input[Vector[K]]
-    values: Input[Vector[V]]
-    outKeys: Output[Vector[K]]
-    outValues: Output[Vector[V]]
-    positions: Output[Vector[UNSIGNED_INT]]
+    keys: Input[VectorList[K]]
+    values: Input[VectorList[V]]
+    outKeys: Output[VectorList[K]]
+    outValues: Output[VectorList[V]]
+    positions: Output[VectorList[UNSIGNED_INT]]
     largest: bool
     reverse: bool
 
-    def compute(self):
-        _top_k(self.keys, self.values, self.outKeys, self.outValues, self.positions, 0, True, self.largest,
-               self.reverse)
+    def compute(self, workerId):
+        for j in range(workerId, len(self.keys), self.numWorkers()):
+            _top_k(self.keys[j], self.values[j], self.outKeys[j], self.outValues[j], self.positions[j], 0,
+                   True, self.largest, self.reverse)
 
 
-class TopKMerge(Vertex):
-    """The best ``len(outKeys)`` of two sorted results of TopK or TopKKeyValue (or TopKMerge), ``a``
-    from earlier in the row than ``b``, with their values; sorted as TopK (``reverse`` too)."""
+class TopKMerge(MultiVertex):
+    """Row j of the outputs: the best ``len(outKeys[j])`` of the sorted rows ``aKeys[j]`` and
+    ``bKeys[j]`` (results of these vertices, a's from earlier in the row than b's), with their
+    values, sorted as TopK's (``reverse`` too). Worker w takes rows w, w + 6, ..."""
 
     vertexName = "popops::TopKMerge"
-    aKeys: Input[Vector[K]]
-    aValues: Input[Vector[V]]
-    bKeys: Input[Vector[K]]
-    bValues: Input[Vector[V]]
-    outKeys: Output[Vector[K]]
-    outValues: Output[Vector[V]]
+    aKeys: Input[VectorList[K]]
+    aValues: Input[VectorList[V]]
+    bKeys: Input[VectorList[K]]
+    bValues: Input[VectorList[V]]
+    outKeys: Output[VectorList[K]]
+    outValues: Output[VectorList[V]]
     largest: bool
     reverse: bool
 
-    def compute(self):
-        i = 0
-        j = 0
-        na = len(self.aKeys)
-        nb = len(self.bKeys)
-        for o in range(len(self.outKeys)):
-            # b's element first only when its key is strictly before a's: equal keys come from a,
-            # the earlier indices
-            if j < nb and (i >= na or _before(self.bKeys[j], self.aKeys[i], self.largest)):
-                self.outKeys[o] = self.bKeys[j]
-                self.outValues[o] = self.bValues[j]
-                j += 1
-            else:
-                self.outKeys[o] = self.aKeys[i]
-                self.outValues[o] = self.aValues[i]
-                i += 1
-        if self.reverse:
-            _stable_reverse(self.outKeys, self.outValues)
+    def compute(self, workerId):
+        for j in range(workerId, len(self.outKeys), self.numWorkers()):
+            _merge_top(self.aKeys[j], self.aValues[j], self.bKeys[j], self.bValues[j], self.outKeys[j],
+                   self.outValues[j], self.largest, self.reverse)

@@ -20,17 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor, Type
+from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Target, Tensor, Type, concat
 from poplar_py import program as prog_
 from poplar_py.arguments import checked_shape, is_int
+from poplar_py.bulk import Rows
 
 from ..poputil import PoplibsArgumentError, PoplibsError, sequenceArgument, templateVertex, tensorArgument
-from ._common import element_tiles, majority_tiles
+from ._common import element_tiles
 
 __all__ = ["SortOrder", "TopKParams", "createTopKInput", "topK", "topKKeyValue", "topKWithPermutation"]
 
-#: the least chunk a first-stage vertex takes: shorter rows are reduced by one vertex each
-MIN_CHUNK = 64
+#: the least chunk of the first stage: rows up to this long are reduced by one vertex each
+MIN_CHUNK = 16
 #: the key and value types PopLibs' topK takes
 TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 
@@ -79,103 +80,143 @@ def _check_tensor(graph: Graph, t: Tensor, name: str, what: str) -> Tensor:
     return t
 
 
-def _chunk_length(rows: int, n: int, num_tiles: int) -> int:
-    """The first stage's chunk length for ``rows`` rows of ``n``: a tile's share of the elements,
-    at least MIN_CHUNK."""
-    return max(-(-rows * n // num_tiles), MIN_CHUNK)
+def _chunk_length(rows: int, n: int, target: Target) -> int:
+    """The first stage's chunk length for ``rows`` rows of ``n``: a worker's share of the
+    elements, at least MIN_CHUNK."""
+    workers = target.getNumTiles() * target.getNumWorkerContexts()
+    return max(-(-rows * n // workers), MIN_CHUNK)
 
 
-def _bounds(n: int, chunk: int) -> list[tuple[int, int]]:
-    """A row of ``n`` cut into equal chunks (lengths differing by at most 1) of at most ``chunk``."""
+def _bounds(n: int, chunk: int) -> np.ndarray:
+    """``[chunks, 2]``: a row of ``n`` cut into equal chunks (lengths differing by at most 1) of at
+    most ``chunk``, as ``(begin, end)``."""
     q = -(-n // chunk)
-    return [(j * n // q, (j + 1) * n // q) for j in range(q)]
+    j = np.arange(q + 1, dtype=np.int64) * n // q
+    return np.stack([j[:-1], j[1:]], axis=1)
+
+
+def _chunk_tiles(graph: Graph, keys: Tensor, bounds: np.ndarray) -> np.ndarray:
+    """``[rows, chunks]``: the tile holding most of each chunk of each row of the 2-D ``keys``
+    (the lowest of the tiles holding as much)."""
+    rows, n = keys.shape()
+    num_tiles, q = graph.getTarget().getNumTiles(), len(bounds)
+    chunk = np.searchsorted(bounds[:, 0], np.arange(n), side="right") - 1
+    groups = np.arange(rows)[:, None] * q + chunk
+    pairs, counts = np.unique((groups * num_tiles + element_tiles(graph, keys).reshape(rows, n)).ravel(),
+                              return_counts=True)
+    order = np.lexsort((-counts, pairs // num_tiles))  # by group, the most common tile first
+    first = np.unique(pairs[order] // num_tiles, return_index=True)[1]
+    return (pairs[order][first] % num_tiles).reshape(rows, q)
 
 
 @dataclass
-class _Sorted:
-    """One sorted result per row, from one piece of the rows: keys and values ``[rows, length]``
-    (values: the keys' indices in the row, for topKWithPermutation), and the tile of each row's."""
+class _Results:
+    """Sorted results, one per piece of every row: result j of row r is columns ``[starts[j],
+    starts[j] + lengths[j])`` of row r of ``keys`` and ``values`` (2-D views; values are the keys'
+    indices in the row for topKWithPermutation), on tile ``tiles[r, j]``."""
 
     keys: Tensor
     values: Tensor
+    starts: np.ndarray
+    lengths: np.ndarray
     tiles: np.ndarray
 
 
-def _outputs(graph: Graph, types: list[tuple[str, Type]], rows: int, lengths: list[int], tiles: np.ndarray,
-             name: str) -> tuple[list[Tensor], list[tuple[int, int]]]:
-    """A stage's outputs: a variable ``[rows, sum(lengths)]`` per ``(name, type)`` of ``types``, and
-    the columns ``(begin, end)`` of each of the stage's results; result j of row r on
-    ``tiles[r, j]``."""
-    starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    width = int(starts[-1])
+def _new_results(graph: Graph, types: list[tuple[str, Type]], lengths: np.ndarray, tiles: np.ndarray,
+                 name: str) -> tuple[list[Tensor], np.ndarray]:
+    """A stage's outputs: a variable ``[rows, sum(lengths)]`` per ``(name, type)`` of ``types``,
+    result j of row r (``lengths[j]`` columns) on ``tiles[r, j]``; and the results' first columns."""
+    rows = tiles.shape[0]
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    width = int(lengths.sum())
     outs = [graph.addVariable(type_, [rows, width], f"{name}/{what}") for what, type_ in types]
-    begin = (np.arange(rows)[:, None] * width + starts[:-1]).ravel()
+    begin = (np.arange(rows)[:, None] * width + starts).ravel()
     for t in outs:
         graph.map_intervals(t.flatten(), begin, begin + np.tile(lengths, rows), tiles.ravel())
-    return outs, list(zip(starts[:-1].tolist(), starts[1:].tolist()))
+    return outs, starts
+
+
+def _add_vertices(graph: Graph, prog: prog_.Sequence, vertex: str, tiles: np.ndarray,
+                  fields: dict[str, tuple[Tensor, np.ndarray]], state: dict[str, bool], name: str,
+                  offsets: np.ndarray | None = None) -> None:
+    """A compute set, added to ``prog``, of one ``vertex`` per tile of ``tiles`` (one per item): item
+    i is row ``rank`` of every list field, ``fields[f] = (tensor, ranges)`` giving its columns
+    ``ranges[i] = (begin, end)`` of the flattened tensor, and ``offsets[i]`` of ``offsets``."""
+    order = np.argsort(tiles.ravel(), kind="stable")
+    vertex_tiles, per_vertex = np.unique(tiles.ravel()[order], return_counts=True)
+    row = np.arange(order.size)
+    lists = {f: (t, Rows(per_vertex, ranges[order, 0], ranges[order, 1], row))
+             for f, (t, ranges) in fields.items()}
+    vector_state = None if offsets is None else {"offsets": (offsets.ravel()[order], per_vertex)}
+    cs = graph.addComputeSet(name)
+    graph.add_vertices(cs, vertex, vertex_tiles, lists, state=state, vector_state=vector_state)
+    prog.add(prog_.Execute(cs))
+
+
+def _ranges(width: int, starts: np.ndarray, lengths: np.ndarray, rows: int) -> np.ndarray:
+    """``[rows * len(starts), 2]``: the flat ``(begin, end)`` of columns ``[starts[j], starts[j] +
+    lengths[j])`` of every row of a 2-D tensor ``width`` wide, row by row."""
+    begin = (np.arange(rows)[:, None] * width + starts).ravel()
+    return np.stack([begin, begin + np.tile(lengths, rows)], axis=1)
 
 
 def _first_stage(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tensor | None, k: int,
-                 largest: bool, reverse: bool, name: str) -> list[_Sorted]:
+                 largest: bool, reverse: bool, name: str) -> _Results:
     """Each chunk of each row of the 2-D ``keys`` to its best ``k``, sorted, with their values (their
-    indices if ``values`` is None), by a vertex on the tile holding most of the chunk. A row that
-    is one chunk comes out in the final order (``reverse``)."""
+    indices if ``values`` is None), on the tile holding most of the chunk: one MultiVertex per
+    tile, a chunk per worker in turn. A row that is one chunk comes out in the final order."""
     rows, n = keys.shape()
-    num_tiles = graph.getTarget().getNumTiles()
-    bounds = _bounds(n, min(n, _chunk_length(rows, n, num_tiles)))
-    element = element_tiles(graph, keys).reshape(rows, n)
-    tiles = np.stack([majority_tiles(element[:, lo:hi], num_tiles) for lo, hi in bounds], axis=1)
+    bounds = _bounds(n, min(n, _chunk_length(rows, n, graph.getTarget())))
+    tiles = _chunk_tiles(graph, keys, bounds)
+    lengths = np.minimum(k, bounds[:, 1] - bounds[:, 0])
     types = [("keys", keys.elementType())]
+    types += [("indices", UNSIGNED_INT)] if values is None else [("values", values.elementType()),
+                                                                 ("positions", UNSIGNED_INT)]
+    outs, starts = _new_results(graph, types, lengths, tiles, f"{name}/stage0")
+    chunks = _ranges(n, bounds[:, 0], bounds[:, 1] - bounds[:, 0], rows)
+    pieces = _ranges(outs[0].dim(1), starts, lengths, rows)
+    state = {"largest": largest, "reverse": reverse and len(bounds) == 1}
+    offsets = None
     if values is None:
-        vertex = templateVertex("popops::TopK", keys.elementType())
-        types.append(("indices", UNSIGNED_INT))
+        vertex, offsets = templateVertex("popops::TopK", keys.elementType()), np.tile(bounds[:, 0], rows)
+        fields = {"inp": (keys.flatten(), chunks)}
+        outputs = ("outValues", "outIndices")
     else:
         vertex = templateVertex("popops::TopKKeyValue", keys.elementType(), values.elementType())
-        types += [("values", values.elementType()), ("positions", UNSIGNED_INT)]
-    outs, columns = _outputs(graph, types, rows, [min(k, hi - lo) for lo, hi in bounds], tiles,
-                             f"{name}/stage0")
-    cs = graph.addComputeSet(f"{name}/stage0")
-    for r in range(rows):
-        for j, (lo, hi) in enumerate(bounds):
-            out = [t[r].slice(*columns[j]) for t in outs]
-            if values is None:
-                fields = {"inp": keys[r].slice(lo, hi), "outValues": out[0], "outIndices": out[1]}
-            else:
-                fields = {"keys": keys[r].slice(lo, hi), "values": values[r].slice(lo, hi), "outKeys": out[0],
-                          "outValues": out[1], "positions": out[2]}
-            v = graph.addVertex(cs, vertex, fields)
-            if values is None:
-                graph.setInitialValue(v["offset"], lo)
-            graph.setInitialValue(v["largest"], largest)
-            graph.setInitialValue(v["reverse"], reverse and len(bounds) == 1)
-            graph.setTileMapping(v, int(tiles[r, j]))
-    prog.add(prog_.Execute(cs))
-    return [_Sorted(outs[0][:, b:e], outs[1][:, b:e], tiles[:, j]) for j, (b, e) in enumerate(columns)]
+        fields = {"keys": (keys.flatten(), chunks), "values": (values.flatten(), chunks)}
+        outputs = ("outKeys", "outValues", "positions")
+    fields.update((f, (t.flatten(), pieces)) for f, t in zip(outputs, outs))
+    _add_vertices(graph, prog, vertex, tiles, fields, state, f"{name}/stage0", offsets)
+    return _Results(outs[0], outs[1], starts, lengths, tiles)
 
 
-def _merge_stage(graph: Graph, prog: prog_.Sequence, results: list[_Sorted], k: int, largest: bool,
-                 reverse: bool, name: str) -> list[_Sorted]:
+def _merge_stage(graph: Graph, prog: prog_.Sequence, results: _Results, k: int, largest: bool,
+                 reverse: bool, name: str) -> _Results:
     """Neighbouring results merged in pairs into the best ``k`` of each pair, on the first's tile (the
     last result passes through when their number is odd); one result left is in the final order."""
-    pairs = list(zip(results[0::2], results[1::2]))
-    rows = results[0].keys.dim(0)
-    types = [("keys", results[0].keys.elementType()), ("values", results[0].values.elementType())]
-    lengths = [min(k, a.keys.dim(1) + b.keys.dim(1)) for a, b in pairs]
-    tiles = np.stack([a.tiles for a, _ in pairs], axis=1)
-    (keys, values), columns = _outputs(graph, types, rows, lengths, tiles, name)
-    cs = graph.addComputeSet(name)
-    vertex = templateVertex("popops::TopKMerge", *(t for _, t in types))
-    for r in range(rows):
-        for (a, b), column in zip(pairs, columns):
-            v = graph.addVertex(cs, vertex, {"aKeys": a.keys[r], "aValues": a.values[r], "bKeys": b.keys[r],
-                                             "bValues": b.values[r], "outKeys": keys[r].slice(*column),
-                                             "outValues": values[r].slice(*column)})
-            graph.setInitialValue(v["largest"], largest)
-            graph.setInitialValue(v["reverse"], reverse and len(results) == 2)
-            graph.setTileMapping(v, int(a.tiles[r]))
-    prog.add(prog_.Execute(cs))
-    merged = [_Sorted(keys[:, b:e], values[:, b:e], a.tiles) for (a, _), (b, e) in zip(pairs, columns)]
-    return merged + results[len(pairs) * 2:]
+    q = len(results.lengths)
+    pairs = q // 2
+    rows, width = results.keys.shape()
+    a, b = np.arange(0, 2 * pairs, 2), np.arange(1, 2 * pairs, 2)
+    lengths = np.minimum(k, results.lengths[a] + results.lengths[b])
+    tiles = results.tiles[:, a]
+    types = [("keys", results.keys.elementType()), ("values", results.values.elementType())]
+    (keys, values), starts = _new_results(graph, types, lengths, tiles, name)
+    fields = {}
+    for side, which in (("a", a), ("b", b)):
+        ranges = _ranges(width, results.starts[which], results.lengths[which], rows)
+        fields.update({f"{side}Keys": (results.keys.flatten(), ranges),
+                       f"{side}Values": (results.values.flatten(), ranges)})
+    pieces = _ranges(keys.dim(1), starts, lengths, rows)
+    fields.update(outKeys=(keys.flatten(), pieces), outValues=(values.flatten(), pieces))
+    _add_vertices(graph, prog, templateVertex("popops::TopKMerge", *(t for _, t in types)), tiles, fields,
+                  {"largest": largest, "reverse": reverse and q == 2}, name)
+    if q % 2 == 0:
+        return _Results(keys, values, starts, lengths, tiles)
+    last = slice(int(results.starts[-1]), int(results.starts[-1] + results.lengths[-1]))
+    return _Results(concat([keys, results.keys[:, last]], 1), concat([values, results.values[:, last]], 1),
+                    np.append(starts, keys.dim(1)), np.append(lengths, results.lengths[-1]),
+                    np.concatenate([tiles, results.tiles[:, -1:]], axis=1))
 
 
 def _top_k(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tensor | None, params: TopKParams,
@@ -196,10 +237,10 @@ def _top_k(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tensor | No
     results = _first_stage(graph, prog, keys.reshape([rows, n]),
                            None if values is None else values.reshape([rows, n]), k, largest, reverse, name)
     stage = 1
-    while len(results) > 1:
+    while len(results.lengths) > 1:
         results = _merge_stage(graph, prog, results, k, largest, reverse, f"{name}/stage{stage}")
         stage += 1
-    return results[0].keys.reshape(out_shape), results[0].values.reshape(out_shape)
+    return results.keys.reshape(out_shape), results.values.reshape(out_shape)
 
 
 def topKWithPermutation(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams,
@@ -258,7 +299,7 @@ def createTopKInput(graph: Graph, type: Type, shape: list[int], params: TopKPara
     if rows == 0 or n == 0:
         return t
     num_tiles = graph.getTarget().getNumTiles()
-    bounds = np.array(_bounds(n, min(n, _chunk_length(rows, n, num_tiles))), dtype=np.int64)
+    bounds = _bounds(n, min(n, _chunk_length(rows, n, graph.getTarget())))
     first = np.arange(rows)[:, None] * n
     begin, end = (first + bounds[:, 0]).ravel(), (first + bounds[:, 1]).ravel()
     graph.map_intervals(t.flatten(), begin, end, np.arange(begin.size) * num_tiles // begin.size)
