@@ -1,9 +1,10 @@
-"""popops sorting codelets: one vertex sorts one row (a stable bottom-up merge sort), or
-finds the top k of a piece of a row (a heap of k elements).
+"""popops sorting codelets: one vertex sorts one row (a stable bottom-up merge sort); top-k
+MultiVertices find the best k of pieces of rows (a heap of k elements) and merge two sorted
+results into their best k, a piece per worker in turn.
 
 Order: ascending, NaN after every number (as numpy); equal elements keep their order.
 A sorting vertex gets scratch rows of the same length to merge into; a top-k vertex needs
-no more than its k outputs.
+no more than its outputs.
 """
 
 from poplar_py import UNSIGNED_INT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex

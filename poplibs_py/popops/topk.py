@@ -1,16 +1,25 @@
 """popops: topK, topKWithPermutation, topKKeyValue and createTopKInput (TopK.hpp).
 
-Every row (the innermost dim) is reduced to its top ``k`` on the tiles in stages. A stage
-cuts each row into chunks of about a tile's share of the whole tensor (and at least
-``GROUP * k`` elements); one vertex per chunk, on the tile holding most of the chunk, keeps
-the best ``k`` of its chunk in a heap held by its outputs (no row-sized scratch) and writes
-them sorted. The chunks' winners, in chunk order, are the next stage's rows, each at most
-``2 / GROUP`` of the last; the stage whose rows fit one chunk writes the result, one vertex
-per row, in the requested order. Rows that fit one chunk from the start take one stage.
+Every row (the innermost dim) is reduced to its top ``k`` on the tiles, in stages, as
+PopLibs' bitonic top-k merges sorted sequences of k and drops the losing half:
 
-Order: NaN counts as larger than every number. Elements with equal keys are chosen and
-written in index order, whatever the ``sortOrder`` (so every result is stable): candidates
-keep their row order from stage to stage, and each vertex breaks ties by position.
+* stage 0 cuts the rows into chunks of a worker's share of the whole tensor (at least
+  MIN_CHUNK elements); each tile runs one MultiVertex whose workers take the chunks it holds
+  most of in turn, keeping each chunk's best ``k`` in a heap in the outputs (no scratch the
+  size of a row) and heap-sorting them;
+* each later stage merges neighbouring results in pairs into the best ``k`` of the pair, on
+  the tile of the first (an odd last result waits for the next stage), until one result a
+  row is left: about log2(chunks a row) stages, each result at most ``k`` long.
+
+A tile thus holds its share of the input, its results and, while merging, a pair of
+results: a row of 100,000 floats with k = 50 on a 1472-tile IPU needs under 8 kB on any
+tile. The final result of each row lives on one tile, so ``k`` must fit one.
+
+Order: NaN counts as larger than every number; elements with equal keys are chosen and
+written in index order, whatever the ``sortOrder`` (results are always stable): stage 0
+breaks ties by index and a merge takes equal keys from the earlier result first. NONE gives
+the natural order (largest first for ``largest``). The vertices' cycles are the compiled
+kernels' own counts of their work (data-dependent: the heap's), as for the sort vertices.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Target, Tensor, Typ
 from poplar_py import program as prog_
 from poplar_py.arguments import checked_shape, is_int
 from poplar_py.bulk import Rows
+from poplar_py.debug import debug_name
 
 from ..poputil import PoplibsArgumentError, PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._common import element_tiles
@@ -139,9 +149,10 @@ def _new_results(graph: Graph, types: list[tuple[str, Type]], lengths: np.ndarra
 def _add_vertices(graph: Graph, prog: prog_.Sequence, vertex: str, tiles: np.ndarray,
                   fields: dict[str, tuple[Tensor, np.ndarray]], state: dict[str, bool], name: str,
                   offsets: np.ndarray | None = None) -> None:
-    """A compute set, added to ``prog``, of one ``vertex`` per tile of ``tiles`` (one per item): item
-    i is row ``rank`` of every list field, ``fields[f] = (tensor, ranges)`` giving its columns
-    ``ranges[i] = (begin, end)`` of the flattened tensor, and ``offsets[i]`` of ``offsets``."""
+    """A compute set, added to ``prog``, of one ``vertex`` per tile of ``tiles``, the tiles of the
+    stage's items: item i is a row of each list field of the vertex on ``tiles[i]`` (rows in item
+    order), elements ``ranges[i] = (begin, end)`` of the flattened tensor of ``fields[field] =
+    (tensor, ranges)``, and its ``offsets`` element is ``offsets[i]``."""
     order = np.argsort(tiles.ravel(), kind="stable")
     vertex_tiles, per_vertex = np.unique(tiles.ravel()[order], return_counts=True)
     row = np.arange(order.size)
@@ -244,7 +255,7 @@ def _top_k(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tensor | No
 
 
 def topKWithPermutation(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams,
-                        debugContext: str = "") -> tuple[Tensor, Tensor]:
+                        debugContext: object = "") -> tuple[Tensor, Tensor]:
     """The top ``params.k`` of each row of ``t``'s innermost dim, and their indices.
 
     Returns ``(values, indices)``, shaped as ``t`` with the last dim ``k`` (indices are
@@ -252,26 +263,27 @@ def topKWithPermutation(graph: Graph, prog: prog_.Sequence, t: Tensor, params: T
     (see the module's notes); the results live on the tile of each row's last stage.
     NaN counts as larger than every number; equal elements come in index order.
     """
-    name = debugContext or "topKWithPermutation"
+    name = debug_name(debugContext, "topKWithPermutation") or "topKWithPermutation"
     sequenceArgument(prog, name)
     t = _check_tensor(graph, t, name, "tensor")
     return _top_k(graph, prog, t, None, params, name)
 
 
-def topK(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams, debugContext: str = "") -> Tensor:
+def topK(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams,
+         debugContext: object = "") -> Tensor:
     """The top ``params.k`` values of each row of ``t``'s innermost dim (see topKWithPermutation)."""
-    return topKWithPermutation(graph, prog, t, params, debugContext or "topK")[0]
+    return topKWithPermutation(graph, prog, t, params, debug_name(debugContext, "topK") or "topK")[0]
 
 
 def topKKeyValue(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tensor, params: TopKParams,
-                 debugContext: str = "") -> tuple[Tensor, Tensor]:
+                 debugContext: object = "") -> tuple[Tensor, Tensor]:
     """The top ``params.k`` of each row of ``keys``' innermost dim, and the elements of
     ``values`` (same shape) at their positions.
 
     Returns ``(keys, values)``, both shaped as the inputs with the last dim ``k``; the stages
     carry the values along with their keys (see topKWithPermutation).
     """
-    name = debugContext or "topKKeyValue"
+    name = debug_name(debugContext, "topKKeyValue") or "topKKeyValue"
     sequenceArgument(prog, name)
     keys = _check_tensor(graph, keys, name, "keys")
     values = _check_tensor(graph, values, name, "values")
@@ -282,11 +294,11 @@ def topKKeyValue(graph: Graph, prog: prog_.Sequence, keys: Tensor, values: Tenso
 
 
 def createTopKInput(graph: Graph, type: Type, shape: list[int], params: TopKParams,  # noqa: A002
-                    debugContext: str = "") -> Tensor:
-    """A new variable of ``shape`` laid out for topK with ``params``: each chunk of the first
-    stage (a whole row if rows are short) on its own tile, the chunks spread evenly over the
-    tiles in row order, so the first stage reads no element from another tile."""
-    name = debugContext or "createTopKInput"
+                    debugContext: object = "") -> Tensor:
+    """A new variable of ``shape`` laid out for topK with ``params``: the first stage's chunks (a
+    whole row if rows are short) spread evenly over the tiles in row order, whole chunks on each,
+    so the first stage reads no element from another tile."""
+    name = debug_name(debugContext, "createTopKInput") or "createTopKInput"
     if type not in TYPES:
         raise PoplibsError(f"{name}: type {type} is not one topK takes (FLOAT, HALF, INT or UNSIGNED_INT)")
     shape = list(checked_shape(shape, name))

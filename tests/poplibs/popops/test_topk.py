@@ -70,15 +70,17 @@ def check_top_k(h, a, t, params):
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("largest", [True, False])
 def test_top_k_of_short_rows(harness, dtype, order, largest):
-    # one vertex per row; rows split between tiles
-    a = sample((3, 41), dtype, seed=order.value)
+    # a worker per row (rows split between tiles), one stage
+    a = sample((6, 16), dtype, seed=order.value)
     h = harness(4)
     check_top_k(h, a, h.tensor(a, mapping=spread), popops.TopKParams(7, largest, order))
+    stages = [s["name"] for s in h.engine.getProfile()["execution"]["steps"] if s["type"] == "OnTileExecute"]
+    assert stages == ["topKWithPermutation/stage0", "topK/stage0"]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
 @pytest.mark.parametrize(("shape", "k", "largest", "order"), [
-    ((1, 1000), 20, True, popops.SortOrder.NONE),        # 6 chunks: merges of 6, 3 (one passes), 2
+    ((1, 1000), 20, True, popops.SortOrder.NONE),        # 36 chunks: merges of 36, 18, 9 (one waits), ...
     ((2, 500), 200, False, popops.SortOrder.DESCENDING),  # chunks shorter than k
     ((2, 2, 150), 5, True, popops.SortOrder.ASCENDING),   # rank 3, 2 chunks a row
 ])
