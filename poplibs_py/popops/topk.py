@@ -116,7 +116,25 @@ def _chunk_tiles(graph: Graph, keys: Tensor, bounds: np.ndarray) -> np.ndarray:
                               return_counts=True)
     order = np.lexsort((-counts, pairs // num_tiles))  # by group, the most common tile first
     first = np.unique(pairs[order] // num_tiles, return_index=True)[1]
-    return (pairs[order][first] % num_tiles).reshape(rows, q)
+    return _balance((pairs[order][first] % num_tiles).reshape(rows, q), num_tiles)
+
+
+def _balance(tiles: np.ndarray, num_tiles: int) -> np.ndarray:
+    """``tiles`` with no tile given more than its share (rounded up) of the chunks: those over it
+    (the later ones) move, in order, to the tiles with room, a chunk to each in turn. A row held
+    by few tiles (a row on one tile) is so spread over all of them, as PopLibs lays its top-k out."""
+    flat = tiles.ravel().copy()
+    share = -(-flat.size // num_tiles)
+    counts = np.bincount(flat, minlength=num_tiles)
+    order = np.argsort(flat, kind="stable")
+    rank = np.arange(flat.size) - np.repeat(np.cumsum(counts) - counts, counts)  # place on its tile
+    over = np.sort(order[rank >= share])
+    kept = np.minimum(counts, share)
+    free = share - kept
+    room = np.repeat(np.arange(num_tiles), free)
+    slot = np.arange(room.size) - np.repeat(np.cumsum(free) - free, free) + kept[room]
+    flat[over] = room[np.lexsort((room, slot))][:over.size]  # every tile's first free slot, then the next
+    return flat.reshape(tiles.shape)
 
 
 @dataclass

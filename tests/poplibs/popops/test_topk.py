@@ -148,12 +148,13 @@ def test_top_k_key_value(harness, ktype, vtype, shape, k, order):
 
 
 @pytest.mark.parametrize("mode", ["native"])  # a whole IPU: the interpreter would take minutes
-@pytest.mark.parametrize("op", ["topKWithPermutation", "topKKeyValue"])
-def test_a_row_of_100000_is_spread_over_the_tiles(harness, op):
+@pytest.mark.parametrize(("op", "mapping"), [("topKWithPermutation", "linear"), ("topKKeyValue", "linear"),
+                                             ("topKWithPermutation", 5)])
+def test_a_row_of_100000_is_spread_over_the_tiles(harness, op, mapping):
     a = np.random.default_rng(7).standard_normal(100_000).astype(np.float32)
     a[::1000] = 3.0  # ties among the largest
     h = harness(1472)
-    t = h.tensor(a)
+    t = h.tensor(a, mapping=mapping)
     params = popops.TopKParams(50, True, popops.SortOrder.ASCENDING, stableSort=True)
     if op == "topKWithPermutation":
         values, second = popops.topKWithPermutation(h.graph, h.seq, t, params)
@@ -166,10 +167,13 @@ def test_a_row_of_100000_is_spread_over_the_tiles(harness, op):
     np.testing.assert_array_equal(got_2, want)
     np.testing.assert_array_equal(got_v, np.sort(a[np.argsort(-a, kind="stable")[:50]]))
     profile = h.engine.getProfile()
-    memory = [tile["memory"]["total"] for tile in profile["compilation"]["tiles"]]
-    assert max(memory) < 16 * 1024  # the row is 400 kB: no tile holds it, nor a copy or scratch of it
+    memory = np.array([tile["memory"]["total"] for tile in profile["compilation"]["tiles"]])
+    if mapping == 5:  # the row's tile holds the row (400 kB) and its share of the work
+        assert memory[5] < a.nbytes + 16 * 1024
+        memory[5] = 0
+    assert memory.max() < 16 * 1024  # no tile holds a copy of the row or scratch the size of it
     compute = np.array(profile["execution"]["cyclesByTile"]["compute"])
-    assert (compute > 0).sum() > 1400  # every tile holding the row takes part
+    assert (compute > 0).sum() > 1400  # nearly every tile takes part
 
 
 def test_create_top_k_input_puts_each_chunk_on_its_own_tile(harness):
