@@ -34,6 +34,7 @@ from poplar_py import program as prog_
 from poplar_py.arguments import checked_shape, is_int
 from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name
+from poplar_py.types import asType
 
 from ..poputil import PoplibsArgumentError, PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._common import element_tiles
@@ -106,8 +107,8 @@ def _bounds(n: int, chunk: int) -> np.ndarray:
 
 
 def _chunk_tiles(graph: Graph, keys: Tensor, bounds: np.ndarray) -> np.ndarray:
-    """``[rows, chunks]``: the tile holding most of each chunk of each row of the 2-D ``keys``
-    (the lowest of the tiles holding as much)."""
+    """``[rows, chunks]``: the tile holding most of each chunk of each row of the 2-D ``keys`` (the
+    lowest of the tiles holding as much), unless that tile has its share already (``_balance``)."""
     rows, n = keys.shape()
     num_tiles, q = graph.getTarget().getNumTiles(), len(bounds)
     chunk = np.searchsorted(bounds[:, 0], np.arange(n), side="right") - 1
@@ -317,15 +318,16 @@ def createTopKInput(graph: Graph, type: Type, shape: list[int], params: TopKPara
     whole row if rows are short) spread evenly over the tiles in row order, whole chunks on each,
     so the first stage reads no element from another tile."""
     name = debug_name(debugContext, "createTopKInput") or "createTopKInput"
-    if type not in TYPES:
-        raise PoplibsError(f"{name}: type {type} is not one topK takes (FLOAT, HALF, INT or UNSIGNED_INT)")
+    type_ = asType(type)
+    if type_ not in TYPES:
+        raise PoplibsError(f"{name}: type {type_} is not one topK takes (FLOAT, HALF, INT or UNSIGNED_INT)")
     shape = list(checked_shape(shape, name))
     if not shape:
         raise PoplibsError(f"{name}: shape {shape} must have at least one dimension")
     n = shape[-1]
     rows = int(np.prod(shape[:-1], dtype=np.int64))
     _check_params(params, n, f"shape {shape}", name)
-    t = graph.addVariable(type, shape, name)
+    t = graph.addVariable(type_, shape, name)
     if rows == 0 or n == 0:
         return t
     num_tiles = graph.getTarget().getNumTiles()
