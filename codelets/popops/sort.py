@@ -268,4 +268,4 @@ class TopKMerge(MultiVertex):
     def compute(self, workerId):
         for j in range(workerId, len(self.outKeys), self.numWorkers()):
             _merge_top(self.aKeys[j], self.aValues[j], self.bKeys[j], self.bValues[j], self.outKeys[j],
-                   self.outValues[j], self.largest, self.reverse)
+                       self.outValues[j], self.largest, self.reverse)
