@@ -26,6 +26,7 @@ from .scaled_add import *  # noqa: F403
 from .scatter import *  # noqa: F403
 from .select_scalar import *  # noqa: F403
 from .sort import *  # noqa: F403
+from .topk import *  # noqa: F403
 
 #: the element types popops' cast and fill vertices are estimated for
 TYPES = tuple(getattr(_poplar, name) for name in (

@@ -1,4 +1,4 @@
-"""popops: sort, sortKeyValue (Sort.hpp) and topK (TopK.hpp), sorting on the tiles.
+"""popops: sort and sortKeyValue (Sort.hpp), sorting on the tiles.
 
 Every line along the sorted dimension is an independent row, sorted by one vertex on
 the tile that holds most of it (the rest of the row is exchanged there and back). The
@@ -8,37 +8,16 @@ its scratch rows are variables on the same tile. All rows sort in one compute se
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
-
 import numpy as np
 
-from poplar_py import UNSIGNED_INT, Graph, Tensor
+from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
 from poplar_py.arguments import checked_int
 
 from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._common import check_writeable, element_tiles, majority_tiles, rows_last
 
-__all__ = ["SortOrder", "TopKParams", "sort", "sortInPlace", "sortKeyValue", "sortKeyValueInPlace",
-           "topK", "topKWithPermutation"]
-
-
-class SortOrder(enum.Enum):
-    NONE = 0
-    ASCENDING = 1
-    DESCENDING = 2
-
-
-@dataclass
-class TopKParams:
-    """``k`` elements, the largest or the smallest, in ``sortOrder`` (NONE gives them
-    largest-first for ``largest``, smallest-first otherwise). Sorting is always stable."""
-
-    k: int
-    largest: bool = True
-    sortOrder: SortOrder = SortOrder.NONE
-    stableSort: bool = False
+__all__ = ["sort", "sortInPlace", "sortKeyValue", "sortKeyValueInPlace"]
 
 
 def _check(graph: Graph, t: Tensor, dim: int, prog: prog_.Sequence, what: str) -> int:
@@ -138,50 +117,3 @@ def sortKeyValue(graph: Graph, keys: Tensor, values: Tensor, dim: int, prog: pro
     sortKeyValueInPlace(graph, kcopy, out, dim, prog, name)
     return out
 
-
-def topKWithPermutation(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams,
-                        debugName: str = "") -> tuple[Tensor, Tensor]:
-    """The top ``params.k`` of each row of ``t``'s innermost dim, and their indices.
-
-    Returns ``(values, indices)``, shaped as ``t`` with the last dim ``k`` (indices are
-    UNSIGNED_INT). One ``TopK`` vertex per row, on the tile holding most of it, which
-    also holds that row of the results. NaN counts as larger than every number; equal
-    elements come in index order (reversed when the requested order is the opposite
-    of the selection's, e.g. largest k in ASCENDING order).
-    """
-    name = debugName or "topK"
-    if t.rank() < 1:
-        raise PoplibsError(f"{name}: tensor '{t.name}' must have at least one dimension")
-    n, k = t.dim(t.rank() - 1), int(params.k)
-    if not 0 <= k <= n:
-        raise PoplibsError(f"{name}: k = {k} is larger than the innermost dim ({n}) of tensor '{t.name}'")
-    rows = t.reshape([t.numElements() // n if n else 0, n])
-    values = graph.addVariable(t.elementType(), [*t.shape()[:-1], k], f"{name}/values")
-    indices = graph.addVariable(UNSIGNED_INT, [*t.shape()[:-1], k], f"{name}/indices")
-    if k == 0 or rows.dim(0) == 0:
-        return values, indices
-    tiles = _row_tiles(graph, rows)
-    vrows, irows = values.reshape([rows.dim(0), k]), indices.reshape([rows.dim(0), k])
-    for i, tile in enumerate(tiles.tolist()):
-        graph.setTileMapping(vrows[i], tile)
-        graph.setTileMapping(irows[i], tile)
-    scratch = {f: _scratch(graph, type_, rows.shape(), tiles, f"{name}/{f}")
-               for f, type_ in (("keys", t.elementType()), ("indices", UNSIGNED_INT),
-                                ("scratchKeys", t.elementType()), ("scratchIndices", UNSIGNED_INT))}
-    natural = SortOrder.DESCENDING if params.largest else SortOrder.ASCENDING
-    reverse = params.sortOrder not in (SortOrder.NONE, natural)
-    cs = graph.addComputeSet(name)
-    vertex = templateVertex("popops::TopK", t.elementType())
-    for i, tile in enumerate(tiles.tolist()):
-        v = graph.addVertex(cs, vertex, {"inp": rows[i], "outValues": vrows[i], "outIndices": irows[i],
-                                         **{f: s[i] for f, s in scratch.items()}})
-        graph.setInitialValue(v["largest"], bool(params.largest))
-        graph.setInitialValue(v["reverse"], reverse)
-        graph.setTileMapping(v, tile)
-    prog.add(prog_.Execute(cs))
-    return values, indices
-
-
-def topK(graph: Graph, prog: prog_.Sequence, t: Tensor, params: TopKParams, debugName: str = "") -> Tensor:
-    """The top ``params.k`` values of each row of ``t``'s innermost dim (see topKWithPermutation)."""
-    return topKWithPermutation(graph, prog, t, params, debugName)[0]
