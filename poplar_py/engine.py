@@ -21,6 +21,8 @@ from typing import IO, Any
 import numpy as np
 
 from .arguments import checked_file, checked_str, is_int
+from .codelet.interrupts import interruptible
+from .codelet.pipeline import NO_BUDGET
 from .compiler.costs import RunRecord
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
@@ -92,6 +94,7 @@ class Engine:
         del exe  # built here from a graph, it goes with the frozen IR's edges
         release_freed_heap()
         self._machine.clock = _clock(self._machine, self._record, self._profile)
+        self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -150,7 +153,8 @@ class Engine:
                                f"(the engine has {len(programs)})")
         m = self._machine
         m.record.runs.append(programIndex)
-        programs[programIndex].run(m)
+        with interruptible():  # Ctrl-C stops checked kernels too
+            programs[programIndex].run(m)
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------

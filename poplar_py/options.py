@@ -27,6 +27,8 @@ _KNOWN: dict[str, tuple[str, Any]] = {
     "codelets.mode": ("native", ("native", "interpreter")),
     "codelets.checkBounds": ("true", "bool"),
     "codelets.fastMath": ("false", "bool"),
+    # checked kernels: the cycles one vertex may count before it fails (a loop that never ends)
+    "codelets.cycleBudget": ("10000000000", "int"),
     "autoReport.all": ("false", "bool"),
     "autoReport.directory": (".", "str"),
     "autoReport.outputGraphProfile": ("false", "bool"),
@@ -122,6 +124,10 @@ class EngineOptions:
 
     def __getitem__(self, name: str) -> str:
         return self.values[name]
+
+    def integer(self, name: str) -> int:
+        """An "int" option's value (decimal or 0x hexadecimal)."""
+        return int(self.values[name], 16 if self.values[name].lower().startswith("0x") else 10)
 
 
 def _normalise(name: str, value: Any) -> str:

@@ -29,8 +29,9 @@ from typing import ParamSpec, TypeVar
 import numpy as np
 
 from ..errors import CodeletCompileError
-from . import jit
+from . import interrupts, jit
 from .assigned import check_assigned
+from .budget import NO_BUDGET
 from .codegen import KernelBuilder, state_layout
 from .frontend import parse_codelet
 from .inference import TypedCodelet, infer_types
@@ -40,8 +41,11 @@ from .source import ParsedCodelet
 from .types import (
     BUFFER_ENTRY,
     ERR_ASSERTION,
+    ERR_CYCLE_BUDGET,
     ERR_DTYPE,
+    ERR_INTERRUPTED,
     ERR_OUT_OF_BOUNDS,
+    ERR_RANGE_STEP,
     ERR_RETURNED_FALSE,
     VECTOR_LIST_ENTRY_DTYPE,
 )
@@ -53,9 +57,13 @@ __all__ = [
     "BUFFER_ENTRY",
     "COMPILER_VERSION",
     "ERR_ASSERTION",
+    "ERR_CYCLE_BUDGET",
     "ERR_DTYPE",
+    "ERR_INTERRUPTED",
     "ERR_OUT_OF_BOUNDS",
+    "ERR_RANGE_STEP",
     "ERR_RETURNED_FALSE",
+    "NO_BUDGET",
     "VECTOR_LIST_ENTRY_DTYPE",
     "CodeletInfo",
     "CompiledCodelet",
@@ -82,7 +90,7 @@ def compiler_digest() -> str:
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_int64, ctypes.c_int64
+    ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p
 )
 
 
@@ -90,7 +98,7 @@ _RUN_TYPE = ctypes.CFUNCTYPE(
 class KernelOptions:
     """How a codelet is compiled."""
 
-    checked: bool = True  # bounds-check every vector index: a violation fills the error record
+    checked: bool = True  # bounds-check every vector index, hold vertices to the cycle budget
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
     lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
@@ -280,13 +288,16 @@ class CompiledCodelet:
         return self._ir
 
     def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int,
-            offset: int = 0, buffers: int = 0) -> int:
+            offset: int = 0, buffers: int = 0, budget: int = NO_BUDGET) -> int:
         """Run compute() for n state records at states_addr in one native call, adding vertex i's
         cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
         0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
         the first failure. List entries hold addresses ``offset`` bytes short of their rows (those
-        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short)."""
-        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
+        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short). Checked, a vertex that
+        counts more than ``budget`` cycles fails, and Ctrl-C stops the kernel (ERR_INTERRUPTED)
+        while :func:`interrupts.interruptible` is in force."""
+        return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers,
+                        budget, interrupts.stop_address())
 
 
 def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
@@ -305,4 +316,13 @@ def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
             f"{vertex_desc}: index {int(err_record['index'])} is out of bounds for {field} "
             f"of size {int(err_record['size'])} in {cls.__name__}.compute ({where})"
         )
+    if code == ERR_RANGE_STEP:
+        return f"{vertex_desc}: range() arg 3 must not be zero in {cls.__name__}.compute ({where})"
+    if code == ERR_CYCLE_BUDGET:
+        budget, counted = int(err_record["size"]), int(err_record["index"])
+        return (f"{vertex_desc}: codelet {cls.__name__} runs past the cycle budget of {budget} cycles "
+                f"(engine option codelets.cycleBudget) in {cls.__name__}.compute ({where}, having counted "
+                f"{counted}): a loop that never ends, or a budget too small for the vertex")
+    if code == ERR_INTERRUPTED:
+        return f"{vertex_desc}: stopped by Ctrl-C in {cls.__name__}.compute ({where})"
     return f"{vertex_desc}: {cls.__name__}.compute failed with error code {code} ({where})"

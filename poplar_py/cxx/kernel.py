@@ -37,8 +37,10 @@ class CxxCompiled:
         err_addr: int,
         offset: int = 0,
         buffers: int = 0,
+        budget: int = 0,
     ) -> int:
-        """Run compute() for n state records in one native call (see CompiledCodelet.run)."""
+        """Run compute() for n state records in one native call (see CompiledCodelet.run; C++
+        kernels are not held to a cycle budget, nor stopped by Ctrl-C: ``budget`` is ignored)."""
         return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
 
 
