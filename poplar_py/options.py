@@ -27,7 +27,8 @@ _KNOWN: dict[str, tuple[str, Any]] = {
     "codelets.mode": ("native", ("native", "interpreter")),
     "codelets.checkBounds": ("true", "bool"),
     "codelets.fastMath": ("false", "bool"),
-    # checked kernels: the cycles one vertex may count before it fails (a loop that never ends)
+    # checked kernels: the cycles one vertex may count before it fails with VertexError (a loop
+    # that never ends fails in seconds; no real vertex counts this many: codelet/budget.py)
     "codelets.cycleBudget": ("10000000000", "int"),
     "autoReport.all": ("false", "bool"),
     "autoReport.directory": (".", "str"),
