@@ -10,6 +10,7 @@ move data between host arrays and tile memory. State persists between runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -95,6 +96,9 @@ class Engine:
         release_freed_heap()
         self._machine.clock = _clock(self._machine, self._record, self._profile)
         self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
+        # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
+        checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
+        self._interruptible = interruptible if checked and self._exe.lowered.runners else _UNINTERRUPTIBLE
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -153,7 +157,7 @@ class Engine:
                                f"(the engine has {len(programs)})")
         m = self._machine
         m.record.runs.append(programIndex)
-        with interruptible():  # Ctrl-C stops checked kernels too
+        with self._interruptible:
             programs[programIndex].run(m)
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
@@ -355,6 +359,8 @@ class Engine:
         self._machine.record.reset()
         self._record.reset()
 
+
+_UNINTERRUPTIBLE = contextlib.nullcontext()
 
 #: options an executable's compiled code depends on: fixed when it is compiled
 COMPILE_OPTIONS = ("codelets.mode", "codelets.checkBounds", "codelets.fastMath", "tileMapping.strict",

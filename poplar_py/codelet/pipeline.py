@@ -295,7 +295,7 @@ class CompiledCodelet:
         the first failure. List entries hold addresses ``offset`` bytes short of their rows (those
         marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short). Checked, a vertex that
         counts more than ``budget`` cycles fails, and Ctrl-C stops the kernel (ERR_INTERRUPTED)
-        while :func:`interrupts.interruptible` is in force."""
+        inside ``interrupts.interruptible``."""
         return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers,
                         budget, interrupts.stop_address())
 

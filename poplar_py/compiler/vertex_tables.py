@@ -192,7 +192,7 @@ class _Group:
                 return self._record(i)
         return None
 
-    def interrupted(self) -> np.void | None:
+    def interruption(self) -> np.void | None:
         """Once Ctrl-C stopped a run of the kernel: the record of the first vertex that stopped
         (checked kernels stop in a loop), or None; the records are cleared for the next run."""
         stopped = np.flatnonzero(self.err["code"] == ERR_INTERRUPTED)
@@ -486,10 +486,10 @@ class ComputeSetRunner:
                 try:
                     err = g.run_native(budget)
                 except KeyboardInterrupt:  # raised by Python's handler once the kernel stopped
-                    raise self._interrupted(g, g.interrupted(), replica) from None
+                    raise self._interrupted(g, g.interruption(), replica) from None
             if err is not None:
                 if err["code"] == ERR_INTERRUPTED:  # a Python handler of SIGINT that did not raise
-                    g.interrupted()
+                    g.interruption()
                     raise self._interrupted(g, err, replica)
                 error = self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
                 break
@@ -535,7 +535,7 @@ class ComputeSetRunner:
             return KeyboardInterrupt(f"Engine.run stopped by Ctrl-C in compute set '{self.name}', "
                                      f"running its {g.cls.vertexName} vertices")
         pos = int(g.positions[int(err["vertex"])])
-        return KeyboardInterrupt(f"Engine.run {error_message(g.cls, err, self._where(pos, replica))}")
+        return KeyboardInterrupt(f"Engine.run: {error_message(g.cls, err, self._where(pos, replica))}")
 
     def _tile_cycles(self, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per tile, from the slot totals: the barrel's cycles (workers x the busiest context) and
