@@ -7,6 +7,7 @@ is named and registers the instance under that name.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .codelet_loading import CodeletFileType, codelet_classes
@@ -18,33 +19,45 @@ from .vertex import Vertex
 _EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
 
 
+def definition(cls: type[Vertex]) -> str:
+    """Where a vertex class is defined, for messages: its C++ file, or its Python class, file and
+    line."""
+    if is_cxx(cls):
+        return cls.sourceFile
+    try:
+        line = f":{inspect.getsourcelines(cls)[1]}"
+    except (OSError, TypeError):  # no source: a class made by code, or its file is gone
+        line = ""
+    return f"class {cls.__module__}.{cls.__qualname__} ({cls.sourceFile or '<no file>'}{line})"
+
+
 class CodeletRegistry:
-    """Codelet classes by vertex name."""
+    """Codelet classes by vertex name: one definition per name, as Poplar's."""
 
     def __init__(self) -> None:
         self._classes: dict[str, type[Vertex]] = {}
-        self.version = 0  # changes whenever a name may come to mean another class
 
     def add(self, src: Any, file_type: CodeletFileType = CodeletFileType.Auto,
             compile_flags: str = "") -> bool:
         """Register the classes of ``src`` (a ``.py`` path, a module, a class or a list of them; a
-        C++ file or text); whether any was new. Classes that are not templates are checked now."""
-        added = False
+        C++ file or text); whether any was new. Classes that are not templates are checked now.
+        Another class under a name already taken (here or earlier) is refused, naming both
+        definitions, before any class of ``src`` is registered; the same class again is allowed."""
+        new: dict[str, type[Vertex]] = {}
         for cls in codelet_classes(src, file_type, compile_flags):
-            known = self._classes.get(cls.vertexName)
+            known = new.get(cls.vertexName) or self._classes.get(cls.vertexName)
             if known is cls:
                 continue
-            if known is not None and is_cxx(known) != is_cxx(cls):
-                raise CodeletError(
-                    f"addCodelets: vertex '{cls.vertexName}' of {cls.sourceFile or cls.__module__} is "
-                    f"already defined by {known.sourceFile or known.__module__}: a C++ and a Python codelet "
-                    "cannot share a name")
+            if known is not None:
+                error = CodeletError if is_cxx(known) or is_cxx(cls) else CodeletCompileError
+                raise error(f"addCodelets: vertex '{cls.vertexName}' of {definition(cls)} is already defined "
+                            f"by {definition(known)}: a graph has one definition of each vertex type (give "
+                            "one of them another class name or vertexName)")
             if not cls.templateParams:
                 check_codelet(cls)
-            self._classes[cls.vertexName] = cls
-            self.version += 1
-            added = True
-        return added
+            new[cls.vertexName] = cls
+        self._classes.update(new)
+        return bool(new)
 
     def lookup(self, name: str, required: bool = True) -> type[Vertex] | None:
         """The class registered as ``name``, instantiating a template for ``"Name<float,int>"``."""

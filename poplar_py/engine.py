@@ -10,6 +10,7 @@ move data between host arrays and tile memory. State persists between runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -21,6 +22,8 @@ from typing import IO, Any
 import numpy as np
 
 from .arguments import checked_file, checked_str, is_int
+from .codelet.interrupts import interruptible
+from .codelet.pipeline import NO_BUDGET
 from .compiler.costs import RunRecord
 from .compiler.fp_state import FpControl
 from .compiler.pipeline import CompiledGraph, HostTransfer
@@ -107,6 +110,10 @@ class Engine:
         del exe  # built here from a graph, it goes with the frozen IR's edges
         release_freed_heap()
         self._machine.clock = _clock(self._machine, self._record, self._profile)
+        self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
+        # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
+        checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
+        self._interruptible = interruptible if checked and self._exe.lowered.runners else _UNINTERRUPTIBLE
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -171,7 +178,8 @@ class Engine:
                                f"(the engine has {len(programs)})")
         m = self._machine
         m.record.runs.append(programIndex)
-        programs[programIndex].run(m)
+        with self._interruptible:
+            programs[programIndex].run(m)
         m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
@@ -377,6 +385,8 @@ class Engine:
         self._machine.record.reset()
         self._record.reset()
 
+
+_UNINTERRUPTIBLE = contextlib.nullcontext()
 
 #: options an executable's compiled code depends on: fixed when it is compiled
 COMPILE_OPTIONS = ("codelets.mode", "codelets.checkBounds", "codelets.fastMath", "tileMapping.strict",

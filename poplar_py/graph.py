@@ -462,6 +462,9 @@ class Graph:
         CodeletCompileError naming the file and line, C++ that cannot run a CodeletError. A
         class with type parameters is a template: ``addVertex(cs, "Name<float>")`` instantiates
         and checks it. The second argument may be the compile flags, as Poplar's overloads allow.
+        A vertex type has one definition per graph, as in Poplar: another class (or C++ vertex)
+        under a name already added raises CodeletCompileError naming both; adding the same class
+        again does nothing. Returns whether any class was new.
         """
         if isinstance(fileType, str):
             fileType, compileFlags = CodeletFileType.Auto, fileType or compileFlags
@@ -469,10 +472,7 @@ class Graph:
             raise InvalidArgumentError(
                 f"addCodelets: the file type must be a CodeletFileType and compileFlags a string, got "
                 f"{fileType!r:.40} and {compileFlags!r:.40}")
-        added = self._codelets.add(src, fileType, compileFlags)
-        if added:
-            self._vertex_types.clear()  # a name may now mean another class
-        return added
+        return self._codelets.add(src, fileType, compileFlags)
 
     def hasCodelet(self, name: str) -> bool:
         name = checked_str(name, "hasCodelet: the vertex type")

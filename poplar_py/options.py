@@ -31,6 +31,9 @@ _KNOWN: dict[str, tuple[str, Any]] = {
     "codelets.mode": ("native", ("native", "interpreter")),
     "codelets.checkBounds": ("true", "bool"),
     "codelets.fastMath": ("false", "bool"),
+    # checked kernels: the cycles one vertex may count before it fails with VertexError (a loop
+    # that never ends fails in seconds; no real vertex counts this many: codelet/budget.py)
+    "codelets.cycleBudget": ("10000000000", "int"),
     "autoReport.all": ("false", "bool"),
     "autoReport.directory": (".", "str"),
     "autoReport.outputGraphProfile": ("false", "bool"),
@@ -123,6 +126,10 @@ class EngineOptions:
 
     def __getitem__(self, name: str) -> str:
         return self.values[name]
+
+    def integer(self, name: str) -> int:
+        """An "int" option's value (decimal or 0x hexadecimal)."""
+        return int(self.values[name], 16 if self.values[name].lower().startswith("0x") else 10)
 
 
 def _normalise(name: str, value: Any) -> str:

@@ -359,3 +359,32 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(poplar.InvalidArgumentError, match="restoreFloatingPointBehaviour: behaviour must be"):
         poplar.restoreFloatingPointBehaviour(g, seq, [1, 2])
     assert seq.isEmpty()
+
+
+class SpinHalf(Vertex):
+    out: Output[HALF]
+    n: int
+
+    def compute(self):
+        s = HALF(0.0)
+        while self.n > 0:
+            s = s + HALF(1.0)
+        self.out = s
+
+
+def test_floating_point_kernels_are_held_to_the_cycle_budget():
+    device, g = make_graph(2)
+    g.addCodelets(SpinHalf)
+    out = g.addVariable(HALF, [], "out")
+    g.setTileMapping(out, 1)
+    cs = g.addComputeSet("spin")
+    v = g.addVertex(cs, "SpinHalf", {"out": out})
+    g.setInitialValue(v["n"], 1)
+    g.setTileMapping(v, 1)
+    seq = prog.Sequence()
+    poplar.setStochasticRounding(g, seq, True)
+    seq.add(prog.Execute(cs))
+    e = _engine(g, seq, "native", options={"codelets.cycleBudget": "100000"})
+    e.load(device)
+    with pytest.raises(poplar.VertexError, match=r"SpinHalf runs past the cycle budget of 100000 cycles"):
+        e.run()

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
+import inspect
+import os
 import re
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,6 +16,7 @@ from support import IdModel, make_device, make_graph
 
 import poplar_py as poplar
 from poplar_py import program as prog
+from poplar_py.codelet.interrupts import stop_address
 
 # ---- copies between views on many tiles --------------------------------------------------------
 
@@ -615,6 +622,8 @@ def test_unknown_option_suggests_close_name():
     {"codelets.mode": "fast"},
     {"autoReport.executionProfileProgramRunCount": "-3"},
     {"autoReport.executionProfileProgramRunCount": "many"},
+    {"codelets.cycleBudget": "-1"},
+    {"codelets.cycleBudget": "lots"},
 ])
 def test_bad_option_value(options):
     with pytest.raises(poplar.InvalidOptionError) as info:
@@ -626,7 +635,8 @@ def test_bad_option_value(options):
 @pytest.mark.parametrize("options", [
     {}, None, {"debug.allowOutOfMemory": "true"}, {"tileMapping.strict": "FALSE"},
     {"debug.allowOutOfMemory": True}, {"codelets.mode": "interpreter"},
-    {"autoReport.executionProfileProgramRunCount": "5"},
+    {"autoReport.executionProfileProgramRunCount": "5"}, {"codelets.cycleBudget": "0x1000"},
+    {"codelets.cycleBudget": 10**30},
 ])
 def test_good_options(options):
     _small_engine(options)
@@ -768,3 +778,134 @@ def test_dump_ir_writes_the_frozen_graph(tmp_path, monkeypatch):
     poplar.Engine(graph, prog.WriteUndef(t))
     text = path.read_text()
     assert "variables: 1 (6 elements)" in text and "'dumped' float [6]: [0,6)->2" in text
+
+
+# ---- vertices that would run on: zero range steps, the cycle budget, Ctrl-C --------------------
+
+class Steps(poplar.Vertex):
+    x: poplar.Input[poplar.Vector[float]]
+    out: poplar.Output[float]
+    step: int
+
+    def compute(self):
+        s = 0.0
+        for i in range(len(self.x) - 1, -1, self.step):
+            s += self.x[i]
+        self.out = s
+
+
+class Spin(poplar.Vertex):
+    out: poplar.Output[float]
+    n: int
+
+    def compute(self):
+        s = 0.0
+        while self.n > 0:
+            s += 1.0
+        self.out = s
+
+
+class Turns(poplar.Vertex):
+    out: poplar.Output[float]
+    n: int
+
+    def compute(self):
+        s = 0.0
+        for _i in range(self.n):
+            for _j in range(self.n):
+                s += 1.0
+        self.out = s
+
+
+def _line(cls, text: str) -> int:
+    lines, first = inspect.getsourcelines(cls)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def _vertex_engine(cls, values, options=None, tiles=(3,)):
+    """An engine running one ``cls`` vertex per tile (its state fields set to ``values``), each
+    summing into ``out``."""
+    device, graph = make_graph(4)
+    graph.addCodelets(cls)
+    x = graph.addConstant(poplar.FLOAT, [5], [1.0, 2.0, 3.0, 4.0, 5.0])
+    out = graph.addVariable(poplar.FLOAT, [len(tiles)], "out")
+    cs = graph.addComputeSet("running")
+    for k, tile in enumerate(tiles):
+        graph.setTileMapping(out[k], tile)
+        v = graph.addVertex(cs, cls.__name__, {"out": out[k], **({"x": x} if "x" in cls.fields else {})})
+        graph.setTileMapping(v, tile)
+        for name, value in values.items():
+            graph.setInitialValue(v[name], value)
+    graph.setTileMapping(x, tiles[0])
+    graph.createHostRead("out", out)
+    engine = poplar.Engine(graph, prog.Execute(cs), options)
+    engine.load(device)
+    return engine
+
+
+@pytest.mark.parametrize("mode", ["native", "interpreter"])
+def test_zero_range_step_at_run_time_names_vertex_tile_file_and_line(mode):
+    for step, expected in ((-1, 15.0), (-2, 9.0), (-4, 6.0)):
+        engine = _vertex_engine(Steps, {"step": step}, {"codelets.mode": mode})
+        engine.run()
+        assert engine.readTensor("out")[0] == expected
+    engine = _vertex_engine(Steps, {"step": 0}, {"codelets.mode": mode})
+    where = rf"Steps\.compute \({re.escape(__file__)}:{_line(Steps, 'for i in range')}\)"
+    with pytest.raises(poplar.VertexError, match=rf"vertex 0 \(Steps, test_engine\.py:\d+\) on tile 3 in "
+                       rf"compute set 'running': range\(\) arg 3 must not be zero in {where}"):
+        engine.run()
+
+
+@pytest.mark.parametrize("cls,line", [(Spin, "while self.n"), (Turns, "for _j in range")])
+def test_vertex_past_the_cycle_budget_fails(cls, line):
+    budget = 100_000
+    engine = _vertex_engine(cls, {"n": 100_000}, {"codelets.cycleBudget": budget}, tiles=(1, 2, 3))
+    start = time.perf_counter()
+    with pytest.raises(poplar.VertexError) as info:
+        engine.run()
+    assert time.perf_counter() - start < 1.0
+    message = str(info.value)
+    assert re.match(rf"vertex 0 \({cls.__name__}, test_engine\.py:\d+\) on tile 1 in compute set 'running': "
+                    rf"codelet {cls.__name__} runs past the cycle budget of {budget} cycles \(engine option "
+                    rf"codelets\.cycleBudget\) in {cls.__name__}\.compute \({re.escape(__file__)}:"
+                    rf"{_line(cls, line)}, having counted \d+\)", message), message
+    counted = int(re.search(r"having counted (\d+)", message)[1])
+    assert budget < counted < budget + 5 * 4096  # checked within a chunk of turns
+
+
+def test_cycle_budget_holds_the_count_of_the_whole_vertex():
+    # loops of 50 turns never check: the vertex's count is checked when it returns
+    with pytest.raises(poplar.VertexError, match=r"budget of 5000 cycles") as info:
+        _vertex_engine(Turns, {"n": 50}, {"codelets.cycleBudget": 5000}).run()
+    assert f"Turns.compute ({__file__}:{_line(Turns, 'def compute')}, having counted" in str(info.value)
+    counted = int(re.search(r"having counted (\d+)", str(info.value))[1])
+    assert counted > 2 * 50 * 50  # each inner turn counts its test and its step at least
+    engine = _vertex_engine(Turns, {"n": 50}, {"codelets.cycleBudget": counted})  # just enough
+    engine.run()
+    assert engine.readTensor("out")[0] == 2500.0
+    with pytest.raises(poplar.VertexError, match=rf"budget of {counted - 1} cycles.*counted {counted}\)"):
+        _vertex_engine(Turns, {"n": 50}, {"codelets.cycleBudget": counted - 1}).run()
+    # the interpreter counts no cycles: no budget
+    engine = _vertex_engine(Turns, {"n": 50}, {"codelets.mode": "interpreter", "codelets.cycleBudget": 10})
+    engine.run()
+    assert engine.readTensor("out")[0] == 2500.0
+
+
+def test_ctrl_c_stops_a_vertex_that_never_returns():
+    engine = _vertex_engine(Spin, {"n": 1})
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        where = rf"Spin\.compute \({re.escape(__file__)}:{_line(Spin, 'while self.n')}\)"
+        with pytest.raises(KeyboardInterrupt, match=rf"Engine\.run: vertex 0 \(Spin, test_engine\.py:\d+\) "
+                           rf"on tile 3 in compute set 'running': stopped by Ctrl-C in {where}"):
+            engine.run()
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 1.5
+    assert ctypes.c_int64.from_address(stop_address()).value == 0  # kernels run after it go on
+    # Python's own handling is back: the next Ctrl-C interrupts Python code
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from support import element_ids, make_graph
@@ -596,3 +598,48 @@ def test_freeze_gives_an_immutable_ir_that_prints():
     np.testing.assert_array_equal(engine.readTensor("r")[:2], [5, 6])
     tile3 = engine.getProfile()["compilation"]["tiles"][3]["memory"]["byCategory"]
     assert "variables" not in tile3
+
+
+# ---- codelets: one definition per vertex type ---------------------------------------------------
+
+def _writer(value: float) -> type[poplar.Vertex]:
+    """A vertex class named ``Writer`` that writes ``value``: each call defines another class."""
+    if value == 1.0:
+        class Writer(poplar.Vertex):
+            out: poplar.Output[float]
+
+            def compute(self):
+                self.out = 1.0
+    else:
+        class Writer(poplar.Vertex):  # a second class of the same name: the point
+            out: poplar.Output[float]
+
+            def compute(self):
+                self.out = 2.0
+    return Writer
+
+
+def _run_writer(device, graph) -> float:
+    out = graph.addVariable(poplar.FLOAT, [], "out")
+    graph.setTileMapping(out, 0)
+    cs = graph.addComputeSet("write")
+    graph.setTileMapping(graph.addVertex(cs, "Writer", {"out": out}), 0)
+    return float(read_back(device, graph, out, prog.Execute(cs)))
+
+
+def test_add_codelets_refuses_another_class_of_a_taken_name():
+    first, second = _writer(1.0), _writer(2.0)
+    lines = [inspect.getsourcelines(c)[1] for c in (first, second)]
+    device, graph = make_graph()
+    both = (rf"vertex 'Writer' of class .*_writer\.<locals>\.Writer \(.*test_graph\.py:{lines[1]}\) is "
+            rf"already defined by class .*Writer \(.*test_graph\.py:{lines[0]}\)")
+    with pytest.raises(poplar.CodeletCompileError, match=both):
+        graph.addCodelets([first, second])  # in one call: nothing is registered
+    assert not graph.hasCodelet("Writer")
+    assert graph.addCodelets(first) and not graph.addCodelets([first, first])  # the same class: allowed
+    with pytest.raises(poplar.CodeletCompileError, match=both):
+        graph.addCodelets(second)  # in a later call
+    assert _run_writer(device, graph) == 1.0
+    device, other = make_graph()  # the rule is per graph: another graph takes the other class
+    other.addCodelets(second)
+    assert _run_writer(device, other) == 2.0

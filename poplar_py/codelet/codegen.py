@@ -1,12 +1,15 @@
 """LLVM code generation for a typed codelet (llvmlite.ir), with bounds checks and cycle counting.
 
 The module holds two functions: an internal ``alwaysinline`` ``compute(ptr state, i64 worker,
-ptr err, ptr cycles) -> i64 status`` and the exported ``<symbol>(ptr states, i64 n, ptr slots,
-ptr sums, ptr err) -> i64`` that runs ``compute`` over ``n`` consecutive state records (each worker
-of a MultiVertex in turn) and adds vertex i's cycles to ``sums[slots[i]]`` (none for a negative
-slot, or when ``slots`` is null): the engine's per-tile, per-worker totals, made where they are
-counted. Locals live in entry-block allocas (mem2reg promotes them); element access
-uses GEPs from pointers loaded out of the state record; helpers are inlined at the AST level.
+ptr err, ptr cycles, i64 offset, i64 buffers, i64 budget, ptr stop) -> i64 status`` and the
+exported ``<symbol>(ptr states, i64 n, ptr slots, ptr sums, ptr err, i64 offset, i64 buffers,
+i64 budget, ptr stop) -> i64`` that runs ``compute`` over ``n`` consecutive state records (each
+worker of a MultiVertex in turn) and adds vertex i's cycles to ``sums[slots[i]]`` (none for a
+negative slot, or when ``slots`` is null): the engine's per-tile, per-worker totals, made where
+they are counted. A checked kernel holds each vertex to the cycle budget and stops when the flag
+at ``stop`` is set (:mod:`codelet.budget`). Locals live in entry-block allocas (mem2reg promotes
+them); element access uses GEPs from pointers loaded out of the state record; helpers are inlined
+at the AST level.
 
 Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 
@@ -32,6 +35,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..vertex import Direction, FieldKind, FieldSpec
+from .budget import BudgetLowering, check_vertex
 from .exprs import (
     ERR_STRUCT,
     I1,
@@ -53,6 +57,7 @@ from .repeat import repeatable
 from .size import code_bytes
 from .types import (
     ERR_ASSERTION,
+    ERR_RANGE_STEP,
     ERR_RETURNED_FALSE,
     PY_INT,
     CType,
@@ -139,7 +144,7 @@ def state_layout(fields: dict[str, FieldSpec], written: tuple[str, ...] = ()
     return np.dtype({"names": names, "formats": formats}, align=True), ir.LiteralStructType(elements), slots
 
 
-class KernelBuilder(VersionedLowering):
+class KernelBuilder(VersionedLowering, BudgetLowering):
     """Lowers one TypedCodelet to an llvmlite module: module structure and statements."""
 
     def __init__(
@@ -169,6 +174,7 @@ class KernelBuilder(VersionedLowering):
         self.unroller = Unroller()
         self.unrolling = True  # False in the rolled cold copy of versioned code
         self.oob = None
+        self.watch_exit = None
 
     # module structure ---------------------------------------------------------------------------
     def build(self) -> str:
@@ -180,14 +186,17 @@ class KernelBuilder(VersionedLowering):
         return str(self.module)
 
     def _compute(self, lanes: int) -> ir.Function:
-        """compute(state, worker, err, cycles, replica offset, buffers' offset) for one vertex, or
-        for ``lanes`` consecutive vertices in lockstep (codelet_lanes)."""
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64, *((I64, PTR) if self.fp else ())])
+        """compute(state, worker, err, cycles, replica offset, buffers' offset, budget, stop flag[,
+        control word, generator]) for one vertex, or for ``lanes`` consecutive vertices in lockstep
+        (codelet_lanes)."""
+        fp_args = (I64, PTR) if self.fp else ()
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64, I64, PTR, *fp_args])
         suffix = "" if lanes == 1 else "_lanes"
         fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset = fn.args[:6]
+        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset, self.budget, \
+            self.stop = fn.args[:8]
         entry = ir.IRBuilder(fn.append_basic_block("entry"))
         body = ir.IRBuilder(fn.append_basic_block("body"))
         if lanes == 1:
@@ -195,11 +204,13 @@ class KernelBuilder(VersionedLowering):
         else:
             self.state = lane_states(entry, states, self.struct, lanes)
             self.alloca_builder, self.b = LaneBuilder(entry, lanes), LaneBuilder(body, lanes)  # type: ignore[assignment]
-        self.oob, self.unchecked, self.versioning = None, frozenset(), True
-        self.ops = FpScalarOps(self.b, self.flags, *fn.args[6:], self, self.fp) if self.fp \
+        self.oob, self.watch_exit, self.unchecked, self.versioning = None, None, frozenset(), True
+        self.ops = FpScalarOps(self.b, self.flags, *fn.args[8:], self, self.fp) if self.fp \
             else ScalarOps(self.b, self.flags)
         self.math = MathLib(self.ops, fast=bool(self.flags))
         self.counter = self._alloca(I64, "cycles")
+        if self.checked:
+            self._start_budget()
         self._preload_fields()
         frame = self._new_frame(self.typed.compute)
         if self.parsed.is_multi:
@@ -216,9 +227,10 @@ class KernelBuilder(VersionedLowering):
         return fn
 
     def _run(self, compute: ir.Function, lanes: ir.Function | None) -> None:
-        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64, *((PTR,) if self.fp else ())])
+        fp_args = (PTR,) if self.fp else ()
+        fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, PTR, I64, I64, I64, PTR, *fp_args])
         fn = ir.Function(self.module, fnty, name=self.symbol)
-        states, n, slots, sums, err, *offsets = fn.args[:7]
+        states, n, slots, sums, err, *passed = fn.args[:9]  # passed on to compute: offsets, budget, stop
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         i_slot, w_slot, cyc, cmax = b.alloca(I64), b.alloca(I64), b.alloca(I64), b.alloca(I64)
         together = b.alloca(I1)  # (the lockstep path's, in the entry block for mem2reg)
@@ -232,7 +244,7 @@ class KernelBuilder(VersionedLowering):
         b.cbranch(b.icmp_signed("<", i, n), body, done)
         b.position_at_end(body)
         if lanes is not None:
-            self._lockstep(b, lanes, states, i, n, slots, sums, err, offsets, (i_slot, together, cyc), head)
+            self._lockstep(b, lanes, states, i, n, slots, sums, err, passed, (i_slot, together, cyc), head)
         state = b.gep(states, [i], inbounds=True, source_etype=self.struct)
         b.store(I64(0), cmax)
         b.store(I64(0), w_slot)
@@ -240,9 +252,10 @@ class KernelBuilder(VersionedLowering):
         b.position_at_end(worker)  # a MultiVertex runs its workers in turn and reports the slowest
         w = b.load(w_slot)
         if generator is None:
-            code = b.call(compute, [state, w, err, cyc, *offsets])
+            code = b.call(compute, [state, w, err, cyc, *passed])
         else:
-            code = self._call_fp(b, compute, [state, w, err, cyc, *offsets], fn.args[7], i, w, generator)
+            code = self._call_fp(b, compute, [state, w, err, cyc, *passed], fn.args[9], i, w, generator)
+        code = self._vertex_status(b, code, cyc, err, passed)
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -284,7 +297,7 @@ class KernelBuilder(VersionedLowering):
         return code
 
     def _lockstep(self, b: ir.IRBuilder, lanes: ir.Function, states: ir.Value, i: ir.Value, n: ir.Value,
-                  slots: ir.Value, sums: ir.Value, err: ir.Value, offsets: list[ir.Value],
+                  slots: ir.Value, sums: ir.Value, err: ir.Value, passed: list[ir.Value],
                   scratch: tuple[ir.Value, ...], head: ir.Block) -> None:
         """At vertex i: when ``LANES`` vertices remain and their shapes agree, run them in lockstep
         (each gets the cycles it would count alone) and go on after them; else fall through.
@@ -305,7 +318,8 @@ class KernelBuilder(VersionedLowering):
         b.position_at_end(run)
         self._prefetch_next(b, states, b.add(i, I64(LANES)), n)
         first = b.gep(states, [i], inbounds=True, source_etype=self.struct)
-        code = b.call(lanes, [first, I64(0), err, cycles, *offsets])
+        code = self._vertex_status(b, b.call(lanes, [first, I64(0), err, cycles, *passed]), cycles, err,
+                                   passed)
         with b.if_then(b.icmp_signed("!=", code, I64(0)), likely=False):  # lanes fail alike: vertex i first
             b.store(i, b.gep(err, [I32(0), I32(0)], source_etype=ERR_STRUCT))
             b.store(code, b.gep(err, [I32(0), I32(1)], source_etype=ERR_STRUCT))
@@ -315,6 +329,15 @@ class KernelBuilder(VersionedLowering):
         b.store(b.add(i, I64(LANES)), i_slot)
         b.branch(head)
         b.position_at_end(alone)
+
+    def _vertex_status(self, b: ir.IRBuilder, code: ir.Value, cycles: ir.Value, err: ir.Value,
+                       passed: list[ir.Value]) -> ir.Value:
+        """What compute returned; checked, a vertex that succeeded past the budget (``passed``:
+        compute's offsets, budget and stop flag) fails."""
+        if not self.checked:
+            return code
+        _, _, budget, _ = passed
+        return check_vertex(b, code, cycles, err, budget, self.parsed.compute.node.lineno)
 
     def _prefetch_next(self, b: ir.IRBuilder, states: ir.Value, j: ir.Value, n: ir.Value) -> None:
         """Prefetch the first PREFETCH_BYTES of every vector of the group from vertex j: lanes read
@@ -512,6 +535,8 @@ class KernelBuilder(VersionedLowering):
     def _While(self, node: ast.While) -> None:
         head, body, done = self._block("while.head"), self._block("while.body"), self._block("while.end")
         self._goto(head)
+        if self.checked:  # any turn may be one too many (codelet.budget)
+            self._watch(node.lineno)
         self.pending += 1
         self._cbr(self.condition(node.test), body, done)
         self.b.position_at_end(body)
@@ -538,16 +563,24 @@ class KernelBuilder(VersionedLowering):
         # a loop's control is its index step and its test-and-branch (brnzdec), 2 a turn; a repeat
         # loop (rpt: a count the instruction holds, a body without branches) costs 1, once
         control = 1
+        chunked = False  # checked range loops run their turns in chunks (codelet.budget)
         if bounds is not None:
             start, stop, step = bounds
+            if self.checked:
+                self._nonzero_step(step, node.lineno)
             if repeatable(node, bounds, self._is_helper):
                 self.pending += 1
                 control = 0
             self.b.store(start, counter)
+            limit, chunked = stop, self.checked and control == 1
+            if chunked:  # the budget checked between chunks of turns: the loop stays vectorisable
+                chunk, rest = self._block("for.chunk"), self._block("for.rest")
+                self._goto(chunk)
+                limit = self._chunk_end(self.b.load(counter), stop, step)
             self._goto(head)
             i = self.b.load(counter)
             self.pending += control
-            self._cbr(self._range_test(i, stop, step), body, done)
+            self._cbr(self._range_test(i, limit, step), body, rest if chunked else done)
             self.b.position_at_end(body)
             self._store(node.target, i, PY_INT)
             constant_unit = isinstance(step, ir.Constant) and step.constant in (1, -1)
@@ -581,10 +614,27 @@ class KernelBuilder(VersionedLowering):
             hints = (*hints, UNROLL_OFF)
         if hints:
             self._loop_hints(back, hints)
+        if chunked:
+            self.b.position_at_end(rest)
+            self._next_chunk(limit, stop, chunk, done, node.lineno)
         self.b.position_at_end(done)
 
+    def _nonzero_step(self, step: ir.Value, line: int) -> None:
+        """Fail with ERR_RANGE_STEP where a range's step is zero (Python's ValueError)."""
+        if isinstance(step, ir.Constant) and step.constant != 0:
+            return
+        ok, zero = self._block("step.ok"), self._block("step.zero")
+        self._cbr(self.b.icmp_signed("!=", step, I64(0)), ok, zero, likely=True)
+        self.b.position_at_end(zero)
+        self._fail(ERR_RANGE_STEP, -1, I64(0), I64(0), line)
+        self.b.position_at_end(ok)
+
     def _range_test(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
+        """Whether the loop goes on at ``i``; never for a zero step (unchecked, such a loop runs no
+        turn: checked, it fails before)."""
         if isinstance(step, ir.Constant):
+            if step.constant == 0:
+                return I1(0)
             return self.b.icmp_signed(">" if step.constant < 0 else "<", i, stop)
         up = self.b.icmp_signed("<", i, stop)
         down = self.b.icmp_signed(">", i, stop)

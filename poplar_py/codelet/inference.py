@@ -269,6 +269,8 @@ class _FunctionTyper:
                     t = self.expr(a)
                     if not (isinstance(t, ScalarType) and t.is_int):
                         raise self.error(a, f"range() needs integer arguments, not {t}")
+                if len(it.args) == 3 and t.value == 0 and self.final:  # Python's ValueError, found early
+                    raise self.error(it, "range() arg 3 must not be zero")
                 self._assign(target.id, PY_INT, target)
             else:
                 t = self.expr(it)

@@ -56,6 +56,7 @@ from .types import (
     ERR_ASSERTION,
     ERR_DTYPE,
     ERR_OUT_OF_BOUNDS,
+    ERR_RANGE_STEP,
     ERR_RETURNED_FALSE,
     VECTOR_LIST_ENTRY_DTYPE,
     cast_value,
@@ -63,6 +64,7 @@ from .types import (
 
 _I64 = np.dtype(np.int64)
 _SINGLE = (np.float32, np.float16)  # math arguments that select the float32 libm functions
+_ZERO_STEP = "range() arg 3 must not be zero"  # Python's ValueError: ERR_RANGE_STEP, as compiled
 
 
 def _libm() -> ctypes.CDLL:
@@ -440,10 +442,15 @@ class Interpreter:
         except FpTrapError as exc:
             return self._error(ERR_FP_EXCEPTION, exc.kind, -1, -1, self._user_line(exc))
         except AssertionError as exc:
-            line = self._assert_line(exc)
+            line = self._innermost_line(exc)
             if line is None:  # not raised by an assert of the codelet
                 raise
             return self._error(ERR_ASSERTION, -1, -1, -1, line)
+        except ValueError as exc:
+            at = self._innermost_line(exc)
+            if at is None or str(exc) != _ZERO_STEP:  # not the codelet's range()
+                raise
+            return self._error(ERR_RANGE_STEP, -1, 0, 0, at)
         finally:
             sys.setprofile(previous)
         if result is not None and not result:
@@ -460,8 +467,9 @@ class Interpreter:
             tb = tb.tb_next
         return line
 
-    def _assert_line(self, exc: AssertionError) -> int | None:
-        """The line of the codelet's failed assert, if the innermost frame is codelet code."""
+    def _innermost_line(self, exc: BaseException) -> int | None:
+        """The line that raised ``exc`` (a failed assert, range()), if the innermost frame is
+        codelet code."""
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:
             tb = tb.tb_next

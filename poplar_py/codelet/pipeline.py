@@ -29,8 +29,9 @@ from typing import ParamSpec, TypeVar
 import numpy as np
 
 from ..errors import CodeletCompileError
-from . import jit
+from . import interrupts, jit
 from .assigned import check_assigned
+from .budget import NO_BUDGET
 from .codegen import KernelBuilder, state_layout
 from .fp_rules import ERR_FP_EXCEPTION, FpRun, describe
 from .frontend import parse_codelet
@@ -41,8 +42,11 @@ from .source import ParsedCodelet
 from .types import (
     BUFFER_ENTRY,
     ERR_ASSERTION,
+    ERR_CYCLE_BUDGET,
     ERR_DTYPE,
+    ERR_INTERRUPTED,
     ERR_OUT_OF_BOUNDS,
+    ERR_RANGE_STEP,
     ERR_RETURNED_FALSE,
     VECTOR_LIST_ENTRY_DTYPE,
 )
@@ -54,9 +58,13 @@ __all__ = [
     "BUFFER_ENTRY",
     "COMPILER_VERSION",
     "ERR_ASSERTION",
+    "ERR_CYCLE_BUDGET",
     "ERR_DTYPE",
+    "ERR_INTERRUPTED",
     "ERR_OUT_OF_BOUNDS",
+    "ERR_RANGE_STEP",
     "ERR_RETURNED_FALSE",
+    "NO_BUDGET",
     "VECTOR_LIST_ENTRY_DTYPE",
     "CodeletInfo",
     "CompiledCodelet",
@@ -83,12 +91,12 @@ def compiler_digest() -> str:
 
 _RUN_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_int64, ctypes.c_int64
+    ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p
 )
 #: a floating-point kernel's: one more argument, the vertices' FP_ENV_DTYPE records
 _RUN_FP_TYPE = ctypes.CFUNCTYPE(
     ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p
+    ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
 )
 
 
@@ -96,7 +104,7 @@ _RUN_FP_TYPE = ctypes.CFUNCTYPE(
 class KernelOptions:
     """How a codelet is compiled."""
 
-    checked: bool = True  # bounds-check every vector index: a violation fills the error record
+    checked: bool = True  # bounds-check every vector index, hold vertices to the cycle budget
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
     lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
@@ -298,14 +306,17 @@ class CompiledCodelet:
         return self._ir
 
     def run(self, states_addr: int, n: int, slots_addr: int, sums_addr: int, err_addr: int,
-            offset: int = 0, buffers: int = 0, env_addr: int = 0) -> int:
+            offset: int = 0, buffers: int = 0, budget: int = NO_BUDGET, env_addr: int = 0) -> int:
         """Run compute() for n state records at states_addr in one native call, adding vertex i's
         cycles to the int64 ``sums[slots[i]]`` (slots: int64, negative for none; 0 for no cycles);
         0 if all succeeded, else the error code after filling the ERR_DTYPE record at err_addr for
         the first failure. List entries hold addresses ``offset`` bytes short of their rows (those
-        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short). A floating-point kernel
-        takes the vertices' FP_ENV_DTYPE records at ``env_addr``."""
-        args = (states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
+        marked BUFFER_ENTRY, in exchange buffers, ``buffers`` bytes short). Checked, a vertex that
+        counts more than ``budget`` cycles fails, and Ctrl-C stops the kernel (ERR_INTERRUPTED)
+        inside ``interrupts.interruptible``. A floating-point kernel takes the vertices'
+        FP_ENV_DTYPE records at ``env_addr``."""
+        args = (states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers, budget,
+                interrupts.stop_address())
         return self._fn(*args, env_addr) if self.options.fp else self._fn(*args)
 
 
@@ -328,4 +339,13 @@ def error_message(cls: type, err_record: np.void, vertex_desc: str) -> str:
     if code == ERR_FP_EXCEPTION:
         return (f"{vertex_desc}: floating-point exception: {describe(int(err_record['field']))} in "
                 f"{cls.__name__}.compute ({where})")
+    if code == ERR_RANGE_STEP:
+        return f"{vertex_desc}: range() arg 3 must not be zero in {cls.__name__}.compute ({where})"
+    if code == ERR_CYCLE_BUDGET:
+        budget, counted = int(err_record["size"]), int(err_record["index"])
+        return (f"{vertex_desc}: codelet {cls.__name__} runs past the cycle budget of {budget} cycles "
+                f"(engine option codelets.cycleBudget) in {cls.__name__}.compute ({where}, having counted "
+                f"{counted}): a loop that never ends, or a budget too small for the vertex")
+    if code == ERR_INTERRUPTED:
+        return f"{vertex_desc}: stopped by Ctrl-C in {cls.__name__}.compute ({where})"
     return f"{vertex_desc}: {cls.__name__}.compute failed with error code {code} ({where})"

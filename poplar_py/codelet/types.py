@@ -78,6 +78,9 @@ ERR_DTYPE = np.dtype(
 ERR_RETURNED_FALSE = 1  # compute returned False (field = index = size = -1)
 ERR_OUT_OF_BOUNDS = 2  # field = index in cls.fields, index, size = the vector's length, line
 ERR_ASSERTION = 3  # an assert statement failed (field = index = size = -1)
+ERR_RANGE_STEP = 6  # range() with a zero step (field = -1, index = size = 0, line; 4, 5: C++ kernels')
+ERR_CYCLE_BUDGET = 7  # past the cycle budget (field = -1, index = cycles counted, size = the budget, line)
+ERR_INTERRUPTED = 8  # stopped by Ctrl-C (as ERR_CYCLE_BUDGET)
 #: one row of the table a VECTOR_LIST field points at
 VECTOR_LIST_ENTRY_DTYPE = np.dtype([("ptr", "<u8"), ("size", "<i8")], align=True)
 #: set in a list entry's ``ptr``: the row is in an exchange buffer, found at the buffers' offset

@@ -53,6 +53,8 @@ def unrolled_range(node: ast.For, types: FunctionTypes, type_of: Callable[[ast.A
         if not (isinstance(t, ScalarType) and t.is_int and t.value is not None):
             return None
         bounds.append(int(t.value))
+    if bounds[2:] == [0]:  # a zero step (a copy's constant): the loop fails when it runs
+        return None
     trips = range(*bounds)
     size = sum(1 for s in node.body for _ in ast.walk(s))
     if len(trips) > UNROLL_TRIPS or len(trips) * size > UNROLL_NODES or _leaves_or_assigns(node):

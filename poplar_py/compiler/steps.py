@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from ..codelet.pipeline import NO_BUDGET
 from ..errors import RemoteBufferError, StreamError
 from ..printing import format_tensor
 from ..streams import HostStream
@@ -54,6 +55,7 @@ class Machine:
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
     fp: FpControl | None = None  # the tiles' floating-point control words (csr_functions)
+    cycle_budget: int = NO_BUDGET  # the cycles a vertex of a checked kernel may count (codelets.cycleBudget)
 
     @functools.cached_property
     def base(self) -> int:
@@ -337,7 +339,7 @@ class ExecuteStep(Step):
         return [self]
 
     def run_on(self, m: Machine, replica: int) -> None:
-        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica, m.fp)
+        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica, m.cycle_budget, m.fp)
 
     def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)

@@ -12,7 +12,7 @@ import functools
 import itertools
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -51,4 +51,8 @@ def run_all(fn: Callable[..., int], calls: Sequence[tuple]) -> list[int]:
         return [fn(*calls[0])]
     pool = _pool(len(calls) - 1)
     rest = [pool.submit(fn, *args) for args in calls[1:]]
-    return [fn(*calls[0]), *(f.result() for f in rest)]
+    try:
+        return [fn(*calls[0]), *(f.result() for f in rest)]
+    except BaseException:  # Ctrl-C (checked kernels stop soon) or an error: none runs on after it
+        wait(rest)
+        raise

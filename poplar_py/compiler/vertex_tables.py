@@ -14,7 +14,13 @@ import numpy as np
 
 from ..codelet.fp_rules import kernel_features
 from ..codelet.lanes import LANES
-from ..codelet.pipeline import BUFFER_ENTRY, ERR_DTYPE, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
+from ..codelet.pipeline import (
+    BUFFER_ENTRY,
+    ERR_DTYPE,
+    ERR_INTERRUPTED,
+    VECTOR_LIST_ENTRY_DTYPE,
+    KernelOptions,
+)
 from ..errors import MissingCycleEstimateError, VertexError
 from ..ir import GraphIR, PerfEstimator
 from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, is_cxx, written_state
@@ -179,23 +185,23 @@ class _Group:
                 for name in columns:
                     self.table[name] += np.uint64(by % 2**64)
 
-    def run_native(self) -> np.void | None:
-        """Run every vertex, chunks on parallel threads; the first failure in vertex order, or None."""
+    def run_native(self, budget: int) -> np.void | None:
+        """Run every vertex, chunks on parallel threads, each vertex held to ``budget`` cycles
+        (checked kernels); the first failure in vertex order, or None."""
         assert self.compiled is not None
         self.sums.fill(0)
-        failed = threads.run_all(self.compiled.run, [(*c[1:], self.at, self.buffers_at) for c in self.chunks])
+        failed = threads.run_all(self.compiled.run,
+                                 [(*c[1:], self.at, self.buffers_at, budget) for c in self.chunks])
         for i, rc in enumerate(failed):
             if rc:
-                record = self.err[i].copy()
-                record["vertex"] += self.chunks[i][0]
-                return record
+                return self._record(i)
         return None
 
-    def run_native_fp(self, env: np.ndarray) -> np.void | None:
+    def run_native_fp(self, env: np.ndarray, budget: int) -> np.void | None:
         """Run every vertex with a floating-point kernel (for the bits their words have), under
-        their control words and generators ``env`` (FP_ENV_DTYPE records); in one call, in vertex
-        order, as the generators they share are drawn from in that order. The first failure, or
-        None."""
+        their control words and generators ``env`` (FP_ENV_DTYPE records), each held to
+        ``budget`` cycles as in ``run_native``; in one call, in vertex order, as the generators
+        they share are drawn from in that order. The first failure, or None."""
         assert self.kernel is not None
         features = kernel_features(env["ctl"])
         compiled = compile_codelet(self.cls, replace(self.kernel, fp=features, lanes=False))
@@ -203,8 +209,22 @@ class _Group:
         measured = bool((self.slots >= 0).any())
         slots, sums = (self.slots.ctypes.data, self.sums[0].ctypes.data) if measured else (0, 0)
         failed = compiled.run(self.table.ctypes.data, self.table.size, slots, sums, self.err.ctypes.data,
-                              self.at, self.buffers_at, env.ctypes.data)
+                              self.at, self.buffers_at, budget, env.ctypes.data)
         return self.err[0].copy() if failed else None
+
+    def interruption(self) -> np.void | None:
+        """Once Ctrl-C stopped a run of the kernel: the record of the first vertex that stopped
+        (checked kernels stop in a loop), or None; the records are cleared for the next run."""
+        stopped = np.flatnonzero(self.err["code"] == ERR_INTERRUPTED)
+        record = self._record(int(stopped[0])) if stopped.size else None
+        self.err["code"] = 0
+        return record
+
+    def _record(self, chunk: int) -> np.void:
+        """A chunk's error record, its vertex counted in the group."""
+        record = self.err[chunk].copy()
+        record["vertex"] += self.chunks[chunk][0]
+        return record
 
 
 def _chunks(table: np.ndarray, slots: np.ndarray, sums: np.ndarray, err: np.ndarray) -> list[tuple[int, ...]]:
@@ -476,14 +496,16 @@ class ComputeSetRunner:
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
     def run(self, arena: np.ndarray, shared: np.ndarray, record: RunRecord, step_id: int, world: World,
-            replica: int, fp: FpControl | None = None) -> None:
+            replica: int, budget: int, fp: FpControl | None = None) -> None:
         """Run the compute set on ``replica``'s memories (its vertices' list tables and state vectors
-        in ``shared``); a failing vertex raises its VertexError once the exchange out has run (under
-        MPI, every rank takes part in it). A replica this process runs whole uses the first
-        replica's exchange buffers: they live only while one compute set runs on one replica, so
-        the host keeps one set of them, not one per replica (a replica split over MPI ranks keeps
-        its own: its exchange is cut by rank). Vertex classes with a non-zero floating-point
-        control word (``fp``) on some of their tiles run their floating-point kernels."""
+        in ``shared``), each vertex of a checked kernel held to ``budget`` cycles; a failing vertex
+        raises its VertexError once the exchange out has run (under MPI, every rank takes part in
+        it), and Ctrl-C stopping a kernel a KeyboardInterrupt naming where it stopped. A replica
+        this process runs whole uses the first replica's exchange buffers: they live only while
+        one compute set runs on one replica, so the host keeps one set of them, not one per
+        replica (a replica split over MPI ranks keeps its own: its exchange is cut by rank).
+        Vertex classes with a non-zero floating-point control word (``fp``) on some of their tiles
+        run their floating-point kernels."""
         base = arena.ctypes.data
         words = None if fp is None or not fp.words[replica].any() else fp.words[replica]
         mine = self.split.get(replica, self.whole)
@@ -499,11 +521,15 @@ class ComputeSetRunner:
             if self.interpret:
                 extra = {} if env is None else {"fp_env": env}
                 err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at, **extra)
-            elif env is not None:
-                err = g.run_native_fp(env)
             else:
-                err = g.run_native()
+                try:
+                    err = g.run_native(budget) if env is None else g.run_native_fp(env, budget)
+                except KeyboardInterrupt:  # raised by Python's handler once the kernel stopped
+                    raise self._interrupted(g, g.interruption(), replica) from None
             if err is not None:
+                if err["code"] == ERR_INTERRUPTED:  # a Python handler of SIGINT that did not raise
+                    g.interruption()
+                    raise self._interrupted(g, err, replica)
                 error = self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
                 break
             entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
@@ -541,11 +567,23 @@ class ComputeSetRunner:
         return vertex_env(words, tiles, self.contexts[g.positions], fp.rng, base)
 
     def _error(self, g: _Group, err: np.void, pos: int, replica: int) -> VertexError:
+        return VertexError(error_message(g.cls, err, self._where(pos, replica)))
+
+    def _where(self, pos: int, replica: int) -> str:
+        """The vertex at ``pos`` for messages: which it is, its tile, replica and compute set."""
         vid = int(self.vertices[pos])
         of_replica = f" of replica {replica}" if self.replicas > 1 else ""
-        where = (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])}{of_replica} in "
-                 f"compute set '{self.name}'")
-        return VertexError(error_message(g.cls, err, where))
+        return (f"{self.graph_vertices.describe(vid)} on tile {int(self.tiles[pos])}{of_replica} in "
+                f"compute set '{self.name}'")
+
+    def _interrupted(self, g: _Group, err: np.void | None, replica: int) -> KeyboardInterrupt:
+        """Ctrl-C stopped the run in ``g``'s kernel: where (the vertex and line, when the kernel
+        stopped in a loop of a vertex, else the compute set)."""
+        if err is None:
+            return KeyboardInterrupt(f"Engine.run stopped by Ctrl-C in compute set '{self.name}', "
+                                     f"running its {g.cls.vertexName} vertices")
+        pos = int(g.positions[int(err["vertex"])])
+        return KeyboardInterrupt(f"Engine.run: {error_message(g.cls, err, self._where(pos, replica))}")
 
     def _tile_cycles(self, total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per tile, from the slot totals: the barrel's cycles (workers x the busiest context) and

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 from ..codelet.codegen import state_layout
-from ..codelet.pipeline import KernelOptions
+from ..codelet.pipeline import NO_BUDGET, KernelOptions
 from ..codelet.types import ERR_DTYPE
 from . import instrument
 from .module import CxxVertex
@@ -37,8 +37,10 @@ class CxxCompiled:
         err_addr: int,
         offset: int = 0,
         buffers: int = 0,
+        budget: int = NO_BUDGET,
     ) -> int:
-        """Run compute() for n state records in one native call (see CompiledCodelet.run)."""
+        """Run compute() for n state records in one native call (see CompiledCodelet.run; C++
+        kernels are not held to a cycle budget, nor stopped by Ctrl-C: ``budget`` is ignored)."""
         return self._fn(states_addr, n, slots_addr or None, sums_addr or None, err_addr, offset, buffers)
 
 

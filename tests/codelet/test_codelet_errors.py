@@ -5,10 +5,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from codelet_harness import isolated_cache, load_module, run_one  # noqa: F401
 
-from poplar_py.codelet.pipeline import check_codelet
+from poplar_py.codelet.pipeline import ERR_RANGE_STEP, KernelOptions, check_codelet, error_message
 from poplar_py.errors import CodeletCompileError
 
 HEADER = """
@@ -86,6 +87,11 @@ REJECTED = {
     "unassigned_carried": ("s = 0.0\nfor v in self.a:\n    s += t  # HERE\n    t = v", "'t' may be read"),
     "unassigned_break": ("for v in self.a:\n    if v > 0:\n        break\n    t = v\nself.o = t  # HERE",
                          "'t' may be read"),
+    # a step known when compiling: Python's ValueError, found when the codelet is added
+    "range_zero_step": ("for i in range(0, len(self.a), 0):  # HERE\n    pass",
+                        "range() arg 3 must not be zero"),
+    "range_zero_constant": ("k = G_NUM - 4\nfor i in range(8, 0, k):  # HERE\n    pass",
+                            "range() arg 3 must not be zero"),
 }
 
 # Reads every path reaches assigned (must compile)
@@ -194,3 +200,57 @@ def test_long_elif_chains_compile_and_run_in_both_modes(branches, tmp_path):
         for k, expected in ((branches - 1, branches - 0.5), (branches, 0.25), (3, 3.5)):
             r = run_one(module.E, mode, k=k, out=0.0)
             assert r.err is None and float(r.fields[0]["out"][0]) == expected, (mode, k)
+
+
+STEPS = """
+class Steps(Vertex):
+    a: Input[Vector[float]]
+    out: Output[Vector[float]]
+    step: int
+
+    def compute(self):
+        k = 0
+        for i in range(len(self.a) - 1, -1, self.step):  # STEP
+            self.out[k] = self.a[i]
+            k += 1
+
+class CopySteps(Vertex):
+    out: Output[Vector[float]]
+
+    def compute(self):
+        for k in range(2):
+            for i in range(k, 4, 1 - k):  # COPY
+                self.out[i] = 1.0
+"""
+
+
+def _line(module, mark: str) -> int:
+    lines = Path(module.__file__).read_text().splitlines()
+    return next(i + 1 for i, text in enumerate(lines) if mark in text)
+
+
+@pytest.mark.parametrize("mode", ["native", "interp"])
+def test_range_steps_known_when_running(mode, tmp_path):
+    module = load_module(tmp_path, STEPS)
+    a = np.arange(7, dtype=np.float32)
+    for step in (-1, -2, -3, -7, -8):
+        r = run_one(module.Steps, mode, a=a, out=np.zeros(7, np.float32), step=step)
+        expected = a[::step]
+        assert r.err is None, (step, r.err)
+        np.testing.assert_array_equal(r.fields[0]["out"][:expected.size], expected)
+    r = run_one(module.Steps, mode, a=a, out=np.zeros(7, np.float32), step=0)
+    assert r.err is not None and (r.err["code"], r.err["line"]) == (ERR_RANGE_STEP, _line(module, "# STEP"))
+    message = error_message(module.Steps, r.err, "vertex 4 on tile 2")
+    assert message == (f"vertex 4 on tile 2: range() arg 3 must not be zero in Steps.compute "
+                       f"({module.__file__}:{_line(module, '# STEP')})")
+    # the step of one copy of an unrolled loop is zero: that copy fails when it runs, as in Python
+    r = run_one(module.CopySteps, mode, out=np.zeros(4, np.float32))
+    assert r.err is not None and (r.err["code"], r.err["line"]) == (ERR_RANGE_STEP, _line(module, "# COPY"))
+    assert r.fields[0]["out"].tolist() == [1.0] * 4  # the first copy ran
+
+
+def test_zero_step_unchecked_runs_no_turn(tmp_path):
+    module = load_module(tmp_path, STEPS)
+    r = run_one(module.Steps, "native", KernelOptions(checked=False), a=np.ones(3, np.float32),
+                out=np.zeros(3, np.float32), step=0)
+    assert r.err is None and not r.fields[0]["out"].any()

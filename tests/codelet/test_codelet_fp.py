@@ -117,7 +117,8 @@ def _run(cls: type, vertices: list[dict[str, Any]], mode: str, ctl: int, seeds: 
     if mode == "native":
         compiled = compile_codelet(cls, KernelOptions(fast_math=False, fp=kernel_features(env["ctl"]) or ESR))
         err = np.zeros(1, ERR_DTYPE)
-        status = compiled.run(states.ctypes.data, len(vertices), 0, 0, err.ctypes.data, 0, 0, env.ctypes.data)
+        status = compiled.run(states.ctypes.data, len(vertices), 0, 0, err.ctypes.data, 0, 0,
+                              env_addr=env.ctypes.data)
         return (err[0] if status else None), views, rng.copy()
     return info.run_interpreted(states, arena.memory, None, fp_env=env), views, rng.copy()
 
