@@ -9,6 +9,7 @@ import poplar_py as _poplar
 
 from ..codelets import add_library
 from ..poputil import templateVertex
+from . import embedding as embedding
 from . import expr as expr
 from .cast import *  # noqa: F403
 from .dynamic_slice import *  # noqa: F403
@@ -16,6 +17,7 @@ from .elementwise import *  # noqa: F403
 from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
 from .gather import *  # noqa: F403
+from .grouped_slice import *  # noqa: F403
 from .loop import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
 from .pad import *  # noqa: F403
@@ -25,6 +27,7 @@ from .reduce import *  # noqa: F403
 from .scaled_add import *  # noqa: F403
 from .scatter import *  # noqa: F403
 from .select_scalar import *  # noqa: F403
+from .slice_tensors import *  # noqa: F403
 from .sort import *  # noqa: F403
 from .topk import *  # noqa: F403
 
