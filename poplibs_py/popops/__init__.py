@@ -18,6 +18,7 @@ from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
 from .gather import *  # noqa: F403
 from .grouped_slice import *  # noqa: F403
+from .histogram import *  # noqa: F403
 from .loop import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
 from .pad import *  # noqa: F403

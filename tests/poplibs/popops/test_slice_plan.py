@@ -108,7 +108,8 @@ def _device(tiles):
 def test_bad_plans_and_arguments():
     graph = poplar.Graph(_device(4))
     with pytest.raises(PoplibsError, match="usedForSlice and usedForUpdate"):
-        popops.embedding.plan(graph, poplar.FLOAT, 4, 4, [1], {"usedForSlice": "false", "usedForUpdate": "false"})
+        popops.embedding.plan(graph, poplar.FLOAT, 4, 4, [1],
+                              {"usedForSlice": "false", "usedForUpdate": "false"})
     with pytest.raises(PoplibsError, match="operationForUpdate"):
         popops.embedding.plan(graph, poplar.FLOAT, 4, 4, [1], {"operationForUpdate": "sub"})
     with pytest.raises(PoplibsError, match="numEntries"):
