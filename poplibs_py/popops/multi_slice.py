@@ -111,7 +111,7 @@ def _build(graph: Graph, vertex: str, t: Tensor, sub: Tensor, offsets: Tensor, d
     prog.add(prog_.Execute(cs))
 
 
-def _planned(graph: Graph, plan: SlicePlan | None, t: Tensor, dim: int, name: str) -> bool:
+def _planned(plan: SlicePlan | None, t: Tensor, dim: int, name: str) -> bool:
     """Check ``t`` against a plan; whether the plan lays things out."""
     if plan is None:
         return False
@@ -133,14 +133,14 @@ def multiSlice(graph: Graph, t: Tensor, offsets: Tensor, dims: int | Sequence[in
     """A new ``[numLookups, *slice shape]`` tensor: lookup i is ``t`` at ``offsets[i]`` in dim.
 
     One compute set; the result's columns are mapped on the tiles that gather them
-    (the tiles holding most of the corresponding columns of ``t``). An out-of-range
-    offset gives a slice of zeros.
+    (the tiles holding most of the corresponding columns of ``t``), or on the plan's tiles
+    with a plan from ``embedding.plan``. An out-of-range offset gives a slice of zeros.
     """
     checkOptions(options, SLICE_OPTIONS, "multiSlice")
     name = debug_name(debugName, "multiSlice: debugContext") or "multiSlice"
     dim = _args(t, offsets, dims, sizes, name)
     out = graph.addVariable(t.elementType(), _slice_shape(t, dim, offsets.dim(0)), name)
-    planned = _planned(graph, plan, t, dim, name)
+    planned = _planned(plan, t, dim, name)
     if planned and out.numElements():
         map_planned(graph, _slices_2d(out, dim), plan, 0)
     _build(graph, templateVertex("popops::MultiSlice", t.elementType()), t, out, offsets, dim, prog,
@@ -157,7 +157,7 @@ def multiUpdate(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, dims: int |
     name = debug_name(debugName, "multiUpdate: debugContext") or "multiUpdate"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
-    _planned(graph, plan, t, dim, name)
+    _planned(plan, t, dim, name)
     _build(graph, templateVertex("popops::MultiUpdate", t.elementType()), t, s, offsets, dim, prog, name)
 
 
@@ -174,7 +174,7 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
     name = debug_name(debugName, "multiUpdateAdd: debugContext") or "multiUpdateAdd"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
-    _planned(graph, plan, t, dim, name)
+    _planned(plan, t, dim, name)
     scale = scale_tensor(graph, scale, t.elementType(), name)
     vertex = templateVertex("popops::MultiUpdateAdd", t.elementType(), scale.elementType())
     _build(graph, vertex, t, s, offsets, dim, prog, name, scale=scale)
@@ -206,7 +206,7 @@ def multiUpdateMax(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, dims: in
     name = debug_name(debugName, "multiUpdateMax: debugContext") or "multiUpdateMax"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
-    _planned(graph, plan, t, dim, name)
+    _planned(plan, t, dim, name)
     vertex = templateVertex("popops::MultiUpdateMax", t.elementType())
     registerDefaultEstimator(graph, vertex, multiUpdateOpEstimator(t.elementType()))
     _build(graph, vertex, t, s, offsets, dim, prog, name)
@@ -223,7 +223,9 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     first, the other dims flattened), whole columns are spread
     over the tiles in runs of at least ``minGrainSize`` columns, so every slice finds its
     elements on the tile that slices them and slicing needs no exchange of ``t``. When ``dims``
-    cover every dimension (one column), the sliced elements are spread linearly instead.
+    cover every dimension (one column), the sliced elements are spread linearly instead. A plan
+    from ``embedding.plan`` (checked against the type, shape and dims) puts the columns on its
+    tiles; an empty ``SlicePlan()`` lays the tensor out as without one.
     """
     if args and isinstance(args[0], SlicePlan):
         min_grain = 0
