@@ -16,6 +16,7 @@ from . import gru as gru
 from . import ln as ln
 from . import lstm as lstm
 from . import pooling as pooling
+from . import rnn as rnn
 from .loss import *  # noqa: F403
 from .nonlinearity import *  # noqa: F403
 from .pooling import PoolingType as PoolingType  # popnn::PoolingType
