@@ -11,6 +11,8 @@ tiles holding the data. Call ``popops.addCodelets`` and ``popnn.addCodelets`` fi
 
 from ..codelets import add_library
 from . import bn as bn
+from . import ctc as ctc
+from . import ctc_infer as ctc_infer
 from . import gn as gn
 from . import gru as gru
 from . import ln as ln
