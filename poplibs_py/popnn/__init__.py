@@ -15,13 +15,21 @@ from . import ctc as ctc
 from . import ctc_infer as ctc_infer
 from . import gn as gn
 from . import gru as gru
+from . import in_ as in_
 from . import ln as ln
 from . import lstm as lstm
 from . import pooling as pooling
 from . import rnn as rnn
 from .loss import *  # noqa: F403
 from .nonlinearity import *  # noqa: F403
+from .norms import createNormBeta as createNormBeta
+from .norms import createNormGamma as createNormGamma
+from .norms import createNormParams as createNormParams
+from .norms import getNormBwdFlops as getNormBwdFlops
+from .norms import getNormFwdFlops as getNormFwdFlops
+from .norms import getNormWuFlops as getNormWuFlops
 from .pooling import PoolingType as PoolingType  # popnn::PoolingType
+from .spatial_softmax import spatialSoftMax2D as spatialSoftMax2D
 
 
 def addCodelets(graph) -> None:
