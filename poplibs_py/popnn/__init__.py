@@ -13,6 +13,7 @@ from ..codelets import add_library
 from . import bn as bn
 from . import ctc as ctc
 from . import ctc_infer as ctc_infer
+from . import experimental as experimental
 from . import gn as gn
 from . import gru as gru
 from . import in_ as in_

@@ -140,3 +140,17 @@ def ctcBeamSearchEstimator(vertex: Any, target: Target) -> VertexPerfEstimate:
     merge = candidates * (candidates - 1) // 2 * (6 + 4 * steps)
     per_step = 10 * candidates + merge + beams * (8 * candidates + 4 * steps)
     return VertexPerfEstimate(20 + steps * per_step + 4 * steps * vertex.getFieldInfo("labelLengths").size())
+
+
+
+def roiAlignEstimator(bins: str) -> Callable[[Any, Target], VertexPerfEstimate]:
+    """``popnn::ROIAlignForward`` (bins in ``out``) and ``Backward`` (in ``topGrad``): per sample
+    about 30 cycles (its position and four weighted corners), ``grid`` squared samples a bin, and
+    20 cycles a region."""
+
+    def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
+        grid = int(vertex.getFieldInfo("grid").getInitialValue())
+        count = sum(rowSizes(vertex.getFieldInfo(bins)))
+        return VertexPerfEstimate(20 + 20 * vertex.getFieldInfo("rois").size() + 30 * grid * grid * count)
+
+    return estimate
