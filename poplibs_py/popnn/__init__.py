@@ -3,7 +3,10 @@
 * non-linearities, softmax and log-softmax, with input gradients (``nonlinearity``);
 * ``calcLoss``, ``calcAccuracy``, ``argMax``/``argMin`` (``loss``);
 * ``pooling.pool`` and ``pooling.poolInputGradient`` (``pooling``);
-* batch, layer and group norms: ``bn``, ``ln``, ``gn`` (``norms``).
+* batch, layer, group and instance norms: ``bn``, ``ln``, ``gn``, ``in_`` (``norms``);
+* recurrent layers ``lstm``, ``gru`` and ``rnn`` (the generic loop and the vanilla layer);
+* CTC loss (``ctc``) and beam search decoding (``ctc_infer``); ``spatialSoftMax2D``;
+  ROIAlign (``experimental``).
 
 Every operation adds vertices, compute sets and programs to the caller's graph and runs on the
 tiles holding the data. Call ``popops.addCodelets`` and ``popnn.addCodelets`` first.
