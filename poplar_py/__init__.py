@@ -63,6 +63,7 @@ from .host_half import (
                      copyDoubleToDeviceHalf,
                      copyFloatToDeviceHalf,
 )
+from .introspector import FieldData, VertexIntrospector
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .random_seed import getHwSeeds, setHwSeeds
@@ -99,6 +100,8 @@ from .types import (
                      UNSIGNED_SHORT,
                      Type,
 )
+from .version import __version__ as __version__
+from .version import packageHash, versionString
 from .vertex import (
                      Const,
                      InOut,
@@ -111,8 +114,6 @@ from .vertex import (
                      VectorList,
                      Vertex,
 )
-
-__version__ = "0.1.0"
 
 abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 
@@ -143,6 +144,7 @@ __all__ = [
                      "Engine",
                      "Executable",
                      "ExecutableError",
+                     "FieldData",
                      "FieldRef",
                      "FloatingPointBehaviour",
                      "Function",
@@ -194,6 +196,7 @@ __all__ = [
                      "VectorList",
                      "Vertex",
                      "VertexError",
+                     "VertexIntrospector",
                      "VertexPerfEstimate",
                      "VertexRef",
                      "append",
@@ -215,6 +218,7 @@ __all__ = [
                      "half4",
                      "int2",
                      "int4",
+                     "packageHash",
                      "program",
                      "replication_factor",
                      "restoreFloatingPointBehaviour",
@@ -227,4 +231,5 @@ __all__ = [
                      "uint4",
                      "ushort2",
                      "ushort4",
+                     "versionString",
 ]

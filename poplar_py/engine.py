@@ -43,6 +43,7 @@ from .errors import (
     StreamError,
 )
 from .executable import Executable, checked_progress, compileGraph
+from .execution_profiling import ExecutionProfiling
 from .graph import Graph
 from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
@@ -109,7 +110,9 @@ class Engine:
         self._profile = Profile(exe.ir.compiled(), self._exe, self._record)
         del exe  # built here from a graph, it goes with the frozen IR's edges
         release_freed_heap()
-        self._machine.clock = _clock(self._machine, self._record, self._profile)
+        self._profiling = ExecutionProfiling(self._machine.record, self._record,
+                                             _clock(self._machine, self._record, self._profile))
+        self._machine.clock = self._profiling.clock
         self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
         # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
         checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
@@ -177,10 +180,11 @@ class Engine:
             raise ProgramError(f"Engine.run: program {programIndex} does not exist "
                                f"(the engine has {len(programs)})")
         m = self._machine
-        m.record.runs.append(programIndex)
-        with self._interruptible:
-            programs[programIndex].run(m)
-        m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
+        with self._profiling.run():
+            m.record.runs.append(programIndex)
+            with self._interruptible:
+                programs[programIndex].run(m)
+            m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,
@@ -380,6 +384,17 @@ class Engine:
             raise InvalidArgumentError(f"printProfileSummary: options must be a dict, got {options!r:.40}")
         out.write(summary(self._profile.report(), options or {}))
         out.flush()
+
+    def enableExecutionProfiling(self) -> None:
+        """Record later runs in the execution profile again (the default; see
+        :mod:`poplar_py.execution_profiling`)."""
+        self._profiling.enabled = True
+
+    def disableExecutionProfiling(self) -> None:
+        """Leave later runs out of the execution profile: they run in full, and cycle stamps
+        count their cycles, but the profile (and the report) holds only the runs made with
+        profiling enabled."""
+        self._profiling.enabled = False
 
     def resetExecutionProfile(self) -> None:
         self._machine.record.reset()

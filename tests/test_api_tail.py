@@ -1,0 +1,103 @@
+"""The rest of Poplar's API that programs call: version, profiling switch, introspection,
+Target and Device getters, half constants, AbortOnCondition, host functions."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from support import make_graph
+
+import poplar_py as poplar
+from poplar_py import program as prog
+from poplar_py.vertex import Vertex
+
+
+class Est(Vertex):
+    """A vertex whose estimator the tests inspect (never compiled: engines here run no compute)."""
+
+    rows: poplar.Input[poplar.VectorList[float]]
+    out: poplar.Output[float]
+    scale: int
+    taps: poplar.Vector[float]
+
+    def compute(self) -> bool:
+        self.out = self.rows[0][0] * self.scale
+        return True
+
+
+# ---- versionString, packageHash -------------------------------------------------------------
+def test_version_string_and_package_hash_describe_poplar_py():
+    assert poplar.versionString() == f"poplar-py {poplar.__version__} (simulated IPU)"
+    assert re.fullmatch(r"[0-9a-f]{10}", poplar.packageHash())
+    assert poplar.packageHash() == poplar.packageHash()
+
+
+# ---- enableExecutionProfiling / disableExecutionProfiling ------------------------------------
+def _copy_engine():
+    device, graph = make_graph(4)
+    a, b = graph.addVariable(poplar.FLOAT, [8], "a"), graph.addVariable(poplar.FLOAT, [8], "b")
+    stamp = graph.addVariable(poplar.UNSIGNED_INT, [2], "stamp")
+    for t, tile in ((a, 0), (b, 1), (stamp, 2)):
+        graph.setTileMapping(t, tile)
+    graph.createHostRead("stamp", stamp)
+    seq = prog.Sequence([prog.Copy(a, b), prog.CycleStamp(stamp)])
+    engine = poplar.Engine(graph, seq)
+    engine.load(device)
+    return engine
+
+
+def test_disabled_profiling_leaves_runs_out_of_the_profile_but_not_the_clock():
+    engine = _copy_engine()
+    engine.run()
+    one = engine.getExecutionProfile()
+    first = int(engine.readTensor("stamp")[0])
+    engine.disableExecutionProfiling()
+    engine.run()
+    engine.run()
+    assert engine.getExecutionProfile() == one  # the unprofiled runs left no trace
+    second = int(engine.readTensor("stamp")[0])
+    assert second > first  # the device's counter ran on through them
+    engine.enableExecutionProfiling()
+    engine.run()
+    two = engine.getExecutionProfile()
+    assert len(two["runs"]) == 2 and two["totalCycles"] == 2 * one["totalCycles"]
+    assert int(engine.readTensor("stamp")[0]) > second
+
+
+# ---- VertexIntrospector ---------------------------------------------------------------------
+def test_perf_estimator_sees_fields_through_the_vertex_introspector():
+    graph = make_graph(4)[1]
+    graph.addCodelets(Est)
+    cs = graph.addComputeSet("scaled")
+    rows = graph.addVariable(poplar.FLOAT, [3, 4], "rows")
+    v = graph.addVertex(cs, "Est", {"rows": [rows[0, :2], rows[1], rows[2, :3]],
+                                    "out": graph.addVariable(poplar.FLOAT, [], "out")})
+    graph.setInitialValue(v["scale"], 3)
+    graph.setInitialValue(v["taps"], [0.5, 1.5])
+    graph.setTileMapping(v, 1)
+    seen = {}
+
+    def estimator(vertex: poplar.VertexIntrospector, target: poplar.Target) -> poplar.VertexPerfEstimate:
+        f = vertex.getFieldInfo("rows")
+        seen.update(rank=f.rank(), n=f.size(), sizes=[f.getSizeAtIndex(i) for i in range(f.size())],
+                    second=f[1].size(), out=vertex.getFieldInfo("out").size(),
+                    scale=vertex.getFieldInfo("scale").getInitialValue(target),
+                    scale_f=vertex.getFieldInfo("scale").getInitialValue(target, poplar.FLOAT),
+                    taps=vertex.getFieldInfo("taps").getInitialValues(target),
+                    cs=vertex.getComputeSet())
+        for bad, error, match in ((lambda: vertex.getFieldInfo("nope"), poplar.UnknownFieldError, "'nope'"),
+                                  (lambda: f.getSizeAtIndex(3), poplar.InvalidArgumentError, "index i"),
+                                  (lambda: vertex.getFieldInfo("out").getInitialValue(target),
+                                   poplar.InvalidArgumentError, "no value"),
+                                  (lambda: vertex.getFieldInfo("scale").getInitialValue(7),
+                                   poplar.InvalidArgumentError, "target")):
+            with pytest.raises(error, match=match):
+                bad()
+        return poplar.VertexPerfEstimate(100 * f.size(), 8)
+
+    graph.registerPerfEstimator("Est", estimator)
+    poplar.Engine(graph, prog.Execute(cs), {"codelets.mode": "interpreter"})
+    assert seen == dict(rank=2, n=3, sizes=[2, 4, 3], second=4, out=1, scale=3, scale_f=3.0, taps=[0.5, 1.5],
+                        cs=cs)
+    assert isinstance(seen["scale_f"], float)
