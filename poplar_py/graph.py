@@ -66,6 +66,7 @@ from .handles import (
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import in_order_of, unique_sorted
+from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import UNSIGNED_INT, Type, asType
@@ -350,6 +351,13 @@ class Graph:
         if t.variables is not self._vars:
             raise PoplarError(f"{what}: tensor '{t.name}' belongs to another graph")
         return t
+
+    def getSortedContiguousRegions(self, t: Tensor, regions: Any, removeAliasedIntervals: Any = False,
+                                   aliases: list[int] | None = None) -> list[list[Interval]]:
+        """Intervals of ``t`` grouped into sequences contiguous in memory, in memory order (see
+        :func:`~poplar_py.sorted_regions.sorted_contiguous_regions`)."""
+        self._check_own(t, "getSortedContiguousRegions")
+        return sorted_contiguous_regions(t, regions, removeAliasedIntervals, aliases)
 
     # ---- tile mapping ------------------------------------------------------------------------
     def _check_tile(self, tile: object, what: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from support import make_graph
 
@@ -101,3 +102,33 @@ def test_perf_estimator_sees_fields_through_the_vertex_introspector():
     assert seen == dict(rank=2, n=3, sizes=[2, 4, 3], second=4, out=1, scale=3, scale_f=3.0, taps=[0.5, 1.5],
                         cs=cs)
     assert isinstance(seen["scale_f"], float)
+
+
+# ---- getSortedContiguousRegions ---------------------------------------------------------------
+def test_sorted_contiguous_regions_group_intervals_by_memory_order():
+    graph = make_graph(4)[1]
+    a, b = graph.addVariable(poplar.FLOAT, [4, 3], "a"), graph.addVariable(poplar.FLOAT, [5], "b")
+    t = poplar.concat([a.transpose().flatten(), b.reverse(0), a[0]])  # a[0] again at 17..19
+    # b reversed at 12..16 runs backwards in memory: one sequence of single intervals
+    assert graph.getSortedContiguousRegions(t, [(12, 15), (0, 3)]) == [[(0, 1)], [(1, 2)], [(2, 3)],
+                                                                       [(14, 15), (13, 14), (12, 13)]]
+    whole = graph.getSortedContiguousRegions(t, [poplar.Interval(0, 20)])
+    assert whole[0] == [(0, 1), (4, 5), (8, 9), (1, 2), (5, 6), (9, 10), (2, 3), (6, 7), (10, 11), (3, 4),
+                        (7, 8), (11, 12)]
+    assert whole[1] == [(17, 20)] and whole[2] == [(16, 17), (15, 16), (14, 15), (13, 14), (12, 13)]
+    aliases = [99]
+    kept = graph.getSortedContiguousRegions(t, [(0, 20)], True, aliases)
+    assert kept == [whole[0], whole[2]] and aliases == [0]  # 17..19 alias a[0], from interval 0 on
+    # every element named is covered, in memory order within each sequence (numpy reference)
+    ids = np.concatenate([np.arange(12).reshape(4, 3).T.reshape(-1), 12 + np.arange(5)[::-1], np.arange(3)])
+    for seq in kept:
+        covered = np.concatenate([ids[b:e] for b, e in seq])
+        assert (np.diff(covered) == 1).all()
+    for bad, match in (([(3, 2)], "region"), ([(0, 21)], "region"), ("x", "regions"),
+                       ([(0, 1.5)], "regions")):
+        with pytest.raises(poplar.InvalidArgumentError, match=match):
+            graph.getSortedContiguousRegions(t, bad)
+    with pytest.raises(poplar.InvalidArgumentError, match="removeAliasedIntervals"):
+        graph.getSortedContiguousRegions(t, [(0, 1)], "yes")
+    with pytest.raises(poplar.InvalidArgumentError, match="aliases"):
+        graph.getSortedContiguousRegions(t, [(0, 1)], True, ())
