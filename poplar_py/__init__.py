@@ -15,6 +15,7 @@ from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .engine import Engine
 from .errors import (
+                     ApplicationRuntimeError,
                      CodeletCompileError,
                      CodeletError,
                      ConnectionArgumentError,
@@ -130,6 +131,7 @@ __all__ = [
                      "UNSIGNED_INT",
                      "UNSIGNED_LONGLONG",
                      "UNSIGNED_SHORT",
+                     "ApplicationRuntimeError",
                      "CodeletCompileError",
                      "CodeletError",
                      "CodeletFileType",

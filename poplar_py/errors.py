@@ -120,3 +120,8 @@ class RemoteBufferError(PoplarError):
     """A remote buffer (Streaming Memory) used wrongly: a handle given twice, a target without
     Streaming Memory, a copy whose type, shape or offset does not fit the buffer (at run time, an
     offset past its rows), or a host access with a wrong size, row or replica."""
+
+
+class ApplicationRuntimeError(PoplarError):
+    """The program stopped itself while running (Poplar's ``application_runtime_error``): an
+    ``Abort``, or an ``AbortOnCondition`` whose predicate was true; the message is the program's."""

@@ -309,6 +309,33 @@ class AssumeEqualAcrossReplicas(Program):
         self.name = label(name, debugContext, "AssumeEqualAcrossReplicas")
 
 
+class Abort(Program):
+    """Stop the run: ``Engine.run`` raises ApplicationRuntimeError with ``message``. As Poplar's:
+    ``Abort([message][, debugContext])``."""
+
+    def __init__(self, message: Any = "", debugContext: Any = None) -> None:
+        self.predicate: Tensor | None = None
+        self.message = _message(message, type(self).__name__)
+        self.name = label("", debugContext, type(self).__name__)
+
+
+class AbortOnCondition(Abort):
+    """Stop the run if ``predicate`` (a one-element tensor, read on the tiles when the program
+    gets here) is non-zero: ``Engine.run`` raises ApplicationRuntimeError with ``message``;
+    otherwise carry on."""
+
+    def __init__(self, predicate: Tensor, message: Any = "", debugContext: Any = None) -> None:
+        super().__init__(message, debugContext)
+        self.predicate = _check_scalar(predicate, "AbortOnCondition predicate")
+
+
+def _message(message: Any, what: str) -> str:
+    if not isinstance(message, str):
+        raise ProgramArgumentError(f"{what}: the message must be a string, got {type(message).__name__} "
+                                   f"{message!r:.40}")
+    return message
+
+
 class SyncType(enum.Enum):
     INTERNAL = "INTERNAL"
     EXTERNAL = "EXTERNAL"

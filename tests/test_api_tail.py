@@ -132,3 +132,37 @@ def test_sorted_contiguous_regions_group_intervals_by_memory_order():
         graph.getSortedContiguousRegions(t, [(0, 1)], "yes")
     with pytest.raises(poplar.InvalidArgumentError, match="aliases"):
         graph.getSortedContiguousRegions(t, [(0, 1)], True, ())
+
+
+# ---- Abort, AbortOnCondition ----------------------------------------------------------------------
+def test_abort_on_condition_stops_the_run_where_the_predicate_is_true():
+    device, graph = make_graph(4)
+    a, b, c = (graph.addVariable(poplar.FLOAT, [6], name) for name in "abc")
+    pred = graph.addVariable(poplar.UNSIGNED_INT, [], "pred")
+    for t, tile in ((a, 0), (b, 1), (c, 2), (pred, 3)):
+        graph.setTileMapping(t, tile)
+        graph.createHostWrite(t.name, t)
+        graph.createHostRead(f"{t.name}.out", t)
+    checked = prog.Sequence([prog.Copy(a, b), prog.AbortOnCondition(pred, "pred was set"), prog.Copy(b, c)])
+    engine = poplar.Engine(graph, [checked, prog.Abort("always")])
+    engine.load(device)
+    x = np.arange(6, dtype=np.float32)
+    engine.writeTensor("a", x)
+    engine.writeTensor("c", np.zeros(6, np.float32))
+    engine.writeTensor("pred", np.uint32(0))
+    engine.run(0)
+    assert np.array_equal(engine.readTensor("c.out"), x)
+    engine.writeTensor("a", 2 * x)
+    engine.writeTensor("pred", np.uint32(7))
+    with pytest.raises(poplar.ApplicationRuntimeError, match=r"predicate 'pred' is true\): pred was set"):
+        engine.run(0)
+    # what ran before the abort is done, what follows it is not
+    assert np.array_equal(engine.readTensor("b.out"), 2 * x) and np.array_equal(engine.readTensor("c.out"), x)
+    with pytest.raises(poplar.ApplicationRuntimeError, match="aborted: always"):
+        engine.run(1)
+    with pytest.raises(poplar.ProgramError, match="one element"):
+        prog.AbortOnCondition(a, "x")
+    with pytest.raises(poplar.ProgramArgumentError, match="predicate"):
+        prog.AbortOnCondition("pred")
+    with pytest.raises(poplar.ProgramArgumentError, match="message"):
+        prog.AbortOnCondition(pred, 3)

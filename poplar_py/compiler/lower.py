@@ -33,6 +33,7 @@ from .fp_control import lower_fp_control
 from .layout import MemoryLayout
 from .replicas import Replication
 from .steps import (
+    AbortStep,
     CallStep,
     CopyStep,
     CycleStampStep,
@@ -255,6 +256,11 @@ def _switch(lw: Lowerer, p: prog.Switch) -> Step:
                       {v: lw.lower(b) for v, b in p.cases.items()}, lw.lower(p.default))
 
 
+def _abort(lw: Lowerer, p: prog.Abort) -> Step:
+    predicate = None if p.predicate is None else lw.scalar(p.predicate, f"{type(p).__name__} predicate")
+    return AbortStep(p.name or type(p).__name__, predicate, p.message)
+
+
 def _call(lw: Lowerer, p: prog.Call) -> Step:
     if p.function.owner != lw.graph.tensors.token or not 0 <= p.function.id < len(lw.graph.functions):
         raise ProgramError(f"Call: function {p.function.id} was not added to this graph")
@@ -294,7 +300,7 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
     prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
     prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
     prog.CrossReplicaCopy: _cross_replica_copy, prog.AssumeEqualAcrossReplicas: _assume_equal,
-    prog.CycleStamp: _cycle_stamp, FloatingPointControl: lower_fp_control,
+    prog.CycleStamp: _cycle_stamp, FloatingPointControl: lower_fp_control, prog.Abort: _abort,
 }
 
 
