@@ -53,6 +53,7 @@ from .errors import (
     RemoteBufferError,
     TensorCreationError,
 )
+from .half_values import checked_half, half_bits
 from .handles import (
     ComputeSet,
     DataStream,
@@ -69,7 +70,7 @@ from .regions import in_order_of, unique_sorted
 from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
-from .types import UNSIGNED_INT, Type, asType
+from .types import HALF, UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
@@ -344,6 +345,20 @@ class Graph:
             sel = var == v
             same_size = vals.dtype.itemsize == init.itemsize
             init[offset[sel]] = vals[sel].view(init.dtype) if same_size else vals[sel]
+
+    def setInitialValueHalf(self, t: Tensor, values: Any) -> None:
+        """``setInitialValue`` of a HALF tensor from its elements' 16-bit patterns (see
+        :mod:`poplar_py.half_values`)."""
+        self._check_own(t, "setInitialValueHalf")
+        checked_half(t.elementType(), f"setInitialValueHalf of tensor '{t.name}'")
+        self.setInitialValue(t, half_bits(values, f"setInitialValueHalf of tensor '{t.name}'"))
+
+    def addConstantHalf(self, type_: Type | object, shape: Sequence[int], values: Any, name: Any = "",
+                        debugContext: Any = None) -> Tensor:
+        """``addConstant`` of HALF ``type_`` from 16-bit patterns: one (filling every element) or
+        one per element."""
+        checked_half(type_, "addConstantHalf")
+        return self.addConstant(HALF, shape, half_bits(values, "addConstantHalf"), name, debugContext)
 
     def _check_own(self, t: object, what: str) -> Tensor:
         if not isinstance(t, Tensor):

@@ -166,3 +166,35 @@ def test_abort_on_condition_stops_the_run_where_the_predicate_is_true():
         prog.AbortOnCondition("pred")
     with pytest.raises(poplar.ProgramArgumentError, match="message"):
         prog.AbortOnCondition(pred, 3)
+
+
+# ---- setInitialValueHalf, addConstantHalf ---------------------------------------------------------
+def test_half_values_given_as_their_bits_reach_tile_memory_unchanged():
+    device, graph = make_graph(4)
+    bits = np.array([0x3C00, 0xC000, 0x7E01, 0x8000, 0x0001, 0x7BFF], np.uint16)  # 1, -2, NaN, -0, tiny, max
+    t = graph.addVariable(poplar.HALF, [2, 3], "t")
+    graph.setInitialValueHalf(t, bits)
+    k = graph.addConstantHalf(poplar.HALF, [2, 3], bits[::-1].copy(), "k")
+    one = graph.addConstantHalf("half", [4], 0x3C00)
+    out_k = graph.addVariable(poplar.HALF, [2, 3], "out_k")
+    out_one = graph.addVariable(poplar.HALF, [4], "o1")
+    for x, tile in ((t, 0), (k, 1), (one, 2), (out_k, 3), (out_one, 3)):
+        graph.setTileMapping(x, tile)
+    for x in (t, out_k, out_one):
+        graph.createHostRead(x.name, x)
+    engine = poplar.Engine(graph, prog.Sequence([prog.Copy(k, out_k), prog.Copy(one, out_one)]))
+    engine.load(device)
+    engine.run()
+    assert np.array_equal(engine.readTensor("t").view(np.uint16).reshape(-1), bits)
+    assert np.array_equal(engine.readTensor("out_k").view(np.uint16).reshape(-1), bits[::-1])
+    assert np.array_equal(engine.readTensor("o1"), np.ones(4, np.float16))
+    with pytest.raises(poplar.PoplarTypeError, match="HALF"):
+        graph.setInitialValueHalf(graph.addVariable(poplar.FLOAT, [2]), [0, 1])
+    with pytest.raises(poplar.PoplarTypeError, match="HALF"):
+        graph.addConstantHalf(poplar.FLOAT, [2], 0)
+    for bad, match in (([1.5] * 6, "integers"), ([70000] * 6, "0..65535"), ([-1] * 6, "0..65535"),
+                       (None, "values")):
+        with pytest.raises(poplar.InvalidArgumentError, match=match):
+            graph.setInitialValueHalf(t, bad)
+    with pytest.raises(poplar.TensorCreationError, match="3 values given for 6"):
+        graph.setInitialValueHalf(t, [0, 1, 2])
