@@ -58,6 +58,7 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .host_function import HostFunction
 from .host_half import (
                      copyDeviceHalfToDouble,
                      copyDeviceHalfToFloat,
@@ -155,6 +156,7 @@ __all__ = [
                      "GraphCycleError",
                      "GraphMemoryAllocationError",
                      "GraphReplicationError",
+                     "HostFunction",
                      "IPUModel",
                      "InOut",
                      "Input",

@@ -26,6 +26,7 @@ from .codelet.interrupts import interruptible
 from .codelet.pipeline import NO_BUDGET
 from .compiler.costs import RunRecord
 from .compiler.fp_state import FpControl
+from .compiler.host_functions import HostFunctionStep
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
 from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
@@ -242,6 +243,28 @@ class Engine:
         else:
             raise StreamArgumentError(f"stream '{handle}': connect a poplar.StreamCallback or a function, "
                                       f"got {type(callback).__name__}")
+
+    def connectHostFunction(self, handle: str, replicaIndex: Any, callback: Any = None) -> None:
+        """Give host function ``handle`` (``graph.addHostFunction``) its Python function on replica
+        ``replicaIndex`` (None: every replica): ``callback(inputs, outputs)`` gets the input
+        tensors' values as read-only numpy arrays and fills the output arrays in place, during the
+        run (see :mod:`poplar_py.host_function`). ``(handle, callback[, replicaIndex])`` is taken
+        too."""
+        if callable(replicaIndex) and (callback is None or is_int(callback)):
+            replicaIndex, callback = callback, replicaIndex
+        checked_str(handle, "connectHostFunction: the handle")
+        called = sorted({s.handle for s in self._exe.lowered.leaves if isinstance(s, HostFunctionStep)})
+        if handle not in called:
+            raise StreamError(f"connectHostFunction: the engine's programs call no host function '{handle}' "
+                              f"(they call: {', '.join(called) or 'none'})")
+        if not callable(callback):
+            raise StreamArgumentError(f"connectHostFunction('{handle}'): the callback must be a function, "
+                                      f"got {type(callback).__name__} {callback!r:.40}")
+        replicas = list(range(self._exe.replication.factor)) if replicaIndex is None \
+            else [self._replica(replicaIndex, f"connectHostFunction('{handle}')")]
+        ends = self._machine.host_functions.setdefault(handle, [None] * self._exe.replication.factor)
+        for r in replicas:
+            ends[r] = callback
 
     def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""

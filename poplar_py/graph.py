@@ -64,6 +64,7 @@ from .handles import (
     ReplicatedStreamMode,
     VertexRef,
 )
+from .host_function import HostFunction, checked_arguments
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import in_order_of, unique_sorted
@@ -147,6 +148,7 @@ class Graph:
         self._streams: dict[str, DataStream] = {}
         self._remote_buffers: dict[str, RemoteBuffer] = {}
         self._functions: list[Program] = []
+        self._host_functions: dict[str, HostFunction] = {}
 
     # ---- target and variables ----------------------------------------------------------------
     def getTarget(self) -> Target:
@@ -689,7 +691,8 @@ class Graph:
     # ---- host exchange -----------------------------------------------------------------------
     def _new_handle(self, handle: str, what: str, error: type[PoplarError] = PoplarError) -> None:
         checked_str(handle, f"{what}: the handle")
-        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers:
+        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers \
+                or handle in self._host_functions:
             raise error(f"{what}: handle '{handle}' is already used by another stream, host read/write or "
                         "remote buffer")
 
@@ -755,6 +758,17 @@ class Graph:
                                        f"{program!r:.40}")
         self._functions.append(program)
         return Function(len(self._functions) - 1, self._vars.token)
+
+    def addHostFunction(self, handle: str, inputs: Any, outputs: Any) -> HostFunction:
+        """A function of the host that ``program.Call(f, inputTensors, outputTensors)`` runs, with
+        ``inputs`` and ``outputs`` lists of ``(type, numElements)`` (see :mod:`poplar_py.host_function`);
+        ``Engine.connectHostFunction`` gives it its Python function."""
+        self._new_handle(handle, "addHostFunction")
+        what = f"addHostFunction('{handle}')"
+        f = HostFunction(handle, checked_arguments(inputs, f"{what}: inputs"),
+                         checked_arguments(outputs, f"{what}: outputs"), self._vars.token)
+        self._host_functions[handle] = f
+        return f
 
     # ---- dumps -------------------------------------------------------------------------------
     def outputVertexGraph(self, file: Any, progs: Any = None) -> None:

@@ -198,3 +198,80 @@ def test_half_values_given_as_their_bits_reach_tile_memory_unchanged():
             graph.setInitialValueHalf(t, bad)
     with pytest.raises(poplar.TensorCreationError, match="3 values given for 6"):
         graph.setInitialValueHalf(t, [0, 1, 2])
+
+
+# ---- addHostFunction, Call(hostFunction, ...), connectHostFunction --------------------------------
+def test_host_function_gets_the_inputs_and_fills_the_outputs_during_the_run():
+    m = poplar.IPUModel()
+    m.tilesPerIPU, m.numIPUs = 4, 2
+    device = m.createDevice()
+    graph = poplar.Graph(device, poplar.replication_factor(2))
+    f = graph.addHostFunction("axpy", [(poplar.FLOAT, 6), (poplar.INT, 1)], [(poplar.FLOAT, 6)])
+    x, k, y = graph.addVariable(poplar.FLOAT, [2, 3], "x"), graph.addVariable(poplar.INT, [], "k"), \
+        graph.addVariable(poplar.FLOAT, [6], "y")
+    z = graph.addVariable(poplar.FLOAT, [6], "z")
+    for t, tile in ((x, 0), (k, 1), (y, 2), (z, 3)):
+        graph.setTileMapping(t, tile)
+    for t in (x, k):
+        graph.createHostWrite(t.name, t)
+    graph.createHostRead("z", z)
+    engine = poplar.Engine(graph, prog.Sequence([prog.Call(f, [x, k], [y]), prog.Copy(y, z)]))
+    engine.load(device)
+    data = np.arange(6, dtype=np.float32)
+    engine.writeTensor("x", data.reshape(2, 3))
+    engine.writeTensor("k", np.int32(3))
+    with pytest.raises(poplar.StreamError, match="'axpy' is not connected"):
+        engine.run()
+    calls = []
+
+    def on_replica(r):
+        def axpy(inputs, outputs):
+            calls.append(r)
+            assert not inputs[0].flags.writeable and inputs[1].dtype == np.int32
+            outputs[0][:] = inputs[0] * inputs[1][0] + r
+        return axpy
+
+    engine.connectHostFunction("axpy", 0, on_replica(0))
+    engine.connectHostFunction("axpy", on_replica(1), 1)  # the other order
+    engine.run()
+    assert calls == [0, 1]
+    for r in range(2):
+        assert np.array_equal(engine.readTensor("z", replicaIndex=r), data * 3 + r)
+    step = next(s for s in engine.getExecutionProfile()["steps"] if s["name"].startswith("Call(axpy"))
+    assert step["type"] == "StreamCopy"
+    engine.connectHostFunction("axpy", None, lambda ins, outs: outs.__setitem__(0, np.ones(2)))
+    with pytest.raises(poplar.StreamError, match="filled in place"):
+        engine.run()
+    with pytest.raises(poplar.StreamError, match=r"no host function .nope.*axpy"):
+        engine.connectHostFunction("nope", 0, print)
+    with pytest.raises(poplar.StreamArgumentError, match="callback"):
+        engine.connectHostFunction("axpy", 0, 5)
+    with pytest.raises(poplar.GraphReplicationError, match="replica index 2"):
+        engine.connectHostFunction("axpy", 2, print)
+
+
+def test_host_function_arguments_are_checked():
+    graph = make_graph(4)[1]
+    f = graph.addHostFunction("f", [(poplar.FLOAT, 2)], [])
+    a = graph.addVariable(poplar.FLOAT, [2], "a")
+    assert isinstance(f, poplar.HostFunction) and f.handle() == "f"
+    with pytest.raises(poplar.PoplarError, match="'f' is already used"):
+        graph.addHostToDeviceFIFO("f", poplar.FLOAT, 2)
+    for inputs, error, match in (("x", poplar.InvalidArgumentError, "inputs"),
+                                 ([(poplar.FLOAT,)], poplar.InvalidArgumentError, r"inputs\[0\]"),
+                                 ([("float", -1)], poplar.InvalidArgumentError, "numElements"),
+                                 ([(None, 1)], poplar.InvalidArgumentError, "element type")):
+        with pytest.raises(error, match=match):
+            graph.addHostFunction("g", inputs, [])
+    with pytest.raises(poplar.ProgramError, match="given, the host function takes 1"):
+        prog.Call(f, [a, a], [])
+    with pytest.raises(poplar.ProgramError, match="takes 2 float"):
+        prog.Call(f, [a[:1]], [])
+    with pytest.raises(poplar.ProgramArgumentError, match="list of tensors"):
+        prog.Call(f, a, [])
+    g = graph.addHostFunction("g", [], [(poplar.FLOAT, 2)])
+    with pytest.raises(poplar.ProgramError, match="constants or aliased"):
+        prog.Call(g, [], [a[:1].broadcast(2, 0)])
+    other = make_graph(4)[1]
+    with pytest.raises(poplar.ProgramError, match="not added to this graph"):
+        poplar.Engine(other, prog.Call(f, [other.addVariable(poplar.FLOAT, [2])], []))

@@ -51,6 +51,8 @@ class Machine:
     functions: list[Step]
     world: World = field(default_factory=World)
     streams: dict[str, list[HostStream | None]] = field(default_factory=dict)
+    # per host function, the Python function of each replica (Engine.connectHostFunction)
+    host_functions: dict[str, list[Callable | None]] = field(default_factory=dict)
     remote: StreamingMemory = field(default_factory=lambda: StreamingMemory({}))
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts

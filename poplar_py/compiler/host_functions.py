@@ -1,0 +1,61 @@
+"""The step of a host function call (``program.Call(hostFunction, inputs, outputs)``).
+
+Each replica's input tensors are gathered into host arrays, the function connected for that
+replica is called with them and with zeroed output arrays it fills, and the outputs are scattered
+into the replica's output tensors. Under MPI every rank gathers every replica's inputs and calls
+its own connected function (as data a device-to-host stream sends reaches every rank's host end),
+and writes the outputs into the tiles it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import StreamError
+from .exchange import CopyPlan
+from .steps import HostStep, Machine
+from .world import GATHER, SCATTER, Move
+
+HostFunctionCallback = Callable[[list[np.ndarray], list[np.ndarray]], Any]
+
+
+@dataclass
+class HostFunctionStep(HostStep):
+    """A host function call on every replica."""
+
+    handle: str
+    inputs: list[tuple[CopyPlan, np.dtype, int]]  # a replica's tensor -> host array, its dtype and size
+    outputs: list[tuple[CopyPlan, np.dtype, int]]  # host array -> a replica's tensor
+
+    def run(self, m: Machine) -> None:
+        m.on_replicas(lambda r: self._call(m, r), every=True)
+        m.record.ran(self.id)
+
+    def _call(self, m: Machine, replica: int) -> None:
+        ends = m.host_functions.get(self.handle)
+        function = ends[replica] if ends is not None else None
+        if function is None:
+            which = f" for replica {replica}" if m.world.replica_count > 1 else ""
+            raise StreamError(f"host function '{self.handle}' is not connected{which}: call "
+                              "engine.connectHostFunction first")
+        ins = []
+        for plan, dtype, n in self.inputs:
+            values = np.empty(n, dtype)
+            m.world.gather(plan, m.base, values, replica)
+            values.flags.writeable = False
+            ins.append(values)
+        outs = [np.zeros(n, dtype) for _, dtype, n in self.outputs]
+        function(ins, outs)
+        for (plan, dtype, n), values in zip(self.outputs, outs):
+            if values.dtype != dtype or values.shape != (n,):  # the function replaced an array
+                raise StreamError(f"host function '{self.handle}': output arrays are filled in place "
+                                  f"({n} {dtype}), got {values.dtype} of shape {values.shape}")
+            m.world.scatter(plan, values.ctypes.data, m.base, replica)
+
+    def moves(self) -> list[Move]:
+        return [*((GATHER, plan, True) for plan, _, _ in self.inputs),
+                *((SCATTER, plan, True) for plan, _, _ in self.outputs)]
