@@ -47,6 +47,7 @@ from .executable import Executable, compileGraph
 from .graph import (
                      ComputeSet,
                      DataStream,
+                     DataStreamType,
                      FieldRef,
                      Function,
                      Graph,
@@ -140,6 +141,7 @@ __all__ = [
                      "ConnectionArgumentError",
                      "Const",
                      "DataStream",
+                     "DataStreamType",
                      "DebugContext",
                      "DebugNameAndId",
                      "Device",

@@ -308,6 +308,10 @@ class Engine:
     def listStreams(self) -> list[str]:
         return list(self._exe.streams)
 
+    def getEngineOptions(self) -> dict[str, str]:
+        """Every engine option's value (given, from POPLAR_ENGINE_OPTIONS, or the default)."""
+        return dict(self._options.values)
+
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:
         kind = "createHostWrite" if write else "createHostRead"

@@ -57,6 +57,7 @@ from .half_values import checked_half, half_bits
 from .handles import (
     ComputeSet,
     DataStream,
+    DataStreamType,
     FieldRef,
     Function,
     HostHandle,
@@ -75,8 +76,8 @@ from .types import HALF, UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
-__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "RemoteBuffer",
-           "ReplicatedStreamMode",
+__all__ = ["ComputeSet", "DataStream", "DataStreamType", "FieldRef", "Function", "Graph", "HostHandle",
+           "RemoteBuffer", "ReplicatedStreamMode",
            "TensorCloneMethod", "VariableMappingMethod", "VertexRef", "replication_factor"]
 
 

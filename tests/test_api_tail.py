@@ -275,3 +275,53 @@ def test_host_function_arguments_are_checked():
     other = make_graph(4)[1]
     with pytest.raises(poplar.ProgramError, match="not added to this graph"):
         poplar.Engine(other, prog.Call(f, [other.addVariable(poplar.FLOAT, [2])], []))
+
+
+# ---- Target, Device, DataStream and Engine getters --------------------------------------------------
+def test_target_getters_give_the_simulated_figures():
+    m = poplar.IPUModel()
+    m.tilesPerIPU, m.numIPUs, m.minIPUSyncDelay = 100, 2, 5
+    t = m.createDevice().getTarget()
+    assert (t.getRptCountMax(), t.getNumStrideBits(), t.getTilesPerSharedExchangeBus()) == (4095, 10, 2)
+    assert (t.getMinIPUSyncDelay(), t.getMaxIPUSyncDelay(), t.getIpuLinkDomainSize()) == (5, 5, 2)
+    m.relativeSyncDelay = poplar.IPUModel.RelativeSyncDelayType.AUTO
+    assert m.createDevice().getTarget().getMaxIPUSyncDelay() == 5 + 99 // 32
+    assert t.getGlobalSyncCycles() == t.globalSyncCycles > 0
+    assert t.getTargetSystemString() == "ipu2 x 2 (poplar-py simulated IPU_MODEL)"
+    create = poplar.Target.createIPUTarget
+    assert create(2, 100).hash() == create(2, 100).hash() != create(1).hash()
+    cpu = poplar.Target.createCPUTarget(numIPUs=2)
+    assert (cpu.getTargetType(), cpu.getNumTiles(), cpu.getTilesPerIPU()) == (poplar.TargetType.CPU, 2, 1)
+    assert poplar.Device.createCPUDevice().getTarget() == poplar.Target.createCPUTarget()
+    with pytest.raises(poplar.InvalidArgumentError, match="numIPUs"):
+        poplar.Target.createCPUTarget(numIPUs=0)
+
+
+def test_device_getters_say_what_a_simulated_device_has():
+    manager = poplar.DeviceManager.createDeviceManager()
+    assert manager.getDevice(3).getDriverIDs() == [3]
+    assert manager.getDevice(65).getDriverIDs() == [2, 3]  # the second pair
+    assert manager.getDevice(126).getDriverIDs() == list(range(64))
+    assert manager.getDevice(65).createVirtualDevice(4).getDriverIDs() == [2, 3]
+    model = poplar.IPUModel()
+    model.numIPUs = 2
+    device = model.createDevice()
+    assert device.getDriverIDs() == [0, 1]
+    assert device.getDriverVersion() == tuple(int(x) for x in poplar.__version__.split("."))
+    attributes = device.getAttributes()
+    assert attributes["type"] == "IPU_MODEL" and attributes["IPU version"] == "ipu2"
+    assert attributes["driver"].startswith("poplar-py")
+
+
+def test_data_stream_type_and_engine_options():
+    graph = make_graph(4)[1]
+    to = graph.addHostToDeviceFIFO("in", poplar.FLOAT, 4)
+    back = graph.addDeviceToHostFIFO("out", poplar.HALF, 4)
+    assert (to.type(), back.type()) == (poplar.DataStreamType.HostToDeviceFIFO,
+                                        poplar.DataStreamType.DeviceToHostFIFO)
+    engine = poplar.Engine(graph, prog.Sequence(), {"debug.floatPointOpException": "false"})
+    options = engine.getEngineOptions()
+    assert options["debug.floatPointOpException"] == "false" and options["codelets.mode"] == "native"
+    options["codelets.mode"] = "x"  # a copy
+    assert engine.getEngineOptions()["codelets.mode"] == "native"
+    assert sorted(engine.listStreams()) == ["in", "out"]
