@@ -108,6 +108,7 @@ class Engine:
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
+        self._device: Device | None = None  # the device loaded, or prepared
         self._profile = Profile(exe.ir.compiled(), self._exe, self._record)
         del exe  # built here from a graph, it goes with the frozen IR's edges
         release_freed_heap()
@@ -129,14 +130,28 @@ class Engine:
     def load(self, device: Device) -> None:
         """Create the tile memories on ``device`` and write constants and initial values (vertex
         state too: what compute wrote to it in earlier runs is reset)."""
+        self._take(device, "Engine.load")
+        self.deploy()
+
+    def prepare(self, device: Device) -> None:
+        """The first half of ``load``, as Poplar's: check ``device`` fits the compiled graph and
+        take it; ``deploy()`` then loads it."""
+        self._take(device, "Engine.prepare")
+
+    def _take(self, device: Device, what: str) -> None:
         if not isinstance(device, Device):
-            raise InvalidArgumentError(f"Engine.load needs a Device, got {type(device).__name__} "
-                                       f"{device!r:.40}")
+            raise InvalidArgumentError(f"{what} needs a Device, got {type(device).__name__} {device!r:.40}")
         target = device.getTarget()
         ours = self._exe.target
         if target.getNumTiles() != ours.getNumTiles():
-            raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
+            raise PoplarError(f"{what}: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
+        self._device = device
+
+    def deploy(self) -> None:
+        """The second half of ``load``: the prepared device's tile memories made and written."""
+        if self._device is None:
+            raise PoplarError("Engine.deploy: no device is prepared: call engine.prepare(device) first")
         m, exe = self._machine, self._exe
         # Under MPI, the other ranks' tiles are never touched: they take no memory here.
         exe.layout.clear(*m.world.own_bytes(m.arena.size))
@@ -164,6 +179,16 @@ class Engine:
     def loadAndRun(self, device: Device, programIndex: int = 0) -> None:
         self.load(device)
         self.run(programIndex)
+
+    def getDevice(self) -> Device:
+        """The device the engine is loaded on (or prepared for)."""
+        if self._device is None:
+            raise PoplarError("Engine.getDevice: the engine is not loaded: call engine.load(device) first")
+        return self._device
+
+    def getTileClockFrequency(self) -> float:
+        """The tiles' clock (Hz) the engine's cycles are counted at."""
+        return self._exe.target.getTileClockFrequency()
 
     def _base(self) -> int:
         if not self._loaded:

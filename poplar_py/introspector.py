@@ -110,6 +110,10 @@ class VertexIntrospector:
         lengths = seg.length[mine[seg.field[mine] == f]].tolist()
         return FieldData(spec, lengths if spec.kind is FieldKind.VECTOR_LIST else sum(lengths), vertex=where)
 
+    def getTarget(self) -> Target:
+        """The target the graph is compiled for."""
+        return self._graph.target
+
     def getComputeSet(self) -> ComputeSet:
         """The compute set the vertex is in."""
         return ComputeSet(self._plan.cs_id, self._plan.name, self._graph.tensors.token)

@@ -488,6 +488,18 @@ class Device:
                 "tilesPerIPU": str(t.getTilesPerIPU()), "driver IDs": ",".join(map(str, self.getDriverIDs())),
                 "driver": f"poplar-py {__version__} (simulated)"}
 
+    def getAttribute(self, name: str) -> str:
+        """One of :meth:`getAttributes` by name."""
+        attributes = self.getAttributes()
+        if not isinstance(name, str) or name not in attributes:
+            raise InvalidArgumentError(f"Device.getAttribute: no attribute {name!r:.40} (the device has: "
+                                       f"{', '.join(attributes)})")
+        return attributes[name]
+
+    def reset(self) -> None:
+        """Reset the device: a simulated device holds no state of its own (an engine's ``load``
+        writes its tile memories afresh), so nothing changes."""
+
     def supportsRemoteBuffers(self) -> bool:
         """Whether the device has Streaming Memory for remote buffers (IPU-M2000 and Bow-2000 IPUs:
         yes; Mk1 C2 cards: no)."""

@@ -86,7 +86,7 @@ def test_perf_estimator_sees_fields_through_the_vertex_introspector():
                     scale=vertex.getFieldInfo("scale").getInitialValue(target),
                     scale_f=vertex.getFieldInfo("scale").getInitialValue(target, poplar.FLOAT),
                     taps=vertex.getFieldInfo("taps").getInitialValues(target),
-                    cs=vertex.getComputeSet())
+                    cs=vertex.getComputeSet(), target=vertex.getTarget() is target)
         for bad, error, match in ((lambda: vertex.getFieldInfo("nope"), poplar.UnknownFieldError, "'nope'"),
                                   (lambda: f.getSizeAtIndex(3), poplar.InvalidArgumentError, "index i"),
                                   (lambda: vertex.getFieldInfo("out").getInitialValue(target),
@@ -100,7 +100,7 @@ def test_perf_estimator_sees_fields_through_the_vertex_introspector():
     graph.registerPerfEstimator("Est", estimator)
     poplar.Engine(graph, prog.Execute(cs), {"codelets.mode": "interpreter"})
     assert seen == dict(rank=2, n=3, sizes=[2, 4, 3], second=4, out=1, scale=3, scale_f=3.0, taps=[0.5, 1.5],
-                        cs=cs)
+                        cs=cs, target=True)
     assert isinstance(seen["scale_f"], float)
 
 
@@ -325,3 +325,26 @@ def test_data_stream_type_and_engine_options():
     options["codelets.mode"] = "x"  # a copy
     assert engine.getEngineOptions()["codelets.mode"] == "native"
     assert sorted(engine.listStreams()) == ["in", "out"]
+
+
+def test_engine_prepare_deploy_and_device_getters():
+    device, graph = make_graph(4)
+    a = graph.addVariable(poplar.FLOAT, [2], "a")
+    graph.setTileMapping(a, 0)
+    graph.setInitialValue(a, [1.5, 2.5])
+    graph.createHostRead("a", a)
+    engine = poplar.Engine(graph, prog.Sequence())
+    with pytest.raises(poplar.PoplarError, match="not loaded"):
+        engine.getDevice()
+    with pytest.raises(poplar.PoplarError, match="no device is prepared"):
+        engine.deploy()
+    with pytest.raises(poplar.InvalidArgumentError, match="prepare needs a Device"):
+        engine.prepare("ipu")
+    engine.prepare(device)
+    engine.deploy()
+    assert engine.getDevice() is device and np.array_equal(engine.readTensor("a"), [1.5, 2.5])
+    assert engine.getTileClockFrequency() == device.getTarget().getTileClockFrequency()
+    assert device.getAttribute("IPU version") == "ipu2"
+    with pytest.raises(poplar.InvalidArgumentError, match="no attribute 'colour'"):
+        device.getAttribute("colour")
+    assert device.reset() is None
