@@ -2,9 +2,8 @@
 
 Each replica's input tensors are gathered into host arrays, the function connected for that
 replica is called with them and with zeroed output arrays it fills, and the outputs are scattered
-into the replica's output tensors. Under MPI every rank gathers every replica's inputs and calls
-its own connected function (as data a device-to-host stream sends reaches every rank's host end),
-and writes the outputs into the tiles it holds.
+into the replica's output tensors. Under MPI a replica's function is called on the ranks running
+that replica (each with all of its inputs), each writing the outputs into the tiles it holds.
 """
 
 from __future__ import annotations
@@ -32,22 +31,27 @@ class HostFunctionStep(HostStep):
     outputs: list[tuple[CopyPlan, np.dtype, int]]  # host array -> a replica's tensor
 
     def run(self, m: Machine) -> None:
-        m.on_replicas(lambda r: self._call(m, r), every=True)
+        ins: dict[int, list[np.ndarray]] = {}
+        m.on_replicas(lambda r: ins.__setitem__(r, self._inputs(m, r)), every=True)  # (every rank takes part)
+        m.on_replicas(lambda r: self._call(m, r, ins[r]))
         m.record.ran(self.id)
 
-    def _call(self, m: Machine, replica: int) -> None:
-        ends = m.host_functions.get(self.handle)
-        function = ends[replica] if ends is not None else None
-        if function is None:
-            which = f" for replica {replica}" if m.world.replica_count > 1 else ""
-            raise StreamError(f"host function '{self.handle}' is not connected{which}: call "
-                              "engine.connectHostFunction first")
+    def _inputs(self, m: Machine, replica: int) -> list[np.ndarray]:
         ins = []
         for plan, dtype, n in self.inputs:
             values = np.empty(n, dtype)
             m.world.gather(plan, m.base, values, replica)
             values.flags.writeable = False
             ins.append(values)
+        return ins
+
+    def _call(self, m: Machine, replica: int, ins: list[np.ndarray]) -> None:
+        ends = m.host_functions.get(self.handle)
+        function = ends[replica] if ends is not None else None
+        if function is None:
+            which = f" for replica {replica}" if m.world.replica_count > 1 else ""
+            raise StreamError(f"host function '{self.handle}' is not connected{which}: call "
+                              "engine.connectHostFunction first")
         outs = [np.zeros(n, dtype) for _, dtype, n in self.outputs]
         function(ins, outs)
         for (plan, dtype, n), values in zip(self.outputs, outs):
