@@ -8,9 +8,7 @@ that replica (each with all of its inputs), each writing the outputs into the ti
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -18,8 +16,6 @@ from ..errors import StreamError
 from .exchange import CopyPlan
 from .steps import HostStep, Machine
 from .world import GATHER, SCATTER, Move
-
-HostFunctionCallback = Callable[[list[np.ndarray], list[np.ndarray]], Any]
 
 
 @dataclass
