@@ -74,6 +74,7 @@ from .executable import Executable, compileGraph
 from .graph import (
                      ComputeSet,
                      DataStream,
+                     DataStreamType,
                      FieldRef,
                      Function,
                      Graph,
@@ -85,12 +86,14 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .host_function import HostFunction
 from .host_half import (
                      copyDeviceHalfToDouble,
                      copyDeviceHalfToFloat,
                      copyDoubleToDeviceHalf,
                      copyFloatToDeviceHalf,
 )
+from .introspector import FieldData, VertexIntrospector
 from .option_flags import OptionFlags, readJSON, readJSONFromEnv
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
@@ -130,6 +133,8 @@ from .types import (
                      equivalent_device_type,
 )
 from .vector_layout import VectorLayout, VectorListLayout
+from .version import __version__ as __version__
+from .version import packageHash, versionString
 from .vertex import (
                      Const,
                      InOut,
@@ -142,8 +147,6 @@ from .vertex import (
                      VectorList,
                      Vertex,
 )
-
-__version__ = "0.1.0"
 
 abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 
@@ -169,6 +172,7 @@ __all__ = [
                      "ConnectionArgumentError",
                      "Const",
                      "DataStream",
+                     "DataStreamType",
                      "DebugContext",
                      "DebugNameAndId",
                      "Device",
@@ -176,6 +180,7 @@ __all__ = [
                      "Engine",
                      "Executable",
                      "ExecutableError",
+                     "FieldData",
                      "FieldRef",
                      "FloatingPointBehaviour",
                      "Function",
@@ -184,6 +189,7 @@ __all__ = [
                      "GraphCycleError",
                      "GraphMemoryAllocationError",
                      "GraphReplicationError",
+                     "HostFunction",
                      "IPUModel",
                      "InOut",
                      "Input",
@@ -237,6 +243,7 @@ __all__ = [
                      "VectorListLayout",
                      "Vertex",
                      "VertexError",
+                     "VertexIntrospector",
                      "VertexPerfEstimate",
                      "VertexRef",
                      "append",
@@ -268,6 +275,7 @@ __all__ = [
                      "invalid_option",
                      "invalid_tile_mapping",
                      "missing_cycle_estimate",
+                     "packageHash",
                      "poplar_error",
                      "program",
                      "readJSON",
@@ -293,4 +301,5 @@ __all__ = [
                      "unrecoverable_runtime_error",
                      "ushort2",
                      "ushort4",
+                     "versionString",
 ]

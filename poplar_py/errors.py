@@ -81,7 +81,9 @@ class PoplarRuntimeError(PoplarError):
 
 
 class ApplicationRuntimeError(PoplarRuntimeError):
-    """The program itself failed while running (Poplar's ``application_runtime_error``)."""
+    """The program itself failed while running (Poplar's ``application_runtime_error``): a vertex
+    failed (VertexError), or an ``Abort``, or an ``AbortOnCondition`` whose predicate was true
+    (the message is the program's)."""
 
 
 class RecoveryAction(enum.Enum):
