@@ -14,6 +14,7 @@ from .csr_functions import (
 )
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
+from .debug_info import DebugInfo, DebugSerializationFormat, ProfileValue, SourceLocation
 from .engine import Engine
 from .errors import (
                      ApplicationRuntimeError,
@@ -174,7 +175,9 @@ __all__ = [
                      "DataStream",
                      "DataStreamType",
                      "DebugContext",
+                     "DebugInfo",
                      "DebugNameAndId",
+                     "DebugSerializationFormat",
                      "Device",
                      "DeviceManager",
                      "Engine",
@@ -208,6 +211,7 @@ __all__ = [
                      "PoplarError",
                      "PoplarRuntimeError",
                      "PoplarTypeError",
+                     "ProfileValue",
                      "ProgramArgumentError",
                      "ProgramError",
                      "RecoverableRuntimeError",
@@ -216,6 +220,7 @@ __all__ = [
                      "RemoteBufferError",
                      "ReplicatedStreamMode",
                      "SerializationFormat",
+                     "SourceLocation",
                      "StreamArgumentError",
                      "StreamCallback",
                      "StreamError",
