@@ -8,6 +8,7 @@ collective can run within replica groups (``CommGroup``), each group on its own 
 ``getMinIoTiles`` and ``perIPUTiles`` choose the tiles a program gives to I/O.
 """
 
+from .balanced_reorder import CollectiveBalancedHostRearrangement, CollectiveBalancedReorder
 from .cross_replica import (
     allGatherCrossReplica,
     allReduceCrossReplica,
@@ -20,7 +21,7 @@ from .operators import CollectiveOperator
 from .tile_allocation import getMinIoTiles, perIPUTiles
 from .within_replica import allGatherWithinReplica, allReduceWithinReplica
 
-__all__ = ["CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
-           "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-           "allReduceWithinReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
-           "reduceScatterCrossReplica"]
+__all__ = ["CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder", "CollectiveOperator",
+           "CommGroup", "CommGroupType", "allGatherCrossReplica", "allGatherWithinReplica",
+           "allReduceCrossReplica", "allReduceInPlaceCrossReplica", "allReduceWithinReplica",
+           "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles", "reduceScatterCrossReplica"]

@@ -25,7 +25,7 @@ from ..poputil import PoplibsError
 from .arguments import checked_call, checked_group, checked_op, checked_root, checked_writeable, group_at
 from .groups import CommGroup, index_in_group
 from .operators import CollectiveOperator, combine_expr
-from .ring import Combine, Ring, all_gather, chunks, column_buffer, copy_rows, reduce_scatter
+from .ring import Combine, Ring, all_gather, balanced_chunks, chunks, column_buffer, copy_rows, reduce_scatter
 
 __all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
            "broadcastCrossReplica", "reduceScatterCrossReplica"]
@@ -44,7 +44,8 @@ def _load(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator | None, pr
     """A work buffer holding ``t``'s chunks, one per replica of the group (squared for SQUARE_ADD),
     rotated by this replica's ring position."""
     size, parts = chunks(t, ring.size)
-    buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer")
+    like = parts[0] if balanced_chunks(graph, parts) else None
+    buf = column_buffer(graph, t.elementType(), ring.size, size, f"{name}/buffer", like)
     copy_rows(prog, [parts[k] for k in ring.fragment_order()], _rows(buf), to_rows=True)
     if op is CollectiveOperator.SQUARE_ADD:
         popops.squareInPlace(graph, buf, prog, debugName=f"{name}/square")
