@@ -8,6 +8,7 @@ collective can run within replica groups (``CommGroup``), each group on its own 
 ``getMinIoTiles`` and ``perIPUTiles`` choose the tiles a program gives to I/O.
 """
 
+from .all_to_all import allToAllCrossReplica
 from .balanced_reorder import CollectiveBalancedHostRearrangement, CollectiveBalancedReorder
 from .cross_replica import (
     allGatherCrossReplica,
@@ -24,4 +25,5 @@ from .within_replica import allGatherWithinReplica, allReduceWithinReplica
 __all__ = ["CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder", "CollectiveOperator",
            "CommGroup", "CommGroupType", "allGatherCrossReplica", "allGatherWithinReplica",
            "allReduceCrossReplica", "allReduceInPlaceCrossReplica", "allReduceWithinReplica",
-           "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles", "reduceScatterCrossReplica"]
+           "allToAllCrossReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
+           "reduceScatterCrossReplica"]

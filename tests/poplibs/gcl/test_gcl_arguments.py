@@ -22,6 +22,7 @@ FUNCTIONS = {
     "broadcastCrossReplica": lambda g, t, p, **k: gcl.broadcastCrossReplica(g, t, p, **k),
     "allReduceWithinReplica": lambda g, t, p, **k: gcl.allReduceWithinReplica(g, t, Op.MUL, p, **k),
     "allGatherWithinReplica": lambda g, t, p, **k: gcl.allGatherWithinReplica(g, t, p, **k),
+    "allToAllCrossReplica": lambda g, t, p, **k: gcl.allToAllCrossReplica(g, t, p, **k),
 }
 
 #: bad argument: (call(function, graph, t, seq), what the message says after the function's name)
