@@ -12,10 +12,13 @@ from .all_to_all import allToAllCrossReplica
 from .balanced_reorder import CollectiveBalancedHostRearrangement, CollectiveBalancedReorder
 from .cross_replica import (
     allGatherCrossReplica,
+    allGatherToDestinationCrossReplica,
     allReduceCrossReplica,
     allReduceInPlaceCrossReplica,
+    allReduceToDestinationCrossReplica,
     broadcastCrossReplica,
     reduceScatterCrossReplica,
+    reduceScatterToDestinationCrossReplica,
 )
 from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator
@@ -23,7 +26,8 @@ from .tile_allocation import getMinIoTiles, perIPUTiles
 from .within_replica import allGatherWithinReplica, allReduceWithinReplica
 
 __all__ = ["CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder", "CollectiveOperator",
-           "CommGroup", "CommGroupType", "allGatherCrossReplica", "allGatherWithinReplica",
-           "allReduceCrossReplica", "allReduceInPlaceCrossReplica", "allReduceWithinReplica",
-           "allToAllCrossReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
-           "reduceScatterCrossReplica"]
+           "CommGroup", "CommGroupType", "allGatherCrossReplica", "allGatherToDestinationCrossReplica",
+           "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
+           "allReduceToDestinationCrossReplica", "allReduceWithinReplica", "allToAllCrossReplica",
+           "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles", "reduceScatterCrossReplica",
+           "reduceScatterToDestinationCrossReplica"]

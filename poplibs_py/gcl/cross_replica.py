@@ -14,6 +14,7 @@ all groups at once. ``options`` (GCL's option flags) are accepted and ignored.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from poplar_py import Graph, Tensor
@@ -21,14 +22,15 @@ from poplar_py import program as prog_
 
 from .. import popops
 from ..popops import expr as pe
-from ..poputil import PoplibsError
+from ..poputil import PoplibsError, tensorArgument
 from .arguments import checked_call, checked_group, checked_op, checked_root, checked_writeable, group_at
 from .groups import CommGroup, index_in_group
 from .operators import CollectiveOperator, combine_expr
 from .ring import Combine, Ring, all_gather, balanced_chunks, chunks, column_buffer, copy_rows, reduce_scatter
 
-__all__ = ["allGatherCrossReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-           "broadcastCrossReplica", "reduceScatterCrossReplica"]
+__all__ = ["allGatherCrossReplica", "allGatherToDestinationCrossReplica", "allReduceCrossReplica",
+           "allReduceInPlaceCrossReplica", "allReduceToDestinationCrossReplica", "broadcastCrossReplica",
+           "reduceScatterCrossReplica", "reduceScatterToDestinationCrossReplica"]
 
 
 def _combine(graph: Graph, op: CollectiveOperator) -> Combine:
@@ -121,6 +123,50 @@ def allReduceInPlaceCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator
     _all_reduce(graph, ring, t, t, op, prog, name)
 
 
+def _reduce_scatter(graph: Graph, ring: Ring, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
+                    name: str) -> Tensor:
+    """This replica's shard of ``t`` combined over its group: a row of the work buffer."""
+    rotated = _load(graph, ring, t, op, prog, name)
+    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
+    if op is CollectiveOperator.MEAN:
+        _mean(graph, ring, row, prog, name)
+    return row
+
+
+def _scatter_op(op: Any, t: Tensor, what: str) -> CollectiveOperator:
+    op = checked_op(op, t, what)
+    if op is CollectiveOperator.LOCAL:
+        raise PoplibsError(f"{what}: LOCAL is not a reduction; a replica's own shard is a slice of t")
+    return op
+
+
+@group_at(5)
+def allReduceToDestinationCrossReplica(graph: Graph, t: Tensor, destination: Tensor, op: CollectiveOperator,
+                                       prog: prog_.Sequence, group: CommGroup | None = None,
+                                       debugContext: Any = "", options: dict | None = None) -> None:
+    """``destination`` (shaped as ``t``) = ``t`` combined by ``op`` over the replica's group (as
+    allReduceCrossReplica, the last ring steps copying straight into ``destination``)."""
+    what = "allReduceToDestinationCrossReplica"
+    name, t = checked_call(what, graph, t, prog, debugContext, options)
+    op = checked_op(op, t, what)
+    ring = Ring.of(graph, checked_group(group, graph, what))
+    destination = _destination(graph, destination, t.shape(), what)
+    _all_reduce(graph, ring, t, destination, op, prog, name)
+
+
+def _destination(graph: Graph, destination: Any, shape: list[int], what: str, flat: bool = False) -> Tensor:
+    """``destination``, a writeable tensor of ``graph`` of ``shape`` (of as many elements, if ``flat``)."""
+    destination = tensorArgument(graph, destination, f"{what}: destination")
+    fits = destination.numElements() == math.prod(shape) if flat else destination.shape() == list(shape)
+    if not fits:
+        need = f"{math.prod(shape)} elements" if flat else f"shape {list(shape)}"
+        raise PoplibsError(f"{what}: destination '{destination.name}' of shape {destination.shape()} must "
+                           f"have {need}")
+    if destination.numElements() and not destination.isParallelWriteable():
+        raise PoplibsError(f"{what}: destination '{destination.name}' contains constants or aliased elements")
+    return destination
+
+
 @group_at(4)
 def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, prog: prog_.Sequence,
                               group: CommGroup | None = None, debugContext: Any = "",
@@ -130,20 +176,48 @@ def reduceScatterCrossReplica(graph: Graph, t: Tensor, op: CollectiveOperator, p
     the last shards hold zeros combined). On the tiles: k - 1 ring steps of a cross-replica copy
     and a combine."""
     name, t = checked_call("reduceScatterCrossReplica", graph, t, prog, debugContext, options)
-    op = checked_op(op, t, "reduceScatterCrossReplica")
+    op = _scatter_op(op, t, "reduceScatterCrossReplica")
     ring = Ring.of(graph, checked_group(group, graph, "reduceScatterCrossReplica"))
-    if op is CollectiveOperator.LOCAL:
-        raise PoplibsError("reduceScatterCrossReplica: LOCAL is not a reduction; a replica's own shard is "
-                           "a slice of t")
     if ring.size == 1:  # the one shard is all of t, mapped like t
         out = graph.clone(t.flatten(), f"{name}/out")
         _alone(graph, t.flatten(), out, op, prog, name)
         return out
-    rotated = _load(graph, ring, t, op, prog, name)
-    row = reduce_scatter(graph, ring, rotated, _combine(graph, op), prog, name)
-    if op is CollectiveOperator.MEAN:
-        _mean(graph, ring, row, prog, name)
-    return row
+    return _reduce_scatter(graph, ring, t, op, prog, name)
+
+
+@group_at(5)
+def reduceScatterToDestinationCrossReplica(graph: Graph, t: Tensor, destination: Tensor,
+                                           op: CollectiveOperator, prog: prog_.Sequence,
+                                           group: CommGroup | None = None, debugContext: Any = "",
+                                           options: dict | None = None) -> None:
+    """reduceScatterCrossReplica writing the shard into ``destination`` (``ceil(n / k)`` elements,
+    any shape): the same ring steps, then one copy from the work buffer's row."""
+    what = "reduceScatterToDestinationCrossReplica"
+    name, t = checked_call(what, graph, t, prog, debugContext, options)
+    op = _scatter_op(op, t, what)
+    ring = Ring.of(graph, checked_group(group, graph, what))
+    destination = _destination(graph, destination, [-(-t.numElements() // ring.size)], what, flat=True)
+    if ring.size == 1:
+        _alone(graph, t.flatten(), destination.flatten(), op, prog, name)
+    else:
+        prog.add(prog_.Copy(_reduce_scatter(graph, ring, t, op, prog, name), destination.flatten()))
+
+
+def _all_gather(graph: Graph, ring: Ring, t: Tensor, out: Tensor, prog: prog_.Sequence, name: str) -> None:
+    """``out[j]`` = the ``t`` of the group's j-th replica."""
+    if t.numElements() == 0:
+        return
+    if ring.size == 1:
+        _alone(graph, t, out[0], None, prog, name)
+        return
+    rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
+    # every row is written before it is read, a row at a time: say so, or the work buffer would
+    # stay live (and take its tiles' memory) for the whole program
+    prog.add(prog_.WriteUndef(rotated))
+    prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
+    all_gather(ring, rotated, 0, prog)
+    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
+    copy_rows(prog, [out[j].flatten() for j in ring.order], _rows(rotated), to_rows=False)
 
 
 @group_at(3)
@@ -156,20 +230,20 @@ def allGatherCrossReplica(graph: Graph, t: Tensor, prog: prog_.Sequence, group: 
     name, t = checked_call("allGatherCrossReplica", graph, t, prog, debugContext, options)
     ring = Ring.of(graph, checked_group(group, graph, "allGatherCrossReplica"))
     out = graph.cloneN(t, ring.size, f"{name}/out")
-    if t.numElements() == 0:
-        return out
-    if ring.size == 1:
-        _alone(graph, t, out[0], None, prog, name)
-        return out
-    rotated = column_buffer(graph, t.elementType(), ring.size, t.numElements(), f"{name}/buffer")
-    # every row is written before it is read, a row at a time: say so, or the work buffer would
-    # stay live (and take its tiles' memory) for the whole program
-    prog.add(prog_.WriteUndef(rotated))
-    prog.add(prog_.Copy(t.flatten(), rotated[0]))  # row j: the replica j places further round the ring
-    all_gather(ring, rotated, 0, prog)
-    ring.rotate(graph, rotated, prog, f"{name}/unrotate", inverse=True)
-    copy_rows(prog, [out[j].flatten() for j in ring.order], _rows(rotated), to_rows=False)
+    _all_gather(graph, ring, t, out, prog, name)
     return out
+
+
+@group_at(4)
+def allGatherToDestinationCrossReplica(graph: Graph, t: Tensor, destination: Tensor, prog: prog_.Sequence,
+                                       group: CommGroup | None = None, debugContext: Any = "",
+                                       options: dict | None = None) -> None:
+    """allGatherCrossReplica writing into ``destination``, of shape ``[k, *t.shape()]``."""
+    what = "allGatherToDestinationCrossReplica"
+    name, t = checked_call(what, graph, t, prog, debugContext, options)
+    ring = Ring.of(graph, checked_group(group, graph, what))
+    destination = _destination(graph, destination, [ring.size, *t.shape()], what)
+    _all_gather(graph, ring, t, destination, prog, name)
 
 
 @group_at(3)
