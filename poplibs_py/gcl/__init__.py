@@ -23,11 +23,18 @@ from .cross_replica import (
 from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator
 from .tile_allocation import getMinIoTiles, perIPUTiles
-from .within_replica import allGatherWithinReplica, allReduceWithinReplica
+from .within_replica import (
+    Chunk,
+    Chunks,
+    allGatherWithinReplica,
+    allReduceWithinReplica,
+    reduceScatterWithinReplica,
+)
 
-__all__ = ["CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder", "CollectiveOperator",
-           "CommGroup", "CommGroupType", "allGatherCrossReplica", "allGatherToDestinationCrossReplica",
-           "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-           "allReduceToDestinationCrossReplica", "allReduceWithinReplica", "allToAllCrossReplica",
-           "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles", "reduceScatterCrossReplica",
-           "reduceScatterToDestinationCrossReplica"]
+__all__ = ["Chunk", "Chunks", "CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder",
+           "CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
+           "allGatherToDestinationCrossReplica", "allGatherWithinReplica", "allReduceCrossReplica",
+           "allReduceInPlaceCrossReplica", "allReduceToDestinationCrossReplica", "allReduceWithinReplica",
+           "allToAllCrossReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
+           "reduceScatterCrossReplica", "reduceScatterToDestinationCrossReplica",
+           "reduceScatterWithinReplica"]
