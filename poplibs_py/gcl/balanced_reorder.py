@@ -200,7 +200,7 @@ class CollectiveBalancedReorder:
     def createReplicaSlice(self, type: Any) -> Tensor:  # noqa: A002 (GCL's name)
         """A new 1-D tensor of ``totalElementsPerReplica`` elements of ``type``, a replica's shard:
         a contiguous part on each tile, as many elements as the tile's share of the reference."""
-        return self._rows(type, 1, "createReplicaSlice", "slice")[0]
+        return self._rows(type, 1, "createReplicaSlice", f"{self._name}/slice")[0]
 
     def createCollectivesTensor(self, type: Any, debugPrefix: Any = "") -> Tensor:  # noqa: A002
         """A new ``[R, totalElementsPerReplica]`` tensor of ``type``: row r is replica r's slice,
@@ -244,7 +244,7 @@ class CollectiveBalancedReorder:
             raise PoplibsArgumentError(f"{what}: type must be a poplar element type, got "
                                        f"{type_!r:.40}") from None
         total = self._host.totalElementsPerReplica
-        t = self._graph.addVariable(element, [rows, total], name if rows > 1 else f"{self._name}/{name}")
+        t = self._graph.addVariable(element, [rows, total], name)
         tiles = np.flatnonzero(self._per_tile)
         start = np.concatenate(([0], np.cumsum(self._per_tile)))[tiles] + (np.arange(rows) * total)[:, None]
         end = start + self._per_tile[tiles]

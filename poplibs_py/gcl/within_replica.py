@@ -30,7 +30,7 @@ __all__ = ["Chunk", "Chunks", "allGatherWithinReplica", "allReduceWithinReplica"
            "reduceScatterWithinReplica"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Chunk:
     """A section of a tensor mapped to an IPU, as ``gcl::Chunk``: ``index`` is its place in the
     gathered tensor (the ring index), ``offset`` orders the chunks of one index."""
@@ -40,7 +40,7 @@ class Chunk:
     offset: int = 0
 
 
-@dataclass(init=False)
+@dataclass(init=False, eq=False)
 class Chunks:
     """``gcl::Chunks``: ``chunks`` and ``originalInput``, the ``[numIPUs, ...]`` tensor whose shape
     and mapping an all-gather of the chunks takes. ``Chunks(size)`` holds ``size`` empty chunks."""
