@@ -5,6 +5,7 @@ from .array_ref import ArrayRef, StringRef
 from .cdivision import cdiv, cmod
 from .codelet_loading import CodeletFileType
 from .compiler.world import abort_every_rank_on_uncaught
+from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,
                      getAndModifyFloatingPointBehaviour,
@@ -257,6 +258,7 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "constraint",
                      "copyDeviceHalfToDouble",
                      "copyDeviceHalfToFloat",
                      "copyDoubleToDeviceHalf",

@@ -157,7 +157,7 @@ def resolve_field(name: str, ann: Any) -> FieldSpec | None:
 
 
 _CLASS_ATTRIBUTES = ("fields", "isMultiVertex", "sourceFile", "NUM_WORKERS", "vertexName", "typeParams",
-                     "templateParams", "constants")
+                     "templateParams", "constants", "memoryConstraints")
 
 
 def _collect(cls: type) -> tuple[dict[str, FieldSpec], list[TemplateParam]]:

@@ -85,6 +85,38 @@ def test_vector_layouts_are_taken_and_stored_alike():
     assert e.readTensor("y").tolist() == [2, 4, 6] and e.readTensor("z").tolist() == [1] * 5
 
 
+def test_memory_constraints_are_checked_and_recorded():
+    @poplar.constraint("elem(*x) != elem(*y)")
+    class Constrained(Vertex):
+        x: Input[Vector[float]]
+        y: Output[Vector[float]]
+
+        def compute(self):
+            for i in range(len(self.y)):
+                self.y[i] = self.x[i] + 1.0
+
+    assert Constrained.memoryConstraints == ("elem(*x) != elem(*y)",)
+    assert set(Constrained.fields) == {"x", "y"}
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 1
+    g = poplar.Graph(m.createDevice())
+    g.addCodelets(Constrained)
+    x, y = g.addConstant(poplar.FLOAT, [2], [1.0, 2.0]), g.addVariable(poplar.FLOAT, [2])
+    g.setTileMapping(x, 0)
+    g.setTileMapping(y, 0)
+    cs = g.addComputeSet("c")
+    g.setTileMapping(g.addVertex(cs, "Constrained", {"x": x, "y": y}), 0)
+    g.createHostRead("y", y)
+    e = poplar.Engine(g, prog.Execute(cs))
+    e.load(m.createDevice())
+    e.run()
+    assert e.readTensor("y").tolist() == [2.0, 3.0]
+    with pytest.raises(poplar.CodeletCompileError, match="Constrained has no field 'z'"):
+        poplar.constraint("elem(*x) != elem(*z)")(Constrained)
+    with pytest.raises(poplar.InvalidArgumentError, match="is not of the form"):
+        poplar.constraint("x != y")
+
+
 def test_bad_vector_layouts():
     with pytest.raises(poplar.CodeletCompileError, match=r"expected Vector\[T\], Vector\[T, VectorLayout"):
         class Bad(Vertex):
