@@ -35,18 +35,31 @@ from .matmul import (
     matMulGrouped,
     matMulGroupedAcc,
     matMulGroupedWithOutput,
+    matmulValidateOptions,
     matMulWithOutput,
     transposeGroupedMatrix,
 )
+from .matmul_operands import (
+    createMatMulGroupedInputLHS,
+    createMatMulGroupedInputRHS,
+    createMatMulGroupedOutput,
+    createMatMulOutput,
+    preArrangeMatMulGroupedInputRHS,
+    preArrangeMatMulInputRHS,
+)
+from .matmul_planning import MatMulParams, matMulGroupedReportPlan, matMulReportPlan, preplan, preplanMatMuls
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
 from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
 
-__all__ = ["ConvParams", "MatMulPlan", "PlanningCache", "TargetFigures", "addBias", "addCodelets",
-           "calculateWeightDeltas",
-           "convolution", "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createInput",
-           "createMatMulInputLHS", "createMatMulInputRHS", "createWeights", "experimental",
+__all__ = ["ConvParams", "MatMulParams", "MatMulPlan", "PlanningCache", "TargetFigures", "addBias",
+           "addCodelets", "calculateWeightDeltas", "convolution", "convolutionBiasUpdate",
+           "convolutionWeightUpdate", "createBiases", "createInput", "createMatMulGroupedInputLHS",
+           "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
+           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental",
            "getGradientParams", "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
-           "matMulGroupedWithOutput", "matMulWithOutput", "planMatMul", "transposeGroupedMatrix",
+           "matMulGroupedReportPlan", "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput",
+           "matmulValidateOptions", "planMatMul", "preArrangeMatMulGroupedInputRHS",
+           "preArrangeMatMulInputRHS", "preplan", "preplanMatMuls", "transposeGroupedMatrix",
            "weightsTransposeChansFlipXY"]
 
 

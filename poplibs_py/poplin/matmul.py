@@ -238,6 +238,11 @@ def createMatMulInputRHS(graph: Graph, dataType: Any, *args: Any, debugName: str
     return _create_input("createMatMulInputRHS", graph, dataType, args, debugName, options, cache, lhs=False)
 
 
+def matmulValidateOptions(options: dict | None) -> None:
+    """PoplibsError naming the first matmul option that is unknown or has a bad value."""
+    _plan_options(options)
+
+
 def getMatMulPlan(target: Any, inputType: Any, aShape: list[int], bShape: list[int],
                   outputType: Any = None, options: dict | None = None,
                   cache: PlanningCache | None = None) -> MatMulPlan:
