@@ -15,7 +15,7 @@ from poplar_py import INT, UNSIGNED_INT
 
 from ..codelets import add_library
 from ..poputil import templateVertex
-from . import experimental
+from . import experimental, multiconv
 from .conv_backward import (
     addBias,
     calculateWeightDeltas,
@@ -51,16 +51,48 @@ from .matmul_planning import MatMulParams, matMulGroupedReportPlan, matMulReport
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
 from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
 
-__all__ = ["ConvParams", "MatMulParams", "MatMulPlan", "PlanningCache", "TargetFigures", "addBias",
-           "addCodelets", "calculateWeightDeltas", "convolution", "convolutionBiasUpdate",
-           "convolutionWeightUpdate", "createBiases", "createInput", "createMatMulGroupedInputLHS",
-           "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
-           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental",
-           "getGradientParams", "getMatMulPlan", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
-           "matMulGroupedReportPlan", "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput",
-           "matmulValidateOptions", "planMatMul", "preArrangeMatMulGroupedInputRHS",
-           "preArrangeMatMulInputRHS", "preplan", "preplanMatMuls", "transposeGroupedMatrix",
-           "weightsTransposeChansFlipXY"]
+__all__ = [
+    "ConvParams",
+    "MatMulParams",
+    "MatMulPlan",
+    "PlanningCache",
+    "TargetFigures",
+    "addBias",
+    "addCodelets",
+    "calculateWeightDeltas",
+    "convolution",
+    "convolutionBiasUpdate",
+    "convolutionWeightUpdate",
+    "createBiases",
+    "createInput",
+    "createMatMulGroupedInputLHS",
+    "createMatMulGroupedInputRHS",
+    "createMatMulGroupedOutput",
+    "createMatMulInputLHS",
+    "createMatMulInputRHS",
+    "createMatMulOutput",
+    "createWeights",
+    "experimental",
+    "getGradientParams",
+    "getMatMulPlan",
+    "matMul",
+    "matMulAcc",
+    "matMulGrouped",
+    "matMulGroupedAcc",
+    "matMulGroupedReportPlan",
+    "matMulGroupedWithOutput",
+    "matMulReportPlan",
+    "matMulWithOutput",
+    "matmulValidateOptions",
+    "multiconv",
+    "planMatMul",
+    "preArrangeMatMulGroupedInputRHS",
+    "preArrangeMatMulInputRHS",
+    "preplan",
+    "preplanMatMuls",
+    "transposeGroupedMatrix",
+    "weightsTransposeChansFlipXY",
+]
 
 
 def addCodelets(graph) -> None:
