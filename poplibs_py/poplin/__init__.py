@@ -25,6 +25,19 @@ from .conv_backward import (
     weightsTransposeChansFlipXY,
 )
 from .conv_params import ConvParams, getGradientParams
+from .conv_util import (
+    NO_INDEX,
+    getDilatedSize,
+    getInputIndex,
+    getInputRange,
+    getKernelIndex,
+    getKernelRange,
+    getOutputRangeForInputIndex,
+    getOutputRangeForInputRange,
+    getOutputRangeForKernelIndex,
+    getOutputRangeForKernelRange,
+    getWeightUpdateParams,
+)
 from .convolution import convolution, createInput, createWeights
 from .matmul import (
     createMatMulInputLHS,
@@ -51,48 +64,18 @@ from .matmul_planning import MatMulParams, matMulGroupedReportPlan, matMulReport
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
 from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
 
-__all__ = [
-    "ConvParams",
-    "MatMulParams",
-    "MatMulPlan",
-    "PlanningCache",
-    "TargetFigures",
-    "addBias",
-    "addCodelets",
-    "calculateWeightDeltas",
-    "convolution",
-    "convolutionBiasUpdate",
-    "convolutionWeightUpdate",
-    "createBiases",
-    "createInput",
-    "createMatMulGroupedInputLHS",
-    "createMatMulGroupedInputRHS",
-    "createMatMulGroupedOutput",
-    "createMatMulInputLHS",
-    "createMatMulInputRHS",
-    "createMatMulOutput",
-    "createWeights",
-    "experimental",
-    "getGradientParams",
-    "getMatMulPlan",
-    "matMul",
-    "matMulAcc",
-    "matMulGrouped",
-    "matMulGroupedAcc",
-    "matMulGroupedReportPlan",
-    "matMulGroupedWithOutput",
-    "matMulReportPlan",
-    "matMulWithOutput",
-    "matmulValidateOptions",
-    "multiconv",
-    "planMatMul",
-    "preArrangeMatMulGroupedInputRHS",
-    "preArrangeMatMulInputRHS",
-    "preplan",
-    "preplanMatMuls",
-    "transposeGroupedMatrix",
-    "weightsTransposeChansFlipXY",
-]
+__all__ = ["NO_INDEX", "ConvParams", "MatMulParams", "MatMulPlan", "PlanningCache", "TargetFigures",
+           "addBias", "addCodelets", "calculateWeightDeltas", "convolution", "convolutionBiasUpdate",
+           "convolutionWeightUpdate", "createBiases", "createInput", "createMatMulGroupedInputLHS",
+           "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
+           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental", "getDilatedSize",
+           "getGradientParams", "getInputIndex", "getInputRange", "getKernelIndex", "getKernelRange",
+           "getMatMulPlan", "getOutputRangeForInputIndex", "getOutputRangeForInputRange",
+           "getOutputRangeForKernelIndex", "getOutputRangeForKernelRange", "getWeightUpdateParams", "matMul",
+           "matMulAcc", "matMulGrouped", "matMulGroupedAcc", "matMulGroupedReportPlan",
+           "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput", "matmulValidateOptions",
+           "multiconv", "planMatMul", "preArrangeMatMulGroupedInputRHS", "preArrangeMatMulInputRHS",
+           "preplan", "preplanMatMuls", "transposeGroupedMatrix", "weightsTransposeChansFlipXY"]
 
 
 def addCodelets(graph) -> None:
