@@ -15,7 +15,7 @@ from poplar_py import INT, UNSIGNED_INT
 
 from ..codelets import add_library
 from ..poputil import templateVertex
-from . import experimental, multiconv
+from . import experimental, fc, multiconv
 from .conv_backward import (
     addBias,
     calculateWeightDeltas,
@@ -68,9 +68,9 @@ __all__ = ["NO_INDEX", "ConvParams", "MatMulParams", "MatMulPlan", "PlanningCach
            "addBias", "addCodelets", "calculateWeightDeltas", "convolution", "convolutionBiasUpdate",
            "convolutionWeightUpdate", "createBiases", "createInput", "createMatMulGroupedInputLHS",
            "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
-           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental", "getDilatedSize",
-           "getGradientParams", "getInputIndex", "getInputRange", "getKernelIndex", "getKernelRange",
-           "getMatMulPlan", "getOutputRangeForInputIndex", "getOutputRangeForInputRange",
+           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental", "fc",
+           "getDilatedSize", "getGradientParams", "getInputIndex", "getInputRange", "getKernelIndex",
+           "getKernelRange", "getMatMulPlan", "getOutputRangeForInputIndex", "getOutputRangeForInputRange",
            "getOutputRangeForKernelIndex", "getOutputRangeForKernelRange", "getWeightUpdateParams", "matMul",
            "matMulAcc", "matMulGrouped", "matMulGroupedAcc", "matMulGroupedReportPlan",
            "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput", "matmulValidateOptions",
