@@ -16,6 +16,7 @@ from poplar_py import INT, UNSIGNED_INT
 from ..codelets import add_library
 from ..poputil import templateVertex
 from . import experimental, fc, multiconv
+from .cholesky import cholesky, choleskyInPlace, createCholeskyInput, getCholeskyMatMulPrePlanParameters
 from .conv_backward import (
     addBias,
     calculateWeightDeltas,
@@ -39,6 +40,7 @@ from .conv_util import (
     getWeightUpdateParams,
 )
 from .convolution import convolution, createInput, createWeights
+from .linalg_estimation import LINALG_ESTIMATORS
 from .matmul import (
     createMatMulInputLHS,
     createMatMulInputRHS,
@@ -63,19 +65,29 @@ from .matmul_operands import (
 from .matmul_planning import MatMulParams, matMulGroupedReportPlan, matMulReportPlan, preplan, preplanMatMuls
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
 from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
+from .triangular import (
+    createTriangularSolveInputLHS,
+    createTriangularSolveInputRHS,
+    getTriangularSolveMatMulPrePlanParameters,
+    triangularMask,
+    triangularSolve,
+)
 
 __all__ = ["NO_INDEX", "ConvParams", "MatMulParams", "MatMulPlan", "PlanningCache", "TargetFigures",
-           "addBias", "addCodelets", "calculateWeightDeltas", "convolution", "convolutionBiasUpdate",
-           "convolutionWeightUpdate", "createBiases", "createInput", "createMatMulGroupedInputLHS",
-           "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
-           "createMatMulInputRHS", "createMatMulOutput", "createWeights", "experimental", "fc",
-           "getDilatedSize", "getGradientParams", "getInputIndex", "getInputRange", "getKernelIndex",
-           "getKernelRange", "getMatMulPlan", "getOutputRangeForInputIndex", "getOutputRangeForInputRange",
-           "getOutputRangeForKernelIndex", "getOutputRangeForKernelRange", "getWeightUpdateParams", "matMul",
-           "matMulAcc", "matMulGrouped", "matMulGroupedAcc", "matMulGroupedReportPlan",
-           "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput", "matmulValidateOptions",
-           "multiconv", "planMatMul", "preArrangeMatMulGroupedInputRHS", "preArrangeMatMulInputRHS",
-           "preplan", "preplanMatMuls", "transposeGroupedMatrix", "weightsTransposeChansFlipXY"]
+           "addBias", "addCodelets", "calculateWeightDeltas", "cholesky", "choleskyInPlace", "convolution",
+           "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createCholeskyInput",
+           "createInput", "createMatMulGroupedInputLHS", "createMatMulGroupedInputRHS",
+           "createMatMulGroupedOutput", "createMatMulInputLHS", "createMatMulInputRHS", "createMatMulOutput",
+           "createTriangularSolveInputLHS", "createTriangularSolveInputRHS", "createWeights", "experimental",
+           "fc", "getCholeskyMatMulPrePlanParameters", "getDilatedSize", "getGradientParams",
+           "getInputIndex", "getInputRange", "getKernelIndex", "getKernelRange", "getMatMulPlan",
+           "getOutputRangeForInputIndex", "getOutputRangeForInputRange", "getOutputRangeForKernelIndex",
+           "getOutputRangeForKernelRange", "getTriangularSolveMatMulPrePlanParameters",
+           "getWeightUpdateParams", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
+           "matMulGroupedReportPlan", "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput",
+           "matmulValidateOptions", "multiconv", "planMatMul", "preArrangeMatMulGroupedInputRHS",
+           "preArrangeMatMulInputRHS", "preplan", "preplanMatMuls", "transposeGroupedMatrix",
+           "triangularMask", "triangularSolve", "weightsTransposeChansFlipXY"]
 
 
 def addCodelets(graph) -> None:
@@ -94,3 +106,6 @@ def addCodelets(graph) -> None:
                  else templateVertex("poplin::ReducePartialsSameType", out_type)]
         for name in names:
             graph.registerPerfEstimator(name, estimator)
+    for vertex, factory, types in LINALG_ESTIMATORS:
+        for type_ in types:
+            graph.registerPerfEstimator(templateVertex(vertex, type_), factory(type_))
