@@ -117,3 +117,21 @@ def test_preplan_fills_the_cache(make):
         poplin.preplanMatMuls([(target, conv, None)], cache)
     with pytest.raises(PoplibsError, match="Inner dimensions"):
         poplin.MatMulParams(poplar.FLOAT, poplar.FLOAT, [4, 5], [4, 6])
+
+
+def test_acc_with_a_tensor_scale(make):
+    h = make(4)
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 5), (3, 5)))
+    ga, gb, gc = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 4), (2, 4, 5), (2, 3, 5)))
+    k = h.tensor(np.array([-0.5], np.float32))
+    C, GC = h.tensor(c), h.tensor(gc)
+    poplin.matMulAcc(h.graph, C, k, h.tensor(a), h.tensor(b), h.seq)
+    poplin.matMulGroupedAcc(h.graph, GC, k, h.tensor(ga), h.tensor(gb), h.seq, "acc")
+    out, gout = h.run(C, GC)
+    np.testing.assert_allclose(out, c - 0.5 * (a @ b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gout, gc - 0.5 * (ga @ gb), rtol=1e-5, atol=1e-5)
+    with pytest.raises(PoplibsError, match=r"matMulAcc: the scale k '.*' must be one floating-point"):
+        poplin.matMulAcc(h.graph, C, h.tensor(np.ones(2, np.float32)), h.tensor(a), h.tensor(b), h.seq)
+    with pytest.raises(PoplibsError, match="matMulGroupedAcc: C"):
+        poplin.matMulGroupedAcc(h.graph, None, 1.0, h.tensor(ga), h.tensor(gb), h.seq)
