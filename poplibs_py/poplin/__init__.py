@@ -6,7 +6,10 @@ reduce partial sums over K in a second compute set. ``convolution`` lowers to a 
 matMul on im2col views of the (transformed) input, which one Copy gathers onto the tiles
 that multiply them. The training passes (:mod:`.conv_backward`) reuse those views: weight
 deltas and updates are grouped matMuls too, the input gradient is a convolution with
-``getGradientParams``. ``poplin.experimental`` has PopLibs' QR factorization. A
+``getGradientParams``. ``poplin.experimental`` has PopLibs' QR and LU factorizations;
+``cholesky`` and ``triangularSolve`` are blocked factorizations on their own codelets
+(:mod:`.linalg_blocks`) and matMulAcc; ``poplin.multiconv``, ``poplin.fc``, :mod:`.conv_util`
+and :mod:`.matmul_planning` cover the rest of PopLibs' poplin headers. A
 :class:`PlanningCache` (also ``poplin.matmul.PlanningCache``) given to these functions as
 ``cache`` holds their plans.
 """
@@ -25,7 +28,7 @@ from .conv_backward import (
     createBiases,
     weightsTransposeChansFlipXY,
 )
-from .conv_params import ConvParams, getGradientParams
+from .conv_params import ConvParams, getGradientParams, hash_value
 from .conv_util import (
     NO_INDEX,
     getDilatedSize,
@@ -39,7 +42,14 @@ from .conv_util import (
     getOutputRangeForKernelRange,
     getWeightUpdateParams,
 )
-from .convolution import convolution, createInput, createWeights
+from .convolution import (
+    convolution,
+    convolutionValidateOptions,
+    convolutionWithOutput,
+    createConvOutput,
+    createInput,
+    createWeights,
+)
 from .linalg_estimation import LINALG_ESTIMATORS
 from .matmul import (
     createMatMulInputLHS,
@@ -62,7 +72,17 @@ from .matmul_operands import (
     preArrangeMatMulGroupedInputRHS,
     preArrangeMatMulInputRHS,
 )
-from .matmul_planning import MatMulParams, matMulGroupedReportPlan, matMulReportPlan, preplan, preplanMatMuls
+from .matmul_planning import (
+    ConvPlanParams,
+    MatMulParams,
+    MatMulPlanParams,
+    MatMulToConvOptions,
+    matMulGroupedReportPlan,
+    matMulReportPlan,
+    preplan,
+    preplanConvolutions,
+    preplanMatMuls,
+)
 from .perf_estimation import BLOCK_TYPES, REDUCE_TYPES, matMulBlockEstimator, reducePartialsEstimator
 from .plan import REGISTER_TILE, MatMulPlan, PlanningCache, TargetFigures, planMatMul
 from .triangular import (
@@ -73,21 +93,23 @@ from .triangular import (
     triangularSolve,
 )
 
-__all__ = ["NO_INDEX", "ConvParams", "MatMulParams", "MatMulPlan", "PlanningCache", "TargetFigures",
-           "addBias", "addCodelets", "calculateWeightDeltas", "cholesky", "choleskyInPlace", "convolution",
-           "convolutionBiasUpdate", "convolutionWeightUpdate", "createBiases", "createCholeskyInput",
-           "createInput", "createMatMulGroupedInputLHS", "createMatMulGroupedInputRHS",
-           "createMatMulGroupedOutput", "createMatMulInputLHS", "createMatMulInputRHS", "createMatMulOutput",
-           "createTriangularSolveInputLHS", "createTriangularSolveInputRHS", "createWeights", "experimental",
-           "fc", "getCholeskyMatMulPrePlanParameters", "getDilatedSize", "getGradientParams",
-           "getInputIndex", "getInputRange", "getKernelIndex", "getKernelRange", "getMatMulPlan",
+__all__ = ["NO_INDEX", "ConvParams", "ConvPlanParams", "MatMulParams", "MatMulPlan", "MatMulPlanParams",
+           "MatMulToConvOptions", "PlanningCache", "TargetFigures", "addBias", "addCodelets",
+           "calculateWeightDeltas", "cholesky", "choleskyInPlace", "convolution", "convolutionBiasUpdate",
+           "convolutionValidateOptions", "convolutionWeightUpdate", "convolutionWithOutput", "createBiases",
+           "createCholeskyInput", "createConvOutput", "createInput", "createMatMulGroupedInputLHS",
+           "createMatMulGroupedInputRHS", "createMatMulGroupedOutput", "createMatMulInputLHS",
+           "createMatMulInputRHS", "createMatMulOutput", "createTriangularSolveInputLHS",
+           "createTriangularSolveInputRHS", "createWeights", "experimental", "fc",
+           "getCholeskyMatMulPrePlanParameters", "getDilatedSize", "getGradientParams", "getInputIndex",
+           "getInputRange", "getKernelIndex", "getKernelRange", "getMatMulPlan",
            "getOutputRangeForInputIndex", "getOutputRangeForInputRange", "getOutputRangeForKernelIndex",
            "getOutputRangeForKernelRange", "getTriangularSolveMatMulPrePlanParameters",
-           "getWeightUpdateParams", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
+           "getWeightUpdateParams", "hash_value", "matMul", "matMulAcc", "matMulGrouped", "matMulGroupedAcc",
            "matMulGroupedReportPlan", "matMulGroupedWithOutput", "matMulReportPlan", "matMulWithOutput",
            "matmulValidateOptions", "multiconv", "planMatMul", "preArrangeMatMulGroupedInputRHS",
-           "preArrangeMatMulInputRHS", "preplan", "preplanMatMuls", "transposeGroupedMatrix",
-           "triangularMask", "triangularSolve", "weightsTransposeChansFlipXY"]
+           "preArrangeMatMulInputRHS", "preplan", "preplanConvolutions", "preplanMatMuls",
+           "transposeGroupedMatrix", "triangularMask", "triangularSolve", "weightsTransposeChansFlipXY"]
 
 
 def addCodelets(graph) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from poplar_py import Graph, Type
+from poplar_py import Graph, Target, Type
 from poplar_py.types import asType
 
 from ..poputil import PoplibsArgumentError, PoplibsError
@@ -22,8 +22,8 @@ from .convolution import matMulOptions
 from .matmul import checkShapes, getMatMulPlan
 from .plan import MatMulPlan, PlanningCache, planningCacheArgument
 
-__all__ = ["MatMulParams", "describePlan", "matMulGroupedReportPlan", "matMulReportPlan", "preplan",
-           "preplanMatMuls"]
+__all__ = ["ConvPlanParams", "MatMulParams", "MatMulPlanParams", "MatMulToConvOptions", "describePlan",
+           "matMulGroupedReportPlan", "matMulReportPlan", "preplan", "preplanConvolutions", "preplanMatMuls"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,24 @@ def preplanMatMuls(matmuls: Iterable[tuple[Any, MatMulParams, dict | None]], cac
     for target, params, options in _entries("preplanMatMuls", matmuls, MatMulParams):
         getMatMulPlan(target, params.inputType, list(params.aShape), list(params.bShape), params.outputType,
                       options, cache)
+
+
+#: PopLibs' tuple types naming one product or convolution to plan: (target, params, options)
+MatMulPlanParams = tuple[Target, MatMulParams, "dict | None"]
+ConvPlanParams = tuple[Target, ConvParams, "dict | None"]
+#: PopLibs maps each matMul's options to its convolution's; the options here need no mapping
+MatMulToConvOptions = dict
+
+
+def preplanConvolutions(*args: Any) -> None:
+    """Plan the convolutions ``(target, ConvParams, options)`` into ``cache``:
+    ``preplanConvolutions([graph, ]convs, cache)`` (PopLibs' deprecated form of ``preplan``)."""
+    if len(args) == 3 and isinstance(args[0], Graph):
+        args = args[1:]
+    if len(args) != 2:
+        raise PoplibsArgumentError(f"preplanConvolutions: expected ([graph, ]convs, cache), got {len(args)} "
+                                   "arguments")
+    preplan(args[0], [], args[1])
 
 
 def preplan(convs: Iterable[tuple[Any, ConvParams, dict | None]],
