@@ -33,7 +33,7 @@ from .matmul import (
     matMulGroupedWithOutput,
     matmulValidateOptions,
 )
-from .matmul_operands import createMatMulGroupedOutput
+from .matmul_operands import mapMatMulOutput
 from .plan import PlanningCache, planningCacheArgument
 
 __all__ = ["ConvParams", "convolution", "convolutionValidateOptions", "convolutionWithOutput",
@@ -255,9 +255,8 @@ def createConvOutput(graph: Graph, params: ConvParams, debugContext: Any = "", o
     options = matMulOptions(options, what)
     name = debug_name(debugContext, f"{what}: debugContext") or "output"
     out = graph.addVariable(params.outputType, params.outputShape(), name)
-    interior = createMatMulGroupedOutput(graph, params.inputType, params.outputType, a_shape, b_shape,
-                                         f"{name}/interior", options, planningCacheArgument(cache, what))
-    _map_like(graph, outputInterior(out, params), interior)
+    mapMatMulOutput(graph, outputInterior(out, params), params.inputType, a_shape, b_shape, options,
+                    planningCacheArgument(cache, what))
     if params.hasOutputPadding():
         mapTensorLinearly(graph, _border(out, params))
     return out
@@ -300,10 +299,3 @@ def _into(graph: Graph, a: Tensor, patches: Tensor, out: Tensor, params: ConvPar
         if is_unmapped(graph, border):
             mapTensorLinearly(graph, border)
         popops.zero(graph, border, prog_, f"{name}/outputPadding")
-
-
-def _map_like(graph: Graph, dst: Tensor, src: Tensor) -> None:
-    """Map each element of ``dst`` to the tile of the same element of ``src`` (same shape)."""
-    for tile, intervals in enumerate(graph.getTileMapping(src)):
-        for iv in intervals:
-            graph.setTileMapping(dst.flatten().slice(iv.begin(), iv.end()), tile)

@@ -23,7 +23,8 @@ from .matmul import checkShapes, create_operand, getMatMulPlan, matmulValidateOp
 from .plan import PlanningCache, planningCacheArgument
 
 __all__ = ["createMatMulGroupedInputLHS", "createMatMulGroupedInputRHS", "createMatMulGroupedOutput",
-           "createMatMulOutput", "preArrangeMatMulGroupedInputRHS", "preArrangeMatMulInputRHS"]
+           "createMatMulOutput", "mapMatMulOutput", "preArrangeMatMulGroupedInputRHS",
+           "preArrangeMatMulInputRHS"]
 
 
 def _shape(value: Any, what: str) -> list[int]:
@@ -85,17 +86,25 @@ def createMatMulGroupedInputRHS(graph: Graph, inputType: Any, *args: Any, debugC
 
 def _output(graph: Graph, in_type: Type, out_type: Type, a_shape: list[int], b_shape: list[int], name: str,
             options: dict | None, cache: PlanningCache | None) -> Tensor:
-    """A new ``[g, m, n]`` output, each block on the tile that computes it (its first K-split)."""
-    plan = getMatMulPlan(graph.getTarget(), in_type, a_shape, b_shape, out_type, options, cache)
-    out = graph.addVariable(out_type, [plan.groups, plan.m, plan.n], name)
+    """A new ``[g, m, n]`` output laid out by :func:`mapMatMulOutput`."""
+    g, m, _, n = checkShapes(a_shape, b_shape)
+    out = graph.addVariable(out_type, [g, m, n], name)
+    mapMatMulOutput(graph, out, in_type, a_shape, b_shape, options, cache)
+    return out
+
+
+def mapMatMulOutput(graph: Graph, out: Tensor, in_type: Type, a_shape: list[int], b_shape: list[int],
+                    options: dict | None, cache: PlanningCache | None) -> None:
+    """Map the ``[g, m, n]`` tensor (or view) ``out`` of ``a_shape x b_shape`` as the product lays
+    out its output: each block on the tile that computes it (its first K-split)."""
+    plan = getMatMulPlan(graph.getTarget(), in_type, a_shape, b_shape, out.elementType(), options, cache)
     if plan.m == 0 or plan.n == 0:
         graph.setTileMapping(out, 0)
-        return out
+        return
     blocks = Blocks.of(plan)
     blocks = blocks.select(blocks.ik == 0)
     pieces = blocks.out(plan)
     graph.map_intervals(out.flatten(), pieces.begin, pieces.end, blocks.tile[pieces.owner])
-    return out
 
 
 def createMatMulOutput(graph: Graph, inputType: Any, *args: Any, debugContext: Any = "",
