@@ -83,7 +83,7 @@ def choleskyInPlace(graph: Graph, a: Tensor, lower: bool, prog_: prog.Sequence, 
     """Overwrite each matrix of ``a [..., n, n]`` (float or half, symmetric positive definite) with
     its lower (``lower``) or upper Cholesky factor, zeros in the other triangle (see the module
     doc; a matrix that is not positive definite gives NaN). ``options``: ``blockSize`` (default 8)
-    and matMul's options."""
+    and matMul's options. Needs the popops codelets (the zeroing) as well as poplin's."""
     what = "choleskyInPlace"
     a = tensorArgument(graph, a, f"{what}: a")
     _factor(what, graph, a, lower, prog_, debugContext, options, cache)
