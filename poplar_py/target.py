@@ -17,7 +17,7 @@ import numpy as np
 from .arguments import checked_int
 from .calibration import HARDWARE, IPU_MODEL, Calibration
 from .codelet.repeat import RPT_MAX_COUNT
-from .errors import InvalidArgumentError, InvalidMachineModelError
+from .errors import InvalidArgumentError, InvalidMachineModelError, PoplarError
 from .types import Type, asType
 from .version import __version__
 
@@ -553,6 +553,34 @@ class DeviceManager:
             return []
         first = sum(SYSTEM_IPUS // s for s in _sizes() if s < n)
         return [self.getDevice(first + k) for k in range(SYSTEM_IPUS // n)]
+
+    def tryAcquireAvailableDevice(self, numIPUs: int, tilesPerIPU: int = 0,
+                                  options: Mapping | None = None) -> Device | None:
+        """An attached device of ``numIPUs`` IPUs (``tilesPerIPU`` > 0: a virtual device of that
+        many tiles an IPU), or None when the Pod has none of that size. A simulated Pod's devices
+        are never busy, so the first of that size is taken."""
+        devices = self.getDevices(TargetType.IPU, numIPUs, options)
+        if not devices:
+            return None
+        tiles = checked_int(tilesPerIPU, "acquireAvailableDevice: tilesPerIPU")
+        device = devices[0].createVirtualDevice(tiles) if tiles else devices[0]
+        device.attach()
+        return device
+
+    def acquireAvailableDevice(self, numIPUs: int, tilesPerIPU: int = 0,
+                               options: Mapping | None = None) -> Device:
+        """As :meth:`tryAcquireAvailableDevice`, raising PoplarError when there is no such device."""
+        device = self.tryAcquireAvailableDevice(numIPUs, tilesPerIPU, options)
+        if device is None:
+            raise PoplarError(f"acquireAvailableDevice: the simulated IPU-POD{SYSTEM_IPUS} has no device of "
+                              f"{numIPUs} IPUs (a power of two up to {SYSTEM_IPUS})")
+        return device
+
+    def acquireDeviceById(self, deviceManagerId: int, options: Mapping | None = None) -> Device:
+        """The device with id ``deviceManagerId``, attached."""
+        device = self.getDevice(deviceManagerId, options)
+        device.attach()
+        return device
 
     def getDevice(self, deviceManagerId: int, options: Mapping | None = None) -> Device:
         """The device with id ``deviceManagerId`` (see the class)."""

@@ -218,3 +218,14 @@ def test_amp_fields_are_settable_and_checked():
     m.fp32ConvUnitInputLoadElemsPerCycle = 0
     with pytest.raises(poplar.InvalidMachineModelError, match="fp32ConvUnitInputLoadElemsPerCycle"):
         m.createDevice()
+
+
+def test_device_manager_acquires_devices():
+    dm = poplar.DeviceManager.createDeviceManager()
+    four = dm.acquireAvailableDevice(4)
+    assert four.getTarget().getNumIPUs() == 4 and four.getTarget().getTargetType() is poplar.TargetType.IPU
+    assert dm.acquireAvailableDevice(1, 16).getTarget().getTilesPerIPU() == 16
+    assert dm.acquireDeviceById(64).getTarget().getNumIPUs() == 2
+    assert dm.tryAcquireAvailableDevice(3) is None
+    with pytest.raises(poplar.PoplarError, match="has no device of 3 IPUs"):
+        dm.acquireAvailableDevice(3)
