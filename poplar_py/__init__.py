@@ -65,6 +65,13 @@ from .host_half import (
 )
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
+from .quarter import (
+                     QuarterMetadata,
+                     convertFromDeviceType,
+                     convertToDeviceType,
+                     createConstantMetadataTensor,
+                     createVariableMetadataTensor,
+)
 from .random_seed import getHwSeeds, setHwSeeds
 from .short_vectors import (
                      float2,
@@ -91,6 +98,8 @@ from .types import (
                      HALF,
                      INT,
                      LONGLONG,
+                     QUARTER,
+                     QUARTER_METADATA,
                      SHORT,
                      SIGNED_CHAR,
                      UNSIGNED_CHAR,
@@ -123,6 +132,8 @@ __all__ = [
                      "HALF",
                      "INT",
                      "LONGLONG",
+                     "QUARTER",
+                     "QUARTER_METADATA",
                      "SHORT",
                      "SIGNED_CHAR",
                      "UNSIGNED_CHAR",
@@ -169,6 +180,7 @@ __all__ = [
                      "PoplarTypeError",
                      "ProgramArgumentError",
                      "ProgramError",
+                     "QuarterMetadata",
                      "RemoteBuffer",
                      "RemoteBufferError",
                      "ReplicatedStreamMode",
@@ -201,10 +213,14 @@ __all__ = [
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "convertFromDeviceType",
+                     "convertToDeviceType",
                      "copyDeviceHalfToDouble",
                      "copyDeviceHalfToFloat",
                      "copyDoubleToDeviceHalf",
                      "copyFloatToDeviceHalf",
+                     "createConstantMetadataTensor",
+                     "createVariableMetadataTensor",
                      "cycleCount",
                      "cycleStamp",
                      "float2",
