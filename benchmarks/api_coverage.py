@@ -7,7 +7,9 @@ a port of C++ code would: ``poplar::X`` -> ``poplar_py.X``, ``poplar::program::C
 ``poplar_py.program.Copy``, ``popnn::bn::batchNormalise`` ->
 ``poplibs_py.popnn.bn.batchNormalise``, ``gcl::X`` -> ``poplibs_py.gcl.X``; a method
 ``poplar::Graph::addVariable`` is the attribute ``addVariable`` of ``poplar_py.Graph``, an
-enumerator ``poplar::TargetType::IPU`` the attribute ``IPU`` of ``poplar_py.TargetType``.
+enumerator ``poplar::TargetType::IPU`` the attribute ``IPU`` of ``poplar_py.TargetType``. A
+C++ name that is a Python keyword takes PEP 8's trailing underscore: ``popnn::in::X`` is
+``poplibs_py.popnn.in_.X``.
 
 Prints, per library and overall, the names covered out of all names and the use-weighted
 share (the uses of covered names out of all uses).  ``--missing [LIB]`` lists the missing
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import keyword
 import os
 import sys
 
@@ -44,6 +47,7 @@ def resolve(qualified: str):
     except ImportError:
         return None
     for part in parts[1:]:
+        part = f"{part}_" if keyword.iskeyword(part) else part
         nxt = getattr(obj, part, _MISSING)
         if nxt is _MISSING and isinstance(obj, type(sys)):
             try:

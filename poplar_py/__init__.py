@@ -1,9 +1,11 @@
 """poplar-py: a Poplar-style graph programming framework running on a simulated IPU."""
 
 from . import program
+from .array_ref import ArrayRef, StringRef
 from .cdivision import cdiv, cmod
 from .codelet_loading import CodeletFileType
 from .compiler.world import abort_every_rank_on_uncaught
+from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,
                      getAndModifyFloatingPointBehaviour,
@@ -13,8 +15,10 @@ from .csr_functions import (
 )
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
+from .debug_info import DebugInfo, DebugSerializationFormat, ProfileValue, SourceLocation
 from .engine import Engine
 from .errors import (
+                     ApplicationRuntimeError,
                      CodeletCompileError,
                      CodeletError,
                      ConnectionArgumentError,
@@ -30,22 +34,49 @@ from .errors import (
                      MissingCycleEstimateError,
                      OptionTypeError,
                      PoplarError,
+                     PoplarRuntimeError,
                      PoplarTypeError,
                      ProgramArgumentError,
                      ProgramError,
+                     RecoverableRuntimeError,
+                     RecoveryAction,
                      RemoteBufferError,
                      StreamArgumentError,
                      StreamError,
+                     SystemRuntimeError,
                      TensorArgumentError,
                      TensorCreationError,
                      UnknownFieldError,
+                     UnknownRuntimeError,
                      UnknownVertexTypeError,
+                     UnrecoverableRuntimeError,
                      VertexError,
+                     application_runtime_error,
+                     graph_connection_error,
+                     graph_cycle_error,
+                     graph_memory_allocation_error,
+                     graph_replication_error,
+                     invalid_machine_model,
+                     invalid_option,
+                     invalid_tile_mapping,
+                     missing_cycle_estimate,
+                     poplar_error,
+                     recoverable_runtime_error,
+                     runtime_error,
+                     stream_connection_error,
+                     system_runtime_error,
+                     tensor_creation_error,
+                     type_error,
+                     unknown_field,
+                     unknown_runtime_error,
+                     unknown_vertex_type,
+                     unrecoverable_runtime_error,
 )
 from .executable import Executable, compileGraph
 from .graph import (
                      ComputeSet,
                      DataStream,
+                     DataStreamType,
                      FieldRef,
                      Function,
                      Graph,
@@ -57,12 +88,15 @@ from .graph import (
                      replication_factor,
 )
 from .graph_dump import SerializationFormat
+from .host_function import HostFunction
 from .host_half import (
                      copyDeviceHalfToDouble,
                      copyDeviceHalfToFloat,
                      copyDoubleToDeviceHalf,
                      copyFloatToDeviceHalf,
 )
+from .introspector import FieldData, VertexIntrospector
+from .option_flags import OptionFlags, readJSON, readJSONFromEnv
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
 from .quarter import (
@@ -107,7 +141,11 @@ from .types import (
                      UNSIGNED_LONGLONG,
                      UNSIGNED_SHORT,
                      Type,
+                     equivalent_device_type,
 )
+from .vector_layout import VectorLayout, VectorListLayout
+from .version import __version__ as __version__
+from .version import packageHash, versionString
 from .vertex import (
                      Const,
                      InOut,
@@ -120,8 +158,6 @@ from .vertex import (
                      VectorList,
                      Vertex,
 )
-
-__version__ = "0.1.0"
 
 abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 
@@ -140,6 +176,8 @@ __all__ = [
                      "UNSIGNED_INT",
                      "UNSIGNED_LONGLONG",
                      "UNSIGNED_SHORT",
+                     "ApplicationRuntimeError",
+                     "ArrayRef",
                      "CodeletCompileError",
                      "CodeletError",
                      "CodeletFileType",
@@ -147,13 +185,17 @@ __all__ = [
                      "ConnectionArgumentError",
                      "Const",
                      "DataStream",
+                     "DataStreamType",
                      "DebugContext",
+                     "DebugInfo",
                      "DebugNameAndId",
+                     "DebugSerializationFormat",
                      "Device",
                      "DeviceManager",
                      "Engine",
                      "Executable",
                      "ExecutableError",
+                     "FieldData",
                      "FieldRef",
                      "FloatingPointBehaviour",
                      "Function",
@@ -162,6 +204,7 @@ __all__ = [
                      "GraphCycleError",
                      "GraphMemoryAllocationError",
                      "GraphReplicationError",
+                     "HostFunction",
                      "IPUModel",
                      "InOut",
                      "Input",
@@ -173,22 +216,30 @@ __all__ = [
                      "LocalArray",
                      "MissingCycleEstimateError",
                      "MultiVertex",
+                     "OptionFlags",
                      "OptionTypeError",
                      "Output",
                      "Policy",
                      "PoplarError",
+                     "PoplarRuntimeError",
                      "PoplarTypeError",
+                     "ProfileValue",
                      "ProgramArgumentError",
                      "ProgramError",
                      "QuarterMetadata",
+                     "RecoverableRuntimeError",
+                     "RecoveryAction",
                      "RemoteBuffer",
                      "RemoteBufferError",
                      "ReplicatedStreamMode",
                      "SerializationFormat",
+                     "SourceLocation",
                      "StreamArgumentError",
                      "StreamCallback",
                      "StreamError",
+                     "StringRef",
                      "SyncType",
+                     "SystemRuntimeError",
                      "Target",
                      "TargetType",
                      "Tensor",
@@ -198,21 +249,28 @@ __all__ = [
                      "Type",
                      "TypeParam",
                      "UnknownFieldError",
+                     "UnknownRuntimeError",
                      "UnknownVertexTypeError",
+                     "UnrecoverableRuntimeError",
                      "UpsampleMethod",
                      "VariableMappingMethod",
                      "VariableRef",
                      "Vector",
+                     "VectorLayout",
                      "VectorList",
+                     "VectorListLayout",
                      "Vertex",
                      "VertexError",
+                     "VertexIntrospector",
                      "VertexPerfEstimate",
                      "VertexRef",
                      "append",
+                     "application_runtime_error",
                      "cdiv",
                      "cmod",
                      "compileGraph",
                      "concat",
+                     "constraint",
                      "convertFromDeviceType",
                      "convertToDeviceType",
                      "copyDeviceHalfToDouble",
@@ -223,24 +281,48 @@ __all__ = [
                      "createVariableMetadataTensor",
                      "cycleCount",
                      "cycleStamp",
+                     "equivalent_device_type",
                      "float2",
                      "float4",
                      "getAndModifyFloatingPointBehaviour",
                      "getHwSeeds",
+                     "graph_connection_error",
+                     "graph_cycle_error",
+                     "graph_memory_allocation_error",
+                     "graph_replication_error",
                      "half2",
                      "half4",
                      "int2",
                      "int4",
+                     "invalid_machine_model",
+                     "invalid_option",
+                     "invalid_tile_mapping",
+                     "missing_cycle_estimate",
+                     "packageHash",
+                     "poplar_error",
                      "program",
+                     "readJSON",
+                     "readJSONFromEnv",
+                     "recoverable_runtime_error",
                      "replication_factor",
                      "restoreFloatingPointBehaviour",
+                     "runtime_error",
                      "setFloatingPointBehaviour",
                      "setHwSeeds",
                      "setStochasticRounding",
                      "short2",
                      "short4",
+                     "stream_connection_error",
+                     "system_runtime_error",
+                     "tensor_creation_error",
+                     "type_error",
                      "uint2",
                      "uint4",
+                     "unknown_field",
+                     "unknown_runtime_error",
+                     "unknown_vertex_type",
+                     "unrecoverable_runtime_error",
                      "ushort2",
                      "ushort4",
+                     "versionString",
 ]

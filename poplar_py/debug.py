@@ -8,10 +8,39 @@ so a context reduces to its path name: ``DebugContext(parent, "mul")`` is ``"par
 from __future__ import annotations
 
 import itertools
+import sys
 
 from .errors import InvalidArgumentError
 
 _ids = itertools.count(1)
+
+
+class SourceLocation:
+    """Where a call was made: function, file and line (``SourceLocation.Current()`` is the caller's)."""
+
+    def __init__(self, functionName: str = "", fileName: str = "", lineNumber: int = 0) -> None:
+        self.functionName, self.fileName, self.lineNumber = functionName, fileName, int(lineNumber)
+
+    @staticmethod
+    def Current() -> SourceLocation:
+        """The location of the code calling ``Current()``."""
+        frame = sys._getframe(1)
+        return SourceLocation(frame.f_code.co_name, frame.f_code.co_filename, frame.f_lineno)
+
+    def getFunctionName(self) -> str:
+        return self.functionName
+
+    def getFileName(self) -> str:
+        return self.fileName
+
+    def getLineNumber(self) -> int:
+        return self.lineNumber
+
+    def isValid(self) -> bool:
+        return bool(self.fileName)
+
+    def __repr__(self) -> str:
+        return f"SourceLocation({self.functionName!r}, {self.fileName!r}, {self.lineNumber})"
 
 
 class DebugNameAndId:
@@ -27,6 +56,10 @@ class DebugNameAndId:
     def getId(self) -> int:
         return self._id
 
+    def getPathName(self) -> str:
+        """The name (with its parents' when built from a DebugContext path)."""
+        return self._name
+
     def __str__(self) -> str:
         return self._name
 
@@ -35,13 +68,17 @@ class DebugNameAndId:
 
 
 class DebugContext:
-    """``DebugContext(name)``, ``DebugContext(parent, name)`` or ``DebugContext(DebugNameAndId)``:
-    its path name joins the parent's and its own with ``/``."""
+    """``DebugContext(name[, location])``, ``DebugContext(parent, name)`` (a parent context, or a
+    string, as C++ converts it) or ``DebugContext(DebugNameAndId)``: its path name joins the
+    parent's and its own with ``/``; a ``SourceLocation`` is taken and not kept."""
 
     def __init__(self, first: object = "", name: object = "") -> None:
-        if isinstance(first, (DebugContext, DebugNameAndId)) and name:
-            parent, own = str(first), debug_name(name, "DebugContext")
+        if isDebugName(name) and name:  # (parent, name): C++ makes a string parent a DebugContext
+            parent, own = debug_name(first, "DebugContext: the parent"), debug_name(name, "DebugContext")
             self._path = f"{parent}/{own}" if parent else own
+        elif name and not isinstance(name, SourceLocation):
+            raise InvalidArgumentError(f"DebugContext(name, location): the location must be a "
+                                       f"poplar.SourceLocation, got {type(name).__name__} {name!r:.40}")
         else:
             self._path = debug_name(first, "DebugContext")
 

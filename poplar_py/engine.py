@@ -26,6 +26,7 @@ from .codelet.interrupts import interruptible
 from .codelet.pipeline import NO_BUDGET
 from .compiler.costs import RunRecord
 from .compiler.fp_state import FpControl
+from .compiler.host_functions import HostFunctionStep
 from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import Machine
 from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
@@ -43,6 +44,7 @@ from .errors import (
     StreamError,
 )
 from .executable import Executable, checked_progress, compileGraph
+from .execution_profiling import ExecutionProfiling
 from .graph import Graph
 from .handles import DataStream
 from .host_buffers import host_values, read_into, stream_array
@@ -106,10 +108,13 @@ class Engine:
         # the profile's record: every rank's tiles (this rank's alone are in the machine's)
         self._record = self._machine.record if world.size == 1 else RunRecord(leaves)
         self._loaded = False
+        self._device: Device | None = None  # the device loaded, or prepared
         self._profile = Profile(exe.ir.compiled(), self._exe, self._record)
         del exe  # built here from a graph, it goes with the frozen IR's edges
         release_freed_heap()
-        self._machine.clock = _clock(self._machine, self._record, self._profile)
+        self._profiling = ExecutionProfiling(self._machine.record, self._record,
+                                             _clock(self._machine, self._record, self._profile))
+        self._machine.clock = self._profiling.clock
         self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
         # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
         checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
@@ -125,14 +130,28 @@ class Engine:
     def load(self, device: Device) -> None:
         """Create the tile memories on ``device`` and write constants and initial values (vertex
         state too: what compute wrote to it in earlier runs is reset)."""
+        self._take(device, "Engine.load")
+        self.deploy()
+
+    def prepare(self, device: Device) -> None:
+        """The first half of ``load``, as Poplar's: check ``device`` fits the compiled graph and
+        take it; ``deploy()`` then loads it."""
+        self._take(device, "Engine.prepare")
+
+    def _take(self, device: Device, what: str) -> None:
         if not isinstance(device, Device):
-            raise InvalidArgumentError(f"Engine.load needs a Device, got {type(device).__name__} "
-                                       f"{device!r:.40}")
+            raise InvalidArgumentError(f"{what} needs a Device, got {type(device).__name__} {device!r:.40}")
         target = device.getTarget()
         ours = self._exe.target
         if target.getNumTiles() != ours.getNumTiles():
-            raise PoplarError(f"Engine.load: the graph was built for {ours.getNumTiles()} "
+            raise PoplarError(f"{what}: the graph was built for {ours.getNumTiles()} "
                               f"tiles but the device has {target.getNumTiles()}")
+        self._device = device
+
+    def deploy(self) -> None:
+        """The second half of ``load``: the prepared device's tile memories made and written."""
+        if self._device is None:
+            raise PoplarError("Engine.deploy: no device is prepared: call engine.prepare(device) first")
         m, exe = self._machine, self._exe
         # Under MPI, the other ranks' tiles are never touched: they take no memory here.
         exe.layout.clear(*m.world.own_bytes(m.arena.size))
@@ -161,6 +180,16 @@ class Engine:
         self.load(device)
         self.run(programIndex)
 
+    def getDevice(self) -> Device:
+        """The device the engine is loaded on (or prepared for)."""
+        if self._device is None:
+            raise PoplarError("Engine.getDevice: the engine is not loaded: call engine.load(device) first")
+        return self._device
+
+    def getTileClockFrequency(self) -> float:
+        """The tiles' clock (Hz) the engine's cycles are counted at."""
+        return self._exe.target.getTileClockFrequency()
+
     def _base(self) -> int:
         if not self._loaded:
             raise PoplarError("the engine is not loaded: call engine.load(device) first")
@@ -177,10 +206,11 @@ class Engine:
             raise ProgramError(f"Engine.run: program {programIndex} does not exist "
                                f"(the engine has {len(programs)})")
         m = self._machine
-        m.record.runs.append(programIndex)
-        with self._interruptible:
-            programs[programIndex].run(m)
-        m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
+        with self._profiling.run():
+            m.record.runs.append(programIndex)
+            with self._interruptible:
+                programs[programIndex].run(m)
+            m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
     def connectStream(self, handle: str | DataStream, buffer: Any, end: Any = None,
@@ -239,6 +269,28 @@ class Engine:
             raise StreamArgumentError(f"stream '{handle}': connect a poplar.StreamCallback or a function, "
                                       f"got {type(callback).__name__}")
 
+    def connectHostFunction(self, handle: str, replicaIndex: Any, callback: Any = None) -> None:
+        """Give host function ``handle`` (``graph.addHostFunction``) its Python function on replica
+        ``replicaIndex`` (None: every replica): ``callback(inputs, outputs)`` gets the input
+        tensors' values as read-only numpy arrays and fills the output arrays in place, during the
+        run (see :mod:`poplar_py.host_function`). ``(handle, callback[, replicaIndex])`` is taken
+        too."""
+        if callable(replicaIndex) and (callback is None or is_int(callback)):
+            replicaIndex, callback = callback, replicaIndex
+        checked_str(handle, "connectHostFunction: the handle")
+        called = sorted({s.handle for s in self._exe.lowered.leaves if isinstance(s, HostFunctionStep)})
+        if handle not in called:
+            raise StreamError(f"connectHostFunction: the engine's programs call no host function '{handle}' "
+                              f"(they call: {', '.join(called) or 'none'})")
+        if not callable(callback):
+            raise StreamArgumentError(f"connectHostFunction('{handle}'): the callback must be a function, "
+                                      f"got {type(callback).__name__} {callback!r:.40}")
+        replicas = list(range(self._exe.replication.factor)) if replicaIndex is None \
+            else [self._replica(replicaIndex, f"connectHostFunction('{handle}')")]
+        ends = self._machine.host_functions.setdefault(handle, [None] * self._exe.replication.factor)
+        for r in replicas:
+            ends[r] = callback
+
     def _replicas_of(self, stream: DataStream, replicaIndex: Any, what: str) -> list[int]:
         """The replicas whose host end a connection sets: a broadcast stream has one (0)."""
         if stream.isBroadcast():
@@ -280,6 +332,10 @@ class Engine:
 
     def listStreams(self) -> list[str]:
         return list(self._exe.streams)
+
+    def getEngineOptions(self) -> dict[str, str]:
+        """Every engine option's value (given, from POPLAR_ENGINE_OPTIONS, or the default)."""
+        return dict(self._options.values)
 
     # ---- host reads and writes ---------------------------------------------------------------
     def _transfer(self, handle: str, write: bool) -> HostTransfer:
@@ -380,6 +436,17 @@ class Engine:
             raise InvalidArgumentError(f"printProfileSummary: options must be a dict, got {options!r:.40}")
         out.write(summary(self._profile.report(), options or {}))
         out.flush()
+
+    def enableExecutionProfiling(self) -> None:
+        """Record later runs in the execution profile again (the default; see
+        :mod:`poplar_py.execution_profiling`)."""
+        self._profiling.enabled = True
+
+    def disableExecutionProfiling(self) -> None:
+        """Leave later runs out of the execution profile: they run in full, and cycle stamps
+        count their cycles, but the profile (and the report) holds only the runs made with
+        profiling enabled."""
+        self._profiling.enabled = False
 
     def resetExecutionProfile(self) -> None:
         self._machine.record.reset()

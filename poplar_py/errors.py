@@ -1,4 +1,14 @@
-"""Exception classes, mirroring Poplar's (``poplar::graph_cycle_error`` -> GraphCycleError)."""
+"""Exception classes, mirroring Poplar's (``poplar::graph_cycle_error`` -> GraphCycleError).
+
+Each class Poplar has is also reachable under Poplar's own spelling (``poplar_error``,
+``graph_memory_allocation_error``, ``invalid_option``, ...: :data:`POPLAR_SPELLINGS`), so ported
+``catch`` clauses read as they did. The run-time errors follow Poplar's ``runtime_error`` family:
+a failing vertex or program is an application error; the recoverable, unrecoverable, system and
+unknown kinds exist for programs that catch them, but a simulator has no device, driver or link
+to fail, so poplar-py never raises them.
+"""
+
+import enum
 
 
 class PoplarError(RuntimeError):
@@ -66,7 +76,49 @@ class CodeletError(CodeletCompileError):
     a field type it cannot lay out; the message names the file and line."""
 
 
-class VertexError(PoplarError):
+class PoplarRuntimeError(PoplarError):
+    """Running a program failed (Poplar's ``runtime_error``)."""
+
+
+class ApplicationRuntimeError(PoplarRuntimeError):
+    """The program itself failed while running (Poplar's ``application_runtime_error``): a vertex
+    failed (VertexError), or an ``Abort``, or an ``AbortOnCondition`` whose predicate was true
+    (the message is the program's)."""
+
+
+class RecoveryAction(enum.Enum):
+    """What a recoverable run-time error asks of the device (Poplar's RecoveryAction)."""
+
+    IPU_RESET = "IPU_RESET"
+    LINK_RESET = "LINK_RESET"
+    PARTITION_RESET = "PARTITION_RESET"
+    FULL_RESET = "FULL_RESET"
+
+
+class RecoverableRuntimeError(PoplarRuntimeError):
+    """A device failure its recovery action can clear (never raised by the simulator)."""
+
+    def __init__(self, message: str = "", action: RecoveryAction = RecoveryAction.IPU_RESET) -> None:
+        super().__init__(message)
+        self.recoveryAction = action
+
+    def getRecoveryAction(self) -> RecoveryAction:
+        return self.recoveryAction
+
+
+class UnrecoverableRuntimeError(PoplarRuntimeError):
+    """A device failure nothing clears (never raised by the simulator)."""
+
+
+class SystemRuntimeError(PoplarRuntimeError):
+    """A failure of the system around the device, such as its driver (never raised by the simulator)."""
+
+
+class UnknownRuntimeError(PoplarRuntimeError):
+    """A device failure of unknown cause (never raised by the simulator)."""
+
+
+class VertexError(ApplicationRuntimeError):
     """A vertex failed while running: ``compute`` returned False or indexed out of bounds."""
 
 
@@ -120,3 +172,34 @@ class RemoteBufferError(PoplarError):
     """A remote buffer (Streaming Memory) used wrongly: a handle given twice, a target without
     Streaming Memory, a copy whose type, shape or offset does not fit the buffer (at run time, an
     offset past its rows), or a host access with a wrong size, row or replica."""
+
+
+# Poplar's spelling of each class: ``poplar::poplar_error`` is ``poplar_py.poplar_error``
+poplar_error = PoplarError
+runtime_error = PoplarRuntimeError
+application_runtime_error = ApplicationRuntimeError
+recoverable_runtime_error = RecoverableRuntimeError
+unrecoverable_runtime_error = UnrecoverableRuntimeError
+system_runtime_error = SystemRuntimeError
+unknown_runtime_error = UnknownRuntimeError
+tensor_creation_error = TensorCreationError
+type_error = PoplarTypeError
+invalid_tile_mapping = InvalidTileMappingError
+unknown_vertex_type = UnknownVertexTypeError
+unknown_field = UnknownFieldError
+graph_connection_error = GraphConnectionError
+graph_cycle_error = GraphCycleError
+graph_memory_allocation_error = GraphMemoryAllocationError
+stream_connection_error = StreamError
+invalid_option = InvalidOptionError
+missing_cycle_estimate = MissingCycleEstimateError
+invalid_machine_model = InvalidMachineModelError
+graph_replication_error = GraphReplicationError
+
+#: the names above, for the package to export
+POPLAR_SPELLINGS = ("poplar_error", "runtime_error", "application_runtime_error",
+                    "recoverable_runtime_error", "unrecoverable_runtime_error", "system_runtime_error",
+                    "unknown_runtime_error", "tensor_creation_error", "type_error", "invalid_tile_mapping",
+                    "unknown_vertex_type", "unknown_field", "graph_connection_error", "graph_cycle_error",
+                    "graph_memory_allocation_error", "stream_connection_error", "invalid_option",
+                    "missing_cycle_estimate", "invalid_machine_model", "graph_replication_error")

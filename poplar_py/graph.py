@@ -54,9 +54,11 @@ from .errors import (
     RemoteBufferError,
     TensorCreationError,
 )
+from .half_values import checked_half, half_bits
 from .handles import (
     ComputeSet,
     DataStream,
+    DataStreamType,
     FieldRef,
     Function,
     HostHandle,
@@ -64,17 +66,19 @@ from .handles import (
     ReplicatedStreamMode,
     VertexRef,
 )
+from .host_function import HostFunction, checked_arguments
 from .mapping_table import MappingTable
 from .program import Program
 from .regions import in_order_of, unique_sorted
+from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
-from .types import QUARTER_METADATA, UNSIGNED_INT, Type, asType
+from .types import HALF, QUARTER_METADATA, UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
-__all__ = ["ComputeSet", "DataStream", "FieldRef", "Function", "Graph", "HostHandle", "RemoteBuffer",
-           "ReplicatedStreamMode",
+__all__ = ["ComputeSet", "DataStream", "DataStreamType", "FieldRef", "Function", "Graph", "HostHandle",
+           "RemoteBuffer", "ReplicatedStreamMode",
            "TensorCloneMethod", "VariableMappingMethod", "VertexRef", "replication_factor"]
 
 
@@ -146,6 +150,7 @@ class Graph:
         self._streams: dict[str, DataStream] = {}
         self._remote_buffers: dict[str, RemoteBuffer] = {}
         self._functions: list[Program] = []
+        self._host_functions: dict[str, HostFunction] = {}
 
     # ---- target and variables ----------------------------------------------------------------
     def getTarget(self) -> Target:
@@ -375,12 +380,33 @@ class Graph:
             same_size = vals.dtype.itemsize == init.itemsize
             init[offset[sel]] = vals[sel].view(init.dtype) if same_size else vals[sel]
 
+    def setInitialValueHalf(self, t: Tensor, values: Any) -> None:
+        """``setInitialValue`` of a HALF tensor from its elements' 16-bit patterns (see
+        :mod:`poplar_py.half_values`)."""
+        self._check_own(t, "setInitialValueHalf")
+        checked_half(t.elementType(), f"setInitialValueHalf of tensor '{t.name}'")
+        self.setInitialValue(t, half_bits(values, f"setInitialValueHalf of tensor '{t.name}'"))
+
+    def addConstantHalf(self, type_: Type | object, shape: Sequence[int], values: Any, name: Any = "",
+                        debugContext: Any = None) -> Tensor:
+        """``addConstant`` of HALF ``type_`` from 16-bit patterns: one (filling every element) or
+        one per element."""
+        checked_half(type_, "addConstantHalf")
+        return self.addConstant(HALF, shape, half_bits(values, "addConstantHalf"), name, debugContext)
+
     def _check_own(self, t: object, what: str) -> Tensor:
         if not isinstance(t, Tensor):
             raise InvalidArgumentError(f"{what}: expected a Tensor, got {type(t).__name__} {t!r:.40}")
         if t.variables is not self._vars:
             raise PoplarError(f"{what}: tensor '{t.name}' belongs to another graph")
         return t
+
+    def getSortedContiguousRegions(self, t: Tensor, regions: Any, removeAliasedIntervals: Any = False,
+                                   aliases: list[int] | None = None) -> list[list[Interval]]:
+        """Intervals of ``t`` grouped into sequences contiguous in memory, in memory order (see
+        :func:`~poplar_py.sorted_regions.sorted_contiguous_regions`)."""
+        self._check_own(t, "getSortedContiguousRegions")
+        return sorted_contiguous_regions(t, regions, removeAliasedIntervals, aliases)
 
     # ---- tile mapping ------------------------------------------------------------------------
     def _check_tile(self, tile: object, what: str) -> int:
@@ -697,7 +723,8 @@ class Graph:
     # ---- host exchange -----------------------------------------------------------------------
     def _new_handle(self, handle: str, what: str, error: type[PoplarError] = PoplarError) -> None:
         checked_str(handle, f"{what}: the handle")
-        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers:
+        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers \
+                or handle in self._host_functions:
             raise error(f"{what}: handle '{handle}' is already used by another stream, host read/write or "
                         "remote buffer")
 
@@ -763,6 +790,17 @@ class Graph:
                                        f"{program!r:.40}")
         self._functions.append(program)
         return Function(len(self._functions) - 1, self._vars.token)
+
+    def addHostFunction(self, handle: str, inputs: Any, outputs: Any) -> HostFunction:
+        """A function of the host that ``program.Call(f, inputTensors, outputTensors)`` runs, with
+        ``inputs`` and ``outputs`` lists of ``(type, numElements)`` (see :mod:`poplar_py.host_function`);
+        ``Engine.connectHostFunction`` gives it its Python function."""
+        self._new_handle(handle, "addHostFunction")
+        what = f"addHostFunction('{handle}')"
+        f = HostFunction(handle, checked_arguments(inputs, f"{what}: inputs"),
+                         checked_arguments(outputs, f"{what}: outputs"), self._vars.token)
+        self._host_functions[handle] = f
+        return f
 
     # ---- dumps -------------------------------------------------------------------------------
     def outputVertexGraph(self, file: Any, progs: Any = None) -> None:

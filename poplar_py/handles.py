@@ -58,6 +58,16 @@ class ReplicatedStreamMode(enum.Enum):
     BROADCAST = "BROADCAST"
 
 
+class DataStreamType(enum.Enum):
+    """What a DataStream is (Poplar's ``DataStreamType``): a FIFO from the host or to it; a remote
+    buffer is Poplar's pair of buffer streams (``RemoteBuffer`` here)."""
+
+    HostToDeviceFIFO = "HostToDeviceFIFO"
+    DeviceToHostFIFO = "DeviceToHostFIFO"
+    HostToDeviceBuffer = "HostToDeviceBuffer"
+    DeviceToHostBuffer = "DeviceToHostBuffer"
+
+
 @dataclass(frozen=True)
 class StreamHandle:
     """What a stream and a remote buffer have in common: a handle and ``numElements`` elements of
@@ -87,6 +97,10 @@ class DataStream(StreamHandle):
 
     def replicatedMode(self) -> ReplicatedStreamMode:
         return self.replicatedMode_
+
+    def type(self) -> DataStreamType:
+        """HostToDeviceFIFO or DeviceToHostFIFO."""
+        return DataStreamType.HostToDeviceFIFO if self.toDevice else DataStreamType.DeviceToHostFIFO
 
     def replicationFactor(self) -> int:
         return self.replicationFactor_

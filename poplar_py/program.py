@@ -17,6 +17,7 @@ from .arguments import is_int
 from .debug import debug_name, label
 from .errors import GraphReplicationError, ProgramArgumentError, ProgramError, RemoteBufferError, StreamError
 from .handles import ComputeSet, DataStream, Function, RemoteBuffer
+from .host_function import HostFunction
 from .tensor import Tensor
 from .types import INT, UNSIGNED_INT
 
@@ -253,13 +254,50 @@ class Switch(Program):
 
 
 class Call(Program):
-    """Run a function registered with ``graph.addFunction``."""
+    """Run a function registered with ``graph.addFunction``. ``Call(hostFunction, inputs,
+    outputs)``, with a HostFunction from ``graph.addHostFunction``, makes a
+    :class:`HostFunctionCall` instead."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], HostFunction):
+            return HostFunctionCall(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, function: Function, name: Any = "", debugContext: Any = None) -> None:
         if not isinstance(function, Function):
             raise ProgramArgumentError(f"Call needs a Function from graph.addFunction, got "
                                        f"{type(function).__name__}")
         self.function, self.name = function, label(name, debugContext, "Call")
+
+
+class HostFunctionCall(Program):
+    """Call a host function (``program.Call(f, inputs, outputs)``; see
+    :mod:`poplar_py.host_function`): ``inputs`` and ``outputs`` are tensors matching the types and
+    element counts ``graph.addHostFunction`` declared, in order."""
+
+    def __init__(self, function: HostFunction, inputs: Any = (), outputs: Any = (), name: Any = "",
+                 debugContext: Any = None) -> None:
+        what = f"Call of host function '{function.handle()}'"
+        self.function = function
+        self.inputs = _host_tensors(inputs, function.inputs, f"{what}: inputs")
+        self.outputs = _host_tensors(outputs, function.outputs, f"{what}: outputs")
+        for t in self.outputs:
+            if t.containsConstant() or t.containsAliases():
+                raise ProgramError(f"{what}: output '{t.name}' contains constants or aliased elements, which "
+                                   "cannot be written")
+        self.name = label(name, debugContext, "Call")
+
+
+def _host_tensors(tensors: Any, declared: tuple, what: str) -> list[Tensor]:
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
+        raise ProgramArgumentError(f"{what} must be a list of tensors, got {tensors!r:.60}")
+    if len(tensors) != len(declared):
+        raise ProgramError(f"{what}: {len(tensors)} tensor(s) given, the host function takes {len(declared)}")
+    for i, (t, (type_, n)) in enumerate(zip(tensors, declared)):
+        if t.elementType() != type_ or t.numElements() != n:
+            raise ProgramError(f"{what}[{i}]: tensor '{t.name}' is {t.numElements()} {t.elementType()}, "
+                               f"the host function takes {n} {type_}")
+    return list(tensors)
 
 
 class PrintTensor(Program):
@@ -307,6 +345,33 @@ class AssumeEqualAcrossReplicas(Program):
     def __init__(self, t: Tensor, name: Any = "", debugContext: Any = None) -> None:
         self.tensor = _check_tensor(t, "AssumeEqualAcrossReplicas")
         self.name = label(name, debugContext, "AssumeEqualAcrossReplicas")
+
+
+class Abort(Program):
+    """Stop the run: ``Engine.run`` raises ApplicationRuntimeError with ``message``. As Poplar's:
+    ``Abort([message][, debugContext])``."""
+
+    def __init__(self, message: Any = "", debugContext: Any = None) -> None:
+        self.predicate: Tensor | None = None
+        self.message = _message(message, type(self).__name__)
+        self.name = label("", debugContext, type(self).__name__)
+
+
+class AbortOnCondition(Abort):
+    """Stop the run if ``predicate`` (a one-element tensor, read on the tiles when the program
+    gets here) is non-zero: ``Engine.run`` raises ApplicationRuntimeError with ``message``;
+    otherwise carry on."""
+
+    def __init__(self, predicate: Tensor, message: Any = "", debugContext: Any = None) -> None:
+        super().__init__(message, debugContext)
+        self.predicate = _check_scalar(predicate, "AbortOnCondition predicate")
+
+
+def _message(message: Any, what: str) -> str:
+    if not isinstance(message, str):
+        raise ProgramArgumentError(f"{what}: the message must be a string, got {type(message).__name__} "
+                                   f"{message!r:.40}")
+    return message
 
 
 class SyncType(enum.Enum):

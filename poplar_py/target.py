@@ -16,8 +16,10 @@ import numpy as np
 
 from .arguments import checked_int
 from .calibration import HARDWARE, IPU_MODEL, Calibration
+from .codelet.repeat import RPT_MAX_COUNT
 from .errors import InvalidArgumentError, InvalidMachineModelError
 from .types import Type, asType
+from .version import __version__
 
 
 class RelativeSyncDelayType(enum.Enum):
@@ -167,6 +169,7 @@ class Target:
     syncCycles: int
     globalSyncCycles: int
     relativeSyncDelay: bool = False
+    minIPUSyncDelay: int = 0  # (included in syncCycles)
     targetType: TargetType = TargetType.IPU_MODEL
     ipuLinkBandwidth: float = 32e9
     ipuLinkTopology: str = "ladder"
@@ -222,6 +225,7 @@ class Target:
             globalSyncCycles=_global_sync(m),
             ipuLinkBandwidth=float(m.ipuLinkBandwidth), ipuLinkTopology=m.ipuLinkTopology,
             relativeSyncDelay=m.relativeSyncDelay == RelativeSyncDelayType.AUTO,
+            minIPUSyncDelay=int(m.minIPUSyncDelay),
             dataPathWidth=int(m.dataPathWidth), ipusPerMachine=int(m.ipusPerMachine),
             streamingMemoryBytesPerMachine=int(m.streamingMemoryBytesPerMachine),
             streamingMemoryBandwidth=float(m.streamingMemoryBandwidth),
@@ -236,6 +240,19 @@ class Target:
         if tilesPerIPU is not None:
             m.tilesPerIPU = checked_int(tilesPerIPU, "createIPUTarget: tilesPerIPU", 1)
         return Target._from_model(m)
+
+    @staticmethod
+    def createCPUTarget(accurateHalf: bool = False, numIPUs: int = 1) -> Target:
+        """Poplar's CPU target: one tile per IPU (``TargetType.CPU``), running as the IPU Model's
+        tiles do here (``accurateHalf`` is accepted: halves are always IEEE binary16)."""
+        m = IPUModel("ipu2")
+        m.numIPUs = checked_int(numIPUs, "createCPUTarget: numIPUs", 1)
+        m.tilesPerIPU = 1
+        return replace(Target._from_model(m), targetType=TargetType.CPU)
+
+    def hash(self) -> int:
+        """A hash of every figure of the target (equal targets hash alike)."""
+        return hash(self)
 
     def getNumTiles(self) -> int:
         return self.numIPUs * self.tilesPerIPU
@@ -371,6 +388,43 @@ class Target:
     def getTargetType(self) -> TargetType:
         return self.targetType
 
+    def getTargetSystemString(self) -> str:
+        """The system the target describes: the simulated one, e.g. ``"ipu2 x 4 (poplar-py simulated
+        IPU_MODEL)"``."""
+        return f"{self.arch} x {self.numIPUs} (poplar-py simulated {self.targetType.value})"
+
+    # ---- instruction set and synchronisation (the figures the simulator's cycle model uses) -----
+    def getRptCountMax(self) -> int:
+        """The largest count of a ``rpt`` loop (a 12-bit count register): 4095."""
+        return RPT_MAX_COUNT
+
+    def getNumStrideBits(self) -> int:
+        """Bits of a load/store instruction's stride field (signed): 10, on every IPU version."""
+        return 10
+
+    def getTilesPerSharedExchangeBus(self) -> int:
+        """Tiles sharing one exchange bus (a supertile's two). The simulated exchange gives each tile
+        ``getExchangeBytesPerCycle`` bytes a cycle of its own."""
+        return 2
+
+    def getMinIPUSyncDelay(self) -> int:
+        """Cycles the tile nearest the sync controller waits at a sync (``IPUModel.minIPUSyncDelay``)."""
+        return self.minIPUSyncDelay
+
+    def getMaxIPUSyncDelay(self) -> int:
+        """Cycles the tile furthest from the sync controller waits: the minimum, plus, with
+        ``IPUModel.relativeSyncDelay`` AUTO, one cycle per 32 tiles of distance."""
+        return self.minIPUSyncDelay + ((self.tilesPerIPU - 1) // 32 if self.relativeSyncDelay else 0)
+
+    def getGlobalSyncCycles(self) -> int:
+        """Cycles a sync of every IPU takes (``IPUModel.globalSyncCycles``)."""
+        return self.globalSyncCycles
+
+    def getIpuLinkDomainSize(self) -> int:
+        """IPUs joined by IPU-Links into one domain: every IPU of the target (the simulated fabric
+        links them all, as a ladder or a torus)."""
+        return self.numIPUs
+
 
 def _global_sync(m: IPUModel) -> int:
     """A sync across IPUs: the model's field, else PopLibs' test model (poplibs_test/Util.cpp)."""
@@ -395,8 +449,10 @@ class Device:
 
     _next_id = 0
 
-    def __init__(self, target: Target, deviceId: int | None = None) -> None:
+    def __init__(self, target: Target, deviceId: int | None = None,
+                 driverIDs: list[int] | None = None) -> None:
         self._target = target
+        self._driver_ids = list(range(target.getNumIPUs())) if driverIDs is None else list(driverIDs)
         if deviceId is None:
             deviceId = Device._next_id
             Device._next_id += 1
@@ -414,6 +470,36 @@ class Device:
     def detach(self) -> None:
         return None
 
+    def getDriverIDs(self) -> list[int]:
+        """The IPUs the device is made of, as the driver numbers them: a DeviceManager device's
+        IPUs of the simulated Pod (device 64 is IPUs 0 and 1); a model's IPUs, from 0."""
+        return list(self._driver_ids)
+
+    def getDriverVersion(self) -> tuple[int, int, int]:
+        """(major, minor, point) of the driver: there is none, so poplar-py's own version, which
+        runs the device (C++ fills three out-parameters; Python returns them)."""
+        major, minor, point = (int(x) for x in __version__.split(".")[:3])
+        return major, minor, point
+
+    def getAttributes(self) -> dict[str, str]:
+        """The device's attributes, as Poplar's (name to value): what a simulated device has."""
+        t = self._target
+        return {"type": t.targetType.value, "IPU version": t.arch, "numIPUs": str(t.getNumIPUs()),
+                "tilesPerIPU": str(t.getTilesPerIPU()), "driver IDs": ",".join(map(str, self.getDriverIDs())),
+                "driver": f"poplar-py {__version__} (simulated)"}
+
+    def getAttribute(self, name: str) -> str:
+        """One of :meth:`getAttributes` by name."""
+        attributes = self.getAttributes()
+        if not isinstance(name, str) or name not in attributes:
+            raise InvalidArgumentError(f"Device.getAttribute: no attribute {name!r:.40} (the device has: "
+                                       f"{', '.join(attributes)})")
+        return attributes[name]
+
+    def reset(self) -> None:
+        """Reset the device: a simulated device holds no state of its own (an engine's ``load``
+        writes its tile memories afresh), so nothing changes."""
+
     def supportsRemoteBuffers(self) -> bool:
         """Whether the device has Streaming Memory for remote buffers (IPU-M2000 and Bow-2000 IPUs:
         yes; Mk1 C2 cards: no)."""
@@ -421,14 +507,12 @@ class Device:
 
     def createVirtualDevice(self, tilesPerIPU: int) -> Device:
         tiles = checked_int(tilesPerIPU, "createVirtualDevice: tilesPerIPU", 1)
-        return Device(replace(self._target, tilesPerIPU=tiles))
+        return Device(replace(self._target, tilesPerIPU=tiles), driverIDs=self._driver_ids)
 
     @staticmethod
-    def createCPUDevice() -> Device:
-        """One tile with one worker, as Poplar's CPU device."""
-        m = IPUModel("ipu2")
-        m.tilesPerIPU = 1
-        return Device(replace(Target._from_model(m), targetType=TargetType.CPU))
+    def createCPUDevice(numIPUs: int = 1) -> Device:
+        """One tile per IPU, as Poplar's CPU device (:meth:`Target.createCPUTarget`)."""
+        return Device(Target.createCPUTarget(numIPUs=numIPUs))
 
 
 #: IPUs in the simulated machine that DeviceManager lists: one IPU-POD64.
@@ -476,16 +560,24 @@ class DeviceManager:
         if did >= self.getNumDevices():
             raise InvalidArgumentError(f"getDevice: no device {did}: the simulated IPU-POD{SYSTEM_IPUS} has "
                                        f"devices 0..{self.getNumDevices() - 1}")
-        index = did
-        for size in _sizes():  # ids run through the devices of 1 IPU, then of 2, ...
-            if index < SYSTEM_IPUS // size:
-                break
-            index -= SYSTEM_IPUS // size
+        size, index = _group_of(did)
         m = IPUModel()
         m.numIPUs = size
-        return Device(replace(Target._from_model(m), targetType=TargetType.IPU, calibration=HARDWARE), did)
+        return Device(replace(Target._from_model(m), targetType=TargetType.IPU, calibration=HARDWARE), did,
+                      list(range(index * size, (index + 1) * size)))
 
 
 def _sizes() -> list[int]:
     """The numbers of IPUs a device of the simulated Pod can have: 1, 2, 4, ... SYSTEM_IPUS."""
     return [1 << k for k in range(SYSTEM_IPUS.bit_length())]
+
+
+def _group_of(deviceId: int) -> tuple[int, int]:
+    """(IPUs, index among the devices of that many IPUs) of a simulated Pod's device: ids run
+    through the devices of 1 IPU, then of 2, ..."""
+    index = deviceId
+    for size in _sizes():
+        if index < SYSTEM_IPUS // size:
+            break
+        index -= SYSTEM_IPUS // size
+    return size, index

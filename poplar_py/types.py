@@ -99,3 +99,12 @@ def asType(t: object) -> Type:
         return _BY_DTYPE[np.dtype(t)]  # type: ignore[arg-type]
     except (TypeError, KeyError):
         raise InvalidArgumentError(f"not a poplar element type: {t!r:.60}") from None
+
+
+class equivalent_device_type:  # noqa: N801 (Poplar's name)
+    """Poplar's ``equivalent_device_type<T>().value``: the element type of host type ``T``
+    (``equivalent_device_type(np.float32).value`` is FLOAT, ``(int)`` INT, ``(np.uint16)``
+    UNSIGNED_SHORT)."""
+
+    def __init__(self, hostType: object) -> None:
+        self.value = asType(hostType)

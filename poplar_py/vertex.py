@@ -26,6 +26,7 @@ import numpy as np
 from .errors import CodeletCompileError
 from .templates import Bound, Policy, TemplateParam, TypeParam, argument_text
 from .types import ALL_TYPES, Type, asType
+from .vector_layout import VectorLayout, VectorListLayout
 
 
 class Direction(enum.Enum):
@@ -81,10 +82,27 @@ class _Wrapper:
         self._name = name
 
     def __getitem__(self, inner: Any) -> _Annotation:
+        if isinstance(inner, tuple) and self._name in _LAYOUTS:
+            inner = _laid_out(self._name, inner)
         return _Annotation(self._name, inner)
 
     def __repr__(self) -> str:
         return f"poplar.{self._name}"
+
+
+_LAYOUTS = {"Vector": VectorLayout, "VectorList": VectorListLayout}
+
+
+def _laid_out(wrapper: str, params: tuple) -> Any:
+    """The element type of ``Vector[T, layout[, align]]`` (likewise VectorList), the rest checked:
+    every layout is stored alike here (see :mod:`poplar_py.vector_layout`)."""
+    layout = _LAYOUTS[wrapper]
+    if not 2 <= len(params) <= 3 or not isinstance(params[1], layout) or (
+            len(params) == 3 and not (isinstance(params[2], int) and params[2] > 0)):
+        raise CodeletCompileError(f"{wrapper}[{', '.join(map(repr, params))}]: expected {wrapper}[T], "
+                                  f"{wrapper}[T, {layout.__name__}.X] or {wrapper}[T, {layout.__name__}.X, "
+                                  "alignment in bytes]")
+    return params[0]
 
 
 Const = _Wrapper("Const")  # a template constant: ``R: Const[int]`` (see poplar_py.templates)
@@ -139,7 +157,7 @@ def resolve_field(name: str, ann: Any) -> FieldSpec | None:
 
 
 _CLASS_ATTRIBUTES = ("fields", "isMultiVertex", "sourceFile", "NUM_WORKERS", "vertexName", "typeParams",
-                     "templateParams", "constants")
+                     "templateParams", "constants", "memoryConstraints")
 
 
 def _collect(cls: type) -> tuple[dict[str, FieldSpec], list[TemplateParam]]:

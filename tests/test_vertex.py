@@ -49,6 +49,83 @@ def test_field_forms():
     assert list(f) == list("abcdefg")
 
 
+class LaidOut(Vertex):
+    x: Input[Vector[float, poplar.VectorLayout.ONE_PTR, 8]]
+    y: Output[Vector[float, poplar.VectorLayout.COMPACT_PTR]]
+    z: InOut[VectorList[int, poplar.VectorListLayout.DELTANELEMENTS]]
+
+    def compute(self):
+        for i in range(len(self.y)):
+            self.y[i] = self.x[i] * 2.0
+        for j in range(len(self.z)):
+            for i in range(len(self.z[j])):
+                self.z[j][i] += 1
+
+
+def test_vector_layouts_are_taken_and_stored_alike():
+    assert {k: (s.kind, s.type) for k, s in LaidOut.fields.items()} == {
+        "x": (FieldKind.VECTOR, poplar.FLOAT), "y": (FieldKind.VECTOR, poplar.FLOAT),
+        "z": (FieldKind.VECTOR_LIST, poplar.INT)}
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 1
+    g = poplar.Graph(m.createDevice())
+    g.addCodelets(LaidOut)
+    x, y = g.addVariable(poplar.FLOAT, [3]), g.addVariable(poplar.FLOAT, [3])
+    z = g.addVariable(poplar.INT, [5])
+    for t in (x, y, z):
+        g.setTileMapping(t, 0)
+    cs = g.addComputeSet("c")
+    g.setTileMapping(g.addVertex(cs, "LaidOut", {"x": x, "y": y, "z": [z[:2], z[2:]]}), 0)
+    for name, t in (("x", x), ("y", y), ("z", z)):
+        (g.createHostWrite if name == "x" else g.createHostRead)(name, t)
+    e = poplar.Engine(g, prog.Execute(cs))
+    e.load(m.createDevice())
+    e.writeTensor("x", np.array([1, 2, 3], np.float32))
+    e.run()
+    assert e.readTensor("y").tolist() == [2, 4, 6] and e.readTensor("z").tolist() == [1] * 5
+
+
+def test_memory_constraints_are_checked_and_recorded():
+    @poplar.constraint("elem(*x) != elem(*y)")
+    class Constrained(Vertex):
+        x: Input[Vector[float]]
+        y: Output[Vector[float]]
+
+        def compute(self):
+            for i in range(len(self.y)):
+                self.y[i] = self.x[i] + 1.0
+
+    assert Constrained.memoryConstraints == ("elem(*x) != elem(*y)",)
+    assert set(Constrained.fields) == {"x", "y"}
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 1
+    g = poplar.Graph(m.createDevice())
+    g.addCodelets(Constrained)
+    x, y = g.addConstant(poplar.FLOAT, [2], [1.0, 2.0]), g.addVariable(poplar.FLOAT, [2])
+    g.setTileMapping(x, 0)
+    g.setTileMapping(y, 0)
+    cs = g.addComputeSet("c")
+    g.setTileMapping(g.addVertex(cs, "Constrained", {"x": x, "y": y}), 0)
+    g.createHostRead("y", y)
+    e = poplar.Engine(g, prog.Execute(cs))
+    e.load(m.createDevice())
+    e.run()
+    assert e.readTensor("y").tolist() == [2.0, 3.0]
+    with pytest.raises(poplar.CodeletCompileError, match="Constrained has no field 'z'"):
+        poplar.constraint("elem(*x) != elem(*z)")(Constrained)
+    with pytest.raises(poplar.InvalidArgumentError, match="is not of the form"):
+        poplar.constraint("x != y")
+
+
+def test_bad_vector_layouts():
+    with pytest.raises(poplar.CodeletCompileError, match=r"expected Vector\[T\], Vector\[T, VectorLayout"):
+        class Bad(Vertex):
+            x: Input[Vector[float, poplar.VectorListLayout.DELTAN]]
+    with pytest.raises(poplar.CodeletCompileError, match="alignment in bytes"):
+        class Bad2(Vertex):
+            x: Input[Vector[float, poplar.VectorLayout.SPAN, "8"]]
+
+
 def test_bad_annotation_names_the_field():
     with pytest.raises(poplar.CodeletCompileError, match=r"Bad\.x.*unsupported annotation"):
         class Bad(Vertex):

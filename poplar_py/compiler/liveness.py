@@ -216,7 +216,13 @@ class _Builder:
             return self.cached(id(p), lambda: self.accesses(self.vars_of(p.tensor.runs())[0]))
         if isinstance(p, prog.WriteUndef):
             return self.cached(id(p), lambda: self.accesses(kill=self.vars_of(p.tensor.runs())[1]))
-        return NO_EVENTS  # Sync, AssumeEqualAcrossReplicas
+        if isinstance(p, prog.HostFunctionCall):  # reads its inputs, writes its outputs
+            ins, outs = Runs.concat([t.runs() for t in p.inputs]), Runs.concat([t.runs() for t in p.outputs])
+            return self.cached(id(p), lambda: self.accesses(self.vars_of(ins)[0], *self.vars_of(outs)))
+        if isinstance(p, prog.Abort) and p.predicate is not None:
+            predicate = p.predicate
+            return self.cached(id(p), lambda: self.accesses(self.vars_of(predicate.runs())[0]))
+        return NO_EVENTS  # Sync, AssumeEqualAcrossReplicas, Abort
 
     def remote_copy(self, p: prog.Copy) -> Events:
         """A remote buffer copy reads its offset, and writes its tensor (from the buffer) or reads

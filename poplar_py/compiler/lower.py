@@ -30,9 +30,11 @@ from ..tensor import Tensor
 from .computeset import ComputeSetPlans
 from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
 from .fp_control import lower_fp_control
+from .host_functions import HostFunctionStep
 from .layout import MemoryLayout
 from .replicas import Replication
 from .steps import (
+    AbortStep,
     CallStep,
     CopyStep,
     CycleStampStep,
@@ -255,6 +257,28 @@ def _switch(lw: Lowerer, p: prog.Switch) -> Step:
                       {v: lw.lower(b) for v, b in p.cases.items()}, lw.lower(p.default))
 
 
+def _abort(lw: Lowerer, p: prog.Abort) -> Step:
+    predicate = None if p.predicate is None else lw.scalar(p.predicate, f"{type(p).__name__} predicate")
+    return AbortStep(p.name or type(p).__name__, predicate, p.message)
+
+
+def _host_function_call(lw: Lowerer, p: prog.HostFunctionCall) -> Step:
+    """Gather plans for the inputs, scatter plans for the outputs: a stream copy each way."""
+    f = p.function
+    if f.owner != lw.graph.tensors.token:
+        raise ProgramError(f"Call: host function '{f.handle()}' was not added to this graph")
+    moved = TileTraffic.empty(lw.num_tiles)
+    ends = []
+    for tensors, to_device in ((p.inputs, False), (p.outputs, True)):
+        plans = []
+        for t in tensors:
+            plan, traffic_ = lw.host_plan(t, f"Call of host function '{f.handle()}'", to_device)
+            plans.append((plan, t.elementType().dtype, t.numElements()))
+            moved = moved + traffic_
+        ends.append(plans)
+    return lw.leaf(HostFunctionStep(p.name or f"Call({f.handle()})", f.handle(), *ends), moved)
+
+
 def _call(lw: Lowerer, p: prog.Call) -> Step:
     if p.function.owner != lw.graph.tensors.token or not 0 <= p.function.id < len(lw.graph.functions):
         raise ProgramError(f"Call: function {p.function.id} was not added to this graph")
@@ -294,7 +318,8 @@ STEPS: dict[type, Callable[[Lowerer, prog.Program], Step]] = {  # type: ignore[d
     prog.RepeatWhileTrue: _while, prog.If: _if, prog.Switch: _switch, prog.Call: _call,
     prog.PrintTensor: _print, prog.WriteUndef: _write_undef, prog.Sync: _sync,
     prog.CrossReplicaCopy: _cross_replica_copy, prog.AssumeEqualAcrossReplicas: _assume_equal,
-    prog.CycleStamp: _cycle_stamp, FloatingPointControl: lower_fp_control,
+    prog.CycleStamp: _cycle_stamp, FloatingPointControl: lower_fp_control, prog.Abort: _abort,
+    prog.HostFunctionCall: _host_function_call,
 }
 
 

@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..codelet.pipeline import NO_BUDGET
-from ..errors import RemoteBufferError, StreamError
+from ..errors import ApplicationRuntimeError, RemoteBufferError, StreamError
 from ..printing import format_tensor
 from ..streams import HostStream
 from ..types import Type
@@ -51,6 +51,8 @@ class Machine:
     functions: list[Step]
     world: World = field(default_factory=World)
     streams: dict[str, list[HostStream | None]] = field(default_factory=dict)
+    # per host function, the Python function of each replica (Engine.connectHostFunction)
+    host_functions: dict[str, list[Callable | None]] = field(default_factory=dict)
     remote: StreamingMemory = field(default_factory=lambda: StreamingMemory({}))
     out: IO[str] | None = None
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
@@ -522,6 +524,20 @@ class SwitchStep(Step):
 
     def run(self, m: Machine) -> None:
         self.cases.get(int(self.control.read(m)), self.default).run(m)
+
+
+@dataclass
+class AbortStep(Step):
+    """An Abort, or (given a predicate) an AbortOnCondition: raises ApplicationRuntimeError."""
+
+    predicate: ScalarRef | None
+    message: str
+
+    def run(self, m: Machine) -> None:
+        if self.predicate is None or self.predicate.read(m):
+            why = "" if self.predicate is None else f" (predicate '{self.predicate.name}' is true)"
+            raise ApplicationRuntimeError(f"{self.label}: the program aborted{why}"
+                                          + (f": {self.message}" if self.message else ""))
 
 
 @dataclass

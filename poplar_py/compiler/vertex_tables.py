@@ -22,13 +22,14 @@ from ..codelet.pipeline import (
     KernelOptions,
 )
 from ..errors import MissingCycleEstimateError, VertexError
+from ..introspector import VertexIntrospector
 from ..ir import GraphIR, PerfEstimator
 from ..kernels import Compiled, Info, codelet_info, compile_codelet, error_message, is_cxx, written_state
 from ..options import EngineOptions
 from ..perf_estimate import VertexPerfEstimate
 from ..regions import exclusive_cumsum, expand_ranges, first_alike
 from ..target import Target
-from ..vertex import Direction, FieldKind, FieldSpec
+from ..vertex import Direction, FieldKind
 from . import threads
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .costs import RunRecord
@@ -39,64 +40,6 @@ from .state_image import Image
 from .world import World
 
 _I64 = np.int64
-
-
-class FieldInfo:
-    """What a perf estimator sees of one field (Poplar's ``FieldData``)."""
-
-    def __init__(self, spec: FieldSpec, sizes: list[int] | int, values: np.ndarray | None = None) -> None:
-        self._spec, self._sizes, self._values = spec, sizes, values
-
-    def name(self) -> str:
-        return self._spec.name
-
-    def rank(self) -> int:
-        return {FieldKind.SCALAR: 0, FieldKind.VECTOR: 1, FieldKind.VECTOR_LIST: 2}[self._spec.kind]
-
-    def size(self) -> int:
-        if self._values is not None:
-            return int(self._values.size)
-        return len(self._sizes) if isinstance(self._sizes, list) else self._sizes
-
-    def getSizeAtIndex(self, i: int) -> int:
-        return self._sizes[i]  # type: ignore[index]
-
-    def __getitem__(self, i: int) -> FieldInfo:
-        spec = FieldSpec(self._spec.name, self._spec.direction, FieldKind.VECTOR, self._spec.type)
-        return FieldInfo(spec, self._sizes[i])  # type: ignore[index]
-
-    def getInitialValue(self, target: object = None) -> object:
-        return np.asarray(self._values).reshape(-1)[0].item()
-
-    def getInitialValues(self, target: object = None) -> list:
-        return np.asarray(self._values).reshape(-1).tolist()
-
-
-class VertexIntrospector:
-    """Passed to perf estimators registered with ``graph.registerPerfEstimator``."""
-
-    def __init__(self, graph: GraphIR, plan: ComputeSetPlan, position: int) -> None:
-        self._graph, self._plan, self._pos = graph, plan, position
-
-    def getFieldInfo(self, name: str) -> FieldInfo:
-        vid = int(self._plan.vertices[self._pos])
-        cls = self._graph.vertices.classes[int(self._graph.vertices.cls[vid])]
-        spec = cls.fields[name]
-        f = list(cls.fields).index(name)
-        if spec.direction is Direction.STATE:
-            return FieldInfo(spec, 0, self._graph.vertices.store.value(vid, f, spec.type.dtype))
-        seg = self._plan.segments  # vertex by vertex: a vertex's segments are found by bisection
-        first, last = np.searchsorted(seg.vertex, [self._pos, self._pos + 1])
-        mine = np.arange(first, last)
-        lengths = seg.length[mine[seg.field[mine] == f]].tolist()
-        return FieldInfo(spec, lengths if spec.kind is FieldKind.VECTOR_LIST else sum(lengths))
-
-    def getComputeSet(self) -> str:
-        return self._plan.name
-
-    def describe(self) -> str:
-        """The vertex, for messages."""
-        return self._graph.vertices.describe(int(self._plan.vertices[self._pos]))
 
 
 @dataclass

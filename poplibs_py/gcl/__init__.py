@@ -8,19 +8,33 @@ collective can run within replica groups (``CommGroup``), each group on its own 
 ``getMinIoTiles`` and ``perIPUTiles`` choose the tiles a program gives to I/O.
 """
 
+from .all_to_all import allToAllCrossReplica
+from .balanced_reorder import CollectiveBalancedHostRearrangement, CollectiveBalancedReorder
 from .cross_replica import (
     allGatherCrossReplica,
+    allGatherToDestinationCrossReplica,
     allReduceCrossReplica,
     allReduceInPlaceCrossReplica,
+    allReduceToDestinationCrossReplica,
     broadcastCrossReplica,
     reduceScatterCrossReplica,
+    reduceScatterToDestinationCrossReplica,
 )
 from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator
 from .tile_allocation import getMinIoTiles, perIPUTiles
-from .within_replica import allGatherWithinReplica, allReduceWithinReplica
+from .within_replica import (
+    Chunk,
+    Chunks,
+    allGatherWithinReplica,
+    allReduceWithinReplica,
+    reduceScatterWithinReplica,
+)
 
-__all__ = ["CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
-           "allGatherWithinReplica", "allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-           "allReduceWithinReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
-           "reduceScatterCrossReplica"]
+__all__ = ["Chunk", "Chunks", "CollectiveBalancedHostRearrangement", "CollectiveBalancedReorder",
+           "CollectiveOperator", "CommGroup", "CommGroupType", "allGatherCrossReplica",
+           "allGatherToDestinationCrossReplica", "allGatherWithinReplica", "allReduceCrossReplica",
+           "allReduceInPlaceCrossReplica", "allReduceToDestinationCrossReplica", "allReduceWithinReplica",
+           "allToAllCrossReplica", "broadcastCrossReplica", "getMinIoTiles", "perIPUTiles",
+           "reduceScatterCrossReplica", "reduceScatterToDestinationCrossReplica",
+           "reduceScatterWithinReplica"]

@@ -18,6 +18,7 @@ from ..popops import expr as pe
 from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
 from .groups import CommGroup, CommGroupType
 from .operators import CollectiveOperator, combine_expr
+from .tensor_lists import checked_list
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,13 +52,17 @@ def checked_group(group: Any, graph: Graph, what: str) -> tuple[tuple[int, ...],
 
 
 def checked_call(what: str, graph: Any, t: Any, prog: Any, debugContext: Any,
-                 options: Any) -> tuple[str, Tensor]:
+                 options: Any, many: bool = False) -> tuple[str, Any]:
     """The arguments every gcl function takes, checked: returns the debug name of what the call
-    adds (``what`` unless ``debugContext`` names it) and the tensor."""
+    adds (``what`` unless ``debugContext`` names it) and the tensor (with ``many``, a list or
+    tuple of tensors of one element type may be given instead: returned as a list)."""
     if not isinstance(graph, Graph):
         raise PoplibsArgumentError(f"{what}: graph must be a poplar Graph, got {type(graph).__name__} "
                                    f"{graph!r:.40}")
-    t = tensorArgument(graph, t, f"{what}: the tensor")
+    if many and isinstance(t, (list, tuple)):
+        t = checked_list(graph, t, what)
+    else:
+        t = tensorArgument(graph, t, f"{what}: the tensor")
     if not isinstance(prog, prog_.Sequence):
         raise PoplibsArgumentError(f"{what}: prog must be a program Sequence (the collective adds its steps "
                                    f"to it), got {type(prog).__name__} {prog!r:.40}")

@@ -55,9 +55,10 @@ class CommGroup:
     groupSize, replicaStride)``: size 0 means every replica, stride 0 means 1. ``groups(R)``
     gives the groups of R replicas."""
 
-    type: CommGroupType
-    replicaGroupSize: int
-    replicaGroupStride: int
+    # GCL's defaults, also readable on the class
+    type: CommGroupType = CommGroupType.ALL
+    replicaGroupSize: int = 0
+    replicaGroupStride: int = 1
 
     def __init__(self, type: CommGroupType = CommGroupType.ALL, replicaGroupSize: int = 0,  # noqa: A002 (GCL's name)
                  replicaGroupStride: int = 1) -> None:
@@ -76,6 +77,13 @@ class CommGroup:
     def __repr__(self) -> str:
         stride = f", {self.replicaGroupStride}" if self.replicaGroupStride != 1 else ""
         return f"CommGroup({self.type.name}, {self.replicaGroupSize}{stride})"
+
+    def size(self, replicationFactor: int | None = None) -> int:
+        """The replicas in each group: ``replicaGroupSize`` (0: every replica), or, given a
+        replication factor, the size of the groups it makes of that many replicas."""
+        if replicationFactor is None:
+            return self.replicaGroupSize
+        return len(self.groups(replicationFactor)[0])
 
     def layout(self, replicationFactor: int) -> tuple[int, int]:
         """(k, s): the groups of ``replicationFactor`` replicas as CONSECUTIVE groups of k replicas

@@ -131,15 +131,34 @@ def rotate_cycles(rows: int, length: np.ndarray, size: int, vertex: np.ndarray, 
     return workers * busy.max(axis=1)
 
 
-def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str) -> Tensor:
-    """A new [rows, cols] tensor whose columns are spread linearly over the tiles, each column's
-    rows on one tile."""
+def column_buffer(graph: Graph, type_: object, rows: int, cols: int, name: str,
+                  like: Tensor | None = None) -> Tensor:
+    """A new [rows, cols] tensor, each column's rows on one tile: column j on the tile of element j
+    of ``like`` (a mapped tensor of ``cols`` elements), else the columns spread linearly over the
+    tiles."""
     buf = graph.addVariable(type_, [rows, cols], name)
-    target = graph.getTarget()
-    begin, end = linear_partitions(graph, [cols], max(1, 128 // target.getTypeSize(type_)),
-                                   target.getVectorWidth(type_))
-    graph.map_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(np.arange(begin.size), rows))
+    if like is not None:
+        begin, end, tiles = graph.tile_intervals(like.flatten())
+    else:
+        target = graph.getTarget()
+        begin, end = linear_partitions(graph, [cols], max(1, 128 // target.getTypeSize(type_)),
+                                       target.getVectorWidth(type_))
+        tiles = np.arange(begin.size)
+    graph.map_intervals(buf, *_every_row(begin, end, rows, cols), np.repeat(tiles, rows))
     return buf
+
+
+def balanced_chunks(graph: Graph, parts: list[Tensor]) -> bool:
+    """Whether equal-sized chunks are mapped alike, each column on one tile in every chunk (as the
+    rows of a gcl.CollectiveBalancedReorder collectives tensor are): then a work buffer laid out
+    like them keeps every element on its tile."""
+    if parts[0].numElements() == 0 or any(p.numElements() != parts[0].numElements() for p in parts):
+        return False
+    layouts = [graph.tile_intervals(p, requireComplete=False) for p in parts]
+    if layouts[0][0].size == 0 or layouts[0][0][0] != 0 or layouts[0][1][-1] != parts[0].numElements() \
+            or np.any(layouts[0][0][1:] != layouts[0][1][:-1]):
+        return False  # not every element of the first chunk has a tile
+    return all(all(np.array_equal(a, b) for a, b in zip(layouts[0], other)) for other in layouts[1:])
 
 
 def _every_row(begin: np.ndarray, end: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:

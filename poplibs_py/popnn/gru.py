@@ -36,6 +36,7 @@ __all__ = [
     "createInitialState",
     "createInput",
     "createWeights",
+    "getDefaultBasicGruCellOrder",
     "gruBwd",
     "gruBwdWithWU",
     "gruFwd",
@@ -44,6 +45,11 @@ __all__ = [
 BASIC_GRU_CELL_RESET_GATE, BASIC_GRU_CELL_UPDATE_GATE, BASIC_GRU_CELL_CANDIDATE = range(3)
 GATES = 3
 RESET, UPDATE, CAND, HIDDEN = range(4)  # the forward intermediates of a step
+
+
+def getDefaultBasicGruCellOrder() -> list[int]:
+    """The gate order of the weights: reset, update, candidate."""
+    return [BASIC_GRU_CELL_RESET_GATE, BASIC_GRU_CELL_UPDATE_GATE, BASIC_GRU_CELL_CANDIDATE]
 
 
 class GruParams(rnn.RnnParams):

@@ -42,9 +42,11 @@ __all__ = [
     "createInitialState",
     "createInput",
     "createWeights",
+    "getDefaultBasicLstmCellOrder",
     "lstmBwd",
     "lstmBwdWithWU",
     "lstmFwd",
+    "zeroInitialState",
 ]
 
 BASIC_LSTM_CELL_FORGET_GATE, BASIC_LSTM_CELL_INPUT_GATE, BASIC_LSTM_CELL_CANDIDATE, \
@@ -66,6 +68,24 @@ class LstmState:
 
     output: Tensor
     cellState: Tensor
+
+    def getAsTensor(self) -> Tensor:
+        """``[2, batchSize, outputSize]``: the output then the cell state (a view)."""
+        return concat([self.output.expand([0]), self.cellState.expand([0])])
+
+
+def getDefaultBasicLstmCellOrder() -> list[int]:
+    """The gate order of the weights: forget, input, candidate, output."""
+    return [BASIC_LSTM_CELL_FORGET_GATE, BASIC_LSTM_CELL_INPUT_GATE, BASIC_LSTM_CELL_CANDIDATE,
+            BASIC_LSTM_CELL_OUTPUT_GATE]
+
+
+def zeroInitialState(graph: Graph, initialState: LstmState, prog: prog_.Sequence,
+                     debugContext: Any = "") -> None:
+    """Zero both state tensors on the tiles holding them."""
+    name = rnn.trailing("zeroInitialState", debugContext, None, None, rnn.LSTM_OPTIONS,
+                        "lstm/zeroInitialState")
+    popops.zero(graph, initialState.getAsTensor(), prog, name)
 
 
 def createInput(graph: Graph, params: LstmParams, debugContext: Any = "", options: Any = None,

@@ -26,7 +26,7 @@ from .. import popops
 from ..popops import expr as pe
 from ..popops.expr import _1, _2, _3, _4, _5, _6
 from ..popops.reduce import Operation, ReduceParams, SingleReduceOp
-from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, trailingArguments
+from ..poputil import PoplibsArgumentError, PoplibsError, checkOptions, mapTensorLinearly, trailingArguments
 
 
 def trailing(what: str, partialsType: Any, debugName: Any, options: Any,
@@ -234,3 +234,51 @@ def param_update(graph: Graph, gammaDelta: Tensor, betaDelta: Tensor, scale: flo
     """``gamma += scale * gammaDelta``, ``beta += scale * betaDelta`` (scale is usually -learning rate)."""
     popops.scaledAddTo(graph, gamma, gammaDelta, scale, prog, debugName=f"{name}/gamma")
     popops.scaledAddTo(graph, beta, betaDelta, scale, prog, debugName=f"{name}/beta")
+
+
+# ---- popnn's Norms.hpp: parameters and FLOP counts ------------------------------------------------
+
+def _norm_param(graph: Graph, acts: Tensor, debugContext: Any, what: str, default: str) -> Tensor:
+    if not isinstance(acts, Tensor) or acts.rank() < 2:
+        got = acts.shape() if isinstance(acts, Tensor) else type(acts).__name__
+        raise PoplibsError(f"{what}: acts must be [batch, channels, ...], got {got}")
+    name = debug_name(debugContext, f"{what}: debugContext") or default
+    param = graph.addVariable(acts.elementType(), [acts.dim(1)], name)
+    mapTensorLinearly(graph, param)
+    return param
+
+
+def createNormGamma(graph: Graph, acts: Tensor, debugContext: Any = "") -> Tensor:
+    """A new ``[channels]`` gamma of ``acts``' type, spread over the tiles."""
+    return _norm_param(graph, acts, debugContext, "createNormGamma", "gamma")
+
+
+def createNormBeta(graph: Graph, acts: Tensor, debugContext: Any = "") -> Tensor:
+    """A new ``[channels]`` beta of ``acts``' type, spread over the tiles."""
+    return _norm_param(graph, acts, debugContext, "createNormBeta", "beta")
+
+
+def createNormParams(graph: Graph, acts: Tensor, debugContext: Any = "") -> tuple[Tensor, Tensor]:
+    """``(createNormGamma, createNormBeta)``."""
+    name = debug_name(debugContext, "createNormParams: debugContext")
+    return (createNormGamma(graph, acts, f"{name}/gamma" if name else ""),
+            createNormBeta(graph, acts, f"{name}/beta" if name else ""))
+
+
+def getNormFwdFlops(statisticsSize: int, numActsElements: int, computeStats: bool = True) -> int:
+    """PopLibs' count: 2 an element to normalise; with the statistics, 2 more to sum and sum
+    squares, 5 per statistic and 2 an element to whiten."""
+    norm = 2 * numActsElements
+    if not computeStats:
+        return norm
+    return 2 * numActsElements + 5 * statisticsSize + 2 * numActsElements + norm
+
+
+def getNormBwdFlops(statisticsSize: int, numActsElements: int) -> int:
+    """PopLibs' count: 8 an element and 2 per statistic."""
+    return numActsElements + 7 * numActsElements + 2 * statisticsSize
+
+
+def getNormWuFlops(paramsSize: int, numActsElements: int) -> int:
+    """PopLibs' count: 3 an element for the parameter gradients, 4 per parameter to update."""
+    return 3 * numActsElements + 4 * paramsSize

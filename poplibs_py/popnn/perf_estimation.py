@@ -116,3 +116,41 @@ def reduceArgRowsEstimator(t: Type) -> Callable[[Any, Target], VertexPerfEstimat
 def calcAccuracyEstimator(vertex: Any, target: Target) -> VertexPerfEstimate:
     """``popnn::CalcAccuracy``: entry and set-up, then 4 cycles a row (two loads, compare, add)."""
     return VertexPerfEstimate(5 + 8 + 4 * vertex.getFieldInfo("expected").size() + 1)
+
+
+# ---- CTC ----------------------------------------------------------------------------------------
+
+def ctcLossEstimator(vertex: Any, target: Target) -> VertexPerfEstimate:
+    """``popnn::CTCLossAndGradient`` at its largest (the lengths are read at run time): about
+    12 cycles per alpha and per beta cell (two or three log-adds of a table of ``maxTime x
+    (2 * maxLabelLength + 1)``), and per gradient element a pass over the extended label."""
+    steps = vertex.getFieldInfo("logProbs").size()
+    cells = vertex.getFieldInfo("alpha").size()
+    width = cells // max(steps, 1)
+    grads = sum(rowSizes(vertex.getFieldInfo("grad")))
+    return VertexPerfEstimate(20 + 2 * 12 * cells + grads * (8 + 4 * width))
+
+
+def ctcBeamSearchEstimator(vertex: Any, target: Target) -> VertexPerfEstimate:
+    """``popnn::CTCBeamSearch`` at its largest: per step, 10 cycles a candidate to generate,
+    a pairwise merge test (4 cycles a label compared) and one selection pass per beam."""
+    steps = vertex.getFieldInfo("logProbs").size()
+    candidates = vertex.getFieldInfo("candBeam").size()
+    beams = vertex.getFieldInfo("length").size() // 2
+    merge = candidates * (candidates - 1) // 2 * (6 + 4 * steps)
+    per_step = 10 * candidates + merge + beams * (8 * candidates + 4 * steps)
+    return VertexPerfEstimate(20 + steps * per_step + 4 * steps * vertex.getFieldInfo("labelLengths").size())
+
+
+
+def roiAlignEstimator(bins: str) -> Callable[[Any, Target], VertexPerfEstimate]:
+    """``popnn::ROIAlignForward`` (bins in ``out``) and ``Backward`` (in ``topGrad``): per sample
+    about 30 cycles (its position and four weighted corners), ``grid`` squared samples a bin, and
+    20 cycles a region."""
+
+    def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
+        grid = int(vertex.getFieldInfo("grid").getInitialValue())
+        count = sum(rowSizes(vertex.getFieldInfo(bins)))
+        return VertexPerfEstimate(20 + 20 * vertex.getFieldInfo("rois").size() + 30 * grid * grid * count)
+
+    return estimate

@@ -9,15 +9,21 @@ import poplar_py as _poplar
 
 from ..codelets import add_library
 from ..poputil import templateVertex
+from . import embedding as embedding
 from . import expr as expr
 from .cast import *  # noqa: F403
+from .circ_buf import *  # noqa: F403
 from .dynamic_slice import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .encoding import *  # noqa: F403
 from .fill import *  # noqa: F403
 from .gather import *  # noqa: F403
+from .grouped_slice import *  # noqa: F403
+from .histogram import *  # noqa: F403
+from .host_slice_tensor import *  # noqa: F403
 from .loop import *  # noqa: F403
 from .multi_slice import *  # noqa: F403
+from .normalise_image import *  # noqa: F403
 from .pad import *  # noqa: F403
 from .perf_estimation import cast2dEstimator, fill2dEstimator, registerDefaultEstimator
 from .predicates import *  # noqa: F403
@@ -25,6 +31,8 @@ from .reduce import *  # noqa: F403
 from .scaled_add import *  # noqa: F403
 from .scatter import *  # noqa: F403
 from .select_scalar import *  # noqa: F403
+from .sequence_slice import *  # noqa: F403
+from .slice_tensors import *  # noqa: F403
 from .sort import *  # noqa: F403
 from .topk import *  # noqa: F403
 

@@ -16,8 +16,9 @@ type. ``inferType(e, types)`` applies them.
 
 from __future__ import annotations
 
+import copy
 import enum
-from typing import ClassVar, TypeVar, Union
+from typing import IO, ClassVar, TypeVar, Union
 
 import numpy as np
 
@@ -35,7 +36,7 @@ __all__ = [
     "Popcount", "Pow", "Relu", "Rem", "Round", "Rsqrt", "Select", "Shl", "Shr", "ShrSE", "Sigmoid",
     "Signum", "Sin", "Sqrt", "Square", "Sub", "Tan", "Tanh", "TernaryOp", "TernaryOpType", "Trunc",
     "UnaryOp", "UnaryOpType", "VarianceToInvStdDev", "allowedTypes", "inferType", "operandType",
-    "resultType",
+    "resultType", "deepEquals",
     *[f"_{i}" for i in range(1, 21)],
 ]
 
@@ -150,6 +151,16 @@ def allowedTypes(op: UnaryOpType | BinaryOpType | TernaryOpType) -> frozenset[Ty
 ExprLike = Union["Expr", bool, int, float, np.generic]
 
 
+def _short_name(t: Type) -> str:
+    """PopLibs' short spelling of a type in expression names (``uint``, ``ushort``, ``long_long``)."""
+    return {"unsigned int": "uint", "unsigned short": "ushort"}.get(t.name, t.name).replace(" ", "_")
+
+
+def deepEquals(a: Expr, b: Expr) -> bool:
+    """Whether two expressions are the same tree (PopLibs' free ``deepEquals``)."""
+    return as_expr(a).deepEquals(b)
+
+
 def as_expr(x: ExprLike) -> Expr:
     """The expression for ``x``: itself, or a Const for a Python or numpy scalar."""
     if isinstance(x, Expr):
@@ -172,6 +183,50 @@ class Expr:
 
     def _key(self) -> tuple:
         return ()
+
+    # ---- PopLibs' introspection: isA, getAs, clone, name, print --------------------------------
+    @classmethod
+    def _kind(cls) -> type[Expr]:
+        """The class PopLibs identifies nodes by (``Exp`` is a ``UnaryOp``, ``Add`` a ``BinaryOp``)."""
+        return cls
+
+    def isA(self, cls: type[Expr]) -> bool:
+        """Whether this node is a ``cls`` as PopLibs' ``isA<T>()`` tells: by node kind (Const,
+        Cast, PlaceHolder, UnaryOp, BinaryOp, TernaryOp; ``Exp(_1).isA(UnaryOp)``)."""
+        if not (isinstance(cls, type) and issubclass(cls, Expr)):
+            raise PoplibsArgumentError(f"isA: expected an expression class, got {cls!r:.40}")
+        return self._kind() is cls._kind()
+
+    def getAs(self, cls: type[Expr]) -> Expr | None:
+        """This node if it :meth:`isA` ``cls``, else None (PopLibs' ``getAs<T>()``)."""
+        return self if self.isA(cls) else None
+
+    def clone(self) -> Expr:
+        """A copy of the whole tree."""
+        return copy.deepcopy(self)
+
+    def name(self, inputs: list) -> str:
+        """PopLibs' name of the expression for the tensors ``inputs`` (their element types fill
+        the placeholders): the name PopLibs gives the codelet it generates for it."""
+        raise NotImplementedError
+
+    def print(self, out: IO[str] | None = None, indent: int = 0, prettyPrint: bool = True) -> str:
+        """Write the tree as PopLibs prints it (``Add(\n  PlaceHolder(1),\n  Const(2))``) to
+        ``out`` if given; returns the text."""
+        text = self._text(indent, prettyPrint)
+        if out is not None:
+            out.write(text)
+        return text
+
+    def _text(self, indent: int, pretty: bool) -> str:
+        raise NotImplementedError
+
+    def _node(self, indent: int, pretty: bool, opener: str, children: tuple[Expr, ...]) -> str:
+        """``opener`` (``Add(``) then each child's text (on its own line, indented by 2 more, when
+        pretty), then ``)``."""
+        lead, newline = (" " * indent, "\n") if pretty else ("", "")
+        inner = f",{newline}".join(c._text(indent + 2, pretty) for c in children)
+        return f"{lead}{opener}{newline}{inner})"
 
     def __bool__(self) -> bool:
         raise TypeError("a popops expression has no truth value; use And/Or/Not to combine conditions")
@@ -224,6 +279,18 @@ class PlaceHolder(Expr):
     def _key(self) -> tuple:
         return ("placeholder", self.index)
 
+    def getIndex(self) -> int:
+        return self.index
+
+    def name(self, inputs: list) -> str:
+        if not 1 <= self.index <= len(inputs):
+            raise PoplibsArgumentError(f"name: placeholder _{self.index} has no tensor among the "
+                                       f"{len(inputs)} inputs")
+        return f"{_short_name(inputs[self.index - 1].elementType())}_{self.index}_"
+
+    def _text(self, indent: int, pretty: bool) -> str:
+        return f"{' ' * indent if pretty else ''}PlaceHolder({self.index})"
+
     def __repr__(self) -> str:
         return f"_{self.index}"
 
@@ -240,6 +307,36 @@ class Const(Expr):
     def _key(self) -> tuple:
         v = self.value
         return ("const", type(v), "nan" if v != v else v, self.type)
+
+    def getType(self) -> Type:
+        """The constant's type: the one given, else that of its Python value (FLOAT, INT, BOOL)."""
+        return self.type if self.type is not None else asType(type(self.value))
+
+    def getData(self) -> np.ndarray:
+        """The constant's value as one element of its type."""
+        return np.array([self.value], dtype=self.getType().dtype)
+
+    def getDataAsDouble(self) -> float:
+        return float(self.getData()[0])
+
+    def getDataForUnsignedIntegral(self) -> int:
+        if self.getType().is_float:
+            raise PoplibsError(f"getDataForUnsignedIntegral: Const({self.value!r}) is {self.getType()}")
+        return int(self.getData()[0]) % 2**64
+
+    def printValue(self) -> str:
+        """The value as PopLibs prints it: ``2``, ``true``-less ``1`` for bools, ``0.5f`` for floats."""
+        t = self.getType()
+        if not t.is_float:
+            return str(int(self.value))
+        text = f"{float(np.float32(self.value)):.9g}"
+        return text if t == HALF else text + ("f" if "." in text or "e" in text else ".f")
+
+    def name(self, inputs: list) -> str:
+        return self.printValue().replace(".", "z").replace("-", "m").replace("+", "p")
+
+    def _text(self, indent: int, pretty: bool) -> str:
+        return f"{' ' * indent if pretty else ''}Const({self.printValue()})"
 
     def __repr__(self) -> str:
         return f"Const({self.value!r}{'' if self.type is None else f', {self.type!r}'})"
@@ -259,6 +356,18 @@ class Cast(Expr):
 
     def _key(self) -> tuple:
         return ("cast", self.type)
+
+    def getLHS(self) -> Expr:
+        return self.children[0]
+
+    def getRHSType(self) -> Type:
+        return self.type
+
+    def name(self, inputs: list) -> str:
+        return f"Cast_{self.children[0].name(inputs)}_{_short_name(self.type)}"
+
+    def _text(self, indent: int, pretty: bool) -> str:
+        return self._node(indent, pretty, f"Cast({self.type},", self.children)
 
     def __repr__(self) -> str:
         return f"Cast({self.children[0]!r}, {self.type!r})"
@@ -281,6 +390,37 @@ class UnaryOp(Expr):
 
     def _key(self) -> tuple:
         return ("op", self.op)
+
+    @classmethod
+    def _kind(cls) -> type[Expr]:
+        return {UnaryOpType: UnaryOp, BinaryOpType: BinaryOp, TernaryOpType: TernaryOp}[cls._ENUM]
+
+    def getOpType(self) -> UnaryOpType | BinaryOpType | TernaryOpType:
+        return self.op
+
+    def getArg(self) -> Expr:
+        return self.children[0]
+
+    def getLHS(self) -> Expr:
+        return self.children[0]
+
+    def getRHS(self) -> Expr:
+        return self.children[1]
+
+    def getArg0(self) -> Expr:
+        return self.children[0]
+
+    def getArg1(self) -> Expr:
+        return self.children[1]
+
+    def getArg2(self) -> Expr:
+        return self.children[2]
+
+    def name(self, inputs: list) -> str:
+        return f"{self.op.name}u_{'_'.join(c.name(inputs) for c in self.children)}_d"
+
+    def _text(self, indent: int, pretty: bool) -> str:
+        return self._node(indent, pretty, f"{_NAMES.get(self.op, self.op.name)}(", self.children)
 
     def __repr__(self) -> str:
         return f"{_NAMES.get(self.op, self.op.name)}({', '.join(map(repr, self.children))})"

@@ -9,8 +9,11 @@ one element are never split between vertices and repeated offsets are applied in
 
 Out-of-range offsets (>= the dimension's size) are skipped by the updates and give a
 row of zeros in multiSlice (PopLibs leaves both unspecified). Only slices of size 1
-are supported, as in PopLibs; the slice plan is accepted and the options (PopLibs' slice
-options) are checked, neither changing how the work is laid out.
+are supported, as in PopLibs. A plan from ``embedding.plan`` is checked against the
+tensors (its type and ``[numEntries, outputSize]`` shape) and lays out what the call
+creates (``createSliceableTensor``'s tensor, ``multiSlice``'s result); the work follows
+the sliced tensor's columns, which are the plan's when the tensor was made for it. The
+options (PopLibs' slice options) are checked and change nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 from poplar_py import FLOAT, HALF, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
 from poplar_py.debug import debug_name, isDebugName
+from poplar_py.types import asType
 
 from ..poputil import (
     PoplibsError,
@@ -40,12 +44,12 @@ from ._common import (
     to_2d,
     worker_partitions,
 )
+from .perf_estimation import registerDefaultEstimator
+from .slice_cycles import multiUpdateOpEstimator
+from .slice_plan import SlicePlan, map_planned
 
-__all__ = ["SlicePlan", "createSliceableTensor", "multiSlice", "multiUpdate", "multiUpdateAdd"]
-
-
-class SlicePlan:
-    """PopLibs' slice plan; poplar-py does not plan, so any plan means "unplanned"."""
+__all__ = ["SlicePlan", "createSliceableTensor", "multiSlice", "multiUpdate", "multiUpdateAdd",
+           "multiUpdateMax"]
 
 
 def _args(t: Tensor, offsets: Tensor, dims: int | Sequence[int], sizes: Sequence[int] | None,
@@ -74,27 +78,47 @@ def _slices_2d(s: Tensor, dim: int) -> Tensor:
         if s.dim(0) else s.reshape([0, 0])
 
 
-def _build(graph: Graph, vertex: str, t: Tensor, sub: Tensor, offsets: Tensor, dim: int,
-           prog: prog_.Sequence, name: str, scale: Tensor | None = None, map_sub: bool = False) -> None:
-    base2d = to_2d(t, dim)
-    sub2d = _slices_2d(sub, dim)
+def add_lookup_vertices(graph: Graph, cs, vertex: str, base2d: Tensor, sub2d: Tensor, offsets: Tensor,
+                        scale: Tensor | None = None, map_sub: bool = False) -> None:
+    """Add to ``cs`` the vertices of one multi-slice or multi-update: ``base2d`` a
+    ``[numBaseElements, columns]`` view, ``sub2d`` ``[numLookups, columns]``, ``offsets`` the
+    flat lookups. Each run of columns goes to the tile holding most of it, shared between its
+    workers; ``map_sub`` maps ``sub2d``'s columns there too."""
     if base2d.numElements() == 0 or sub2d.dim(0) == 0:
         return
     _, by_tile = columns_by_tile(graph, base2d)
     if map_sub:
         map_columns(graph, sub2d, by_tile)
-    cs = graph.addComputeSet(name)
-    flat_offsets = offsets.flatten()
     for tile, part in worker_partitions(graph.getTarget(), by_tile):
         for iv in part:  # one vertex per run of columns
-            fields = {"offsets": flat_offsets, "baseT": base2d.slice(iv.begin(), iv.end(), 1).flatten(),
+            fields = {"offsets": offsets, "baseT": base2d.slice(iv.begin(), iv.end(), 1).flatten(),
                       "subT": sub2d.slice(iv.begin(), iv.end(), 1).flatten()}
             if scale is not None:
                 fields["scale"] = scale
             v = graph.addVertex(cs, vertex, fields)
             graph.setInitialValue(v["numBaseElements"], base2d.dim(0))
             graph.setTileMapping(v, tile)
+
+
+def _build(graph: Graph, vertex: str, t: Tensor, sub: Tensor, offsets: Tensor, dim: int,
+           prog: prog_.Sequence, name: str, scale: Tensor | None = None, map_sub: bool = False) -> None:
+    base2d = to_2d(t, dim)
+    sub2d = _slices_2d(sub, dim)
+    if base2d.numElements() == 0 or sub2d.dim(0) == 0:
+        return
+    cs = graph.addComputeSet(name)
+    add_lookup_vertices(graph, cs, vertex, base2d, sub2d, offsets.flatten(), scale, map_sub)
     prog.add(prog_.Execute(cs))
+
+
+def _planned(plan: SlicePlan | None, t: Tensor, dim: int, name: str) -> bool:
+    """Check ``t`` against a plan; whether the plan lays things out."""
+    if plan is None:
+        return False
+    if not isinstance(plan, SlicePlan):
+        raise PoplibsError(f"{name}: plan must be a SlicePlan, got {type(plan).__name__}")
+    plan.check(name, t.elementType(), t.shape(), [dim], False)
+    return plan.isPlanned()
 
 
 def _slice_shape(t: Tensor, dim: int, n: int) -> list[int]:
@@ -103,23 +127,24 @@ def _slice_shape(t: Tensor, dim: int, n: int) -> list[int]:
     return [n, *shape]
 
 
-
-
 def multiSlice(graph: Graph, t: Tensor, offsets: Tensor, dims: int | Sequence[int],
                sizes: Sequence[int] | None, prog: prog_.Sequence, plan: SlicePlan | None = None,
                options: dict | None = None, debugName: str = "") -> Tensor:
     """A new ``[numLookups, *slice shape]`` tensor: lookup i is ``t`` at ``offsets[i]`` in dim.
 
     One compute set; the result's columns are mapped on the tiles that gather them
-    (the tiles holding most of the corresponding columns of ``t``). An out-of-range
-    offset gives a slice of zeros.
+    (the tiles holding most of the corresponding columns of ``t``), or on the plan's tiles
+    with a plan from ``embedding.plan``. An out-of-range offset gives a slice of zeros.
     """
     checkOptions(options, SLICE_OPTIONS, "multiSlice")
     name = debug_name(debugName, "multiSlice: debugContext") or "multiSlice"
     dim = _args(t, offsets, dims, sizes, name)
     out = graph.addVariable(t.elementType(), _slice_shape(t, dim, offsets.dim(0)), name)
+    planned = _planned(plan, t, dim, name)
+    if planned and out.numElements():
+        map_planned(graph, _slices_2d(out, dim), plan, 0)
     _build(graph, templateVertex("popops::MultiSlice", t.elementType()), t, out, offsets, dim, prog,
-           name, map_sub=True)
+           name, map_sub=not planned)
     return out
 
 
@@ -132,6 +157,7 @@ def multiUpdate(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, dims: int |
     name = debug_name(debugName, "multiUpdate: debugContext") or "multiUpdate"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
+    _planned(plan, t, dim, name)
     _build(graph, templateVertex("popops::MultiUpdate", t.elementType()), t, s, offsets, dim, prog, name)
 
 
@@ -148,7 +174,16 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
     name = debug_name(debugName, "multiUpdateAdd: debugContext") or "multiUpdateAdd"
     dim = _args(t, offsets, dims, sizes, name)
     check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
-    type_ = t.elementType()
+    _planned(plan, t, dim, name)
+    scale = scale_tensor(graph, scale, t.elementType(), name)
+    vertex = templateVertex("popops::MultiUpdateAdd", t.elementType(), scale.elementType())
+    _build(graph, vertex, t, s, offsets, dim, prog, name, scale=scale)
+
+
+def scale_tensor(graph: Graph, scale: Tensor | float, type_, name: str) -> Tensor:
+    """A multi-update-add's ``scale`` as a 0-D tensor: a number becomes a constant on tile 0
+    (FLOAT for float/half data, the data's type otherwise); a tensor must have one element
+    of FLOAT or the data's type."""
     if not isinstance(scale, Tensor):
         scale = graph.addConstant(FLOAT if type_ in (FLOAT, HALF) else type_, [], scale, f"{name}/scale")
         graph.setTileMapping(scale, 0)
@@ -158,8 +193,23 @@ def multiUpdateAdd(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, scale: T
     if scale.elementType() not in (FLOAT, type_):
         raise PoplibsError(f"{name}: scale tensor '{scale.name}' must be FLOAT or {type_}, "
                            f"not {scale.elementType()}")
-    vertex = templateVertex("popops::MultiUpdateAdd", type_, scale.elementType())
-    _build(graph, vertex, t, s, offsets, dim, prog, name, scale=scale.reshape([]))
+    return scale.reshape([])
+
+
+def multiUpdateMax(graph: Graph, t: Tensor, s: Tensor, offsets: Tensor, dims: int | Sequence[int],
+                   sizes: Sequence[int] | None, prog: prog_.Sequence, plan: SlicePlan | None = None,
+                   options: dict | None = None, debugName: str = "") -> None:
+    """``t[offsets[i]] = max(t[offsets[i]], s[i])`` along dim, for every i (repeated offsets
+    all count); one compute set of ``MultiUpdateMax`` vertices on the tiles holding ``t``.
+    Out-of-range offsets are skipped; a NaN on either side gives NaN."""
+    checkOptions(options, SLICE_OPTIONS, "multiUpdateMax")
+    name = debug_name(debugName, "multiUpdateMax: debugContext") or "multiUpdateMax"
+    dim = _args(t, offsets, dims, sizes, name)
+    check_update(t, s, _slice_shape(t, dim, offsets.dim(0)), name)
+    _planned(plan, t, dim, name)
+    vertex = templateVertex("popops::MultiUpdateMax", t.elementType())
+    registerDefaultEstimator(graph, vertex, multiUpdateOpEstimator(t.elementType()))
+    _build(graph, vertex, t, s, offsets, dim, prog, name)
 
 
 def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Sequence[int],
@@ -173,7 +223,9 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     first, the other dims flattened), whole columns are spread
     over the tiles in runs of at least ``minGrainSize`` columns, so every slice finds its
     elements on the tile that slices them and slicing needs no exchange of ``t``. When ``dims``
-    cover every dimension (one column), the sliced elements are spread linearly instead.
+    cover every dimension (one column), the sliced elements are spread linearly instead. A plan
+    from ``embedding.plan`` (checked against the type, shape and dims) puts the columns on its
+    tiles; an empty ``SlicePlan()`` lays the tensor out as without one.
     """
     if args and isinstance(args[0], SlicePlan):
         min_grain = 0
@@ -184,6 +236,7 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
         min_grain, debugContext = trailingArguments("createSliceableTensor", rest,
                                                     {"minGrainSize": None, "debugContext": debugContext})
     checkOptions(options, SLICE_OPTIONS, "createSliceableTensor")
+    plan = args[0] if args and isinstance(args[0], SlicePlan) and args[0].isPlanned() else None
     name = debug_name(debugContext, "createSliceableTensor: debugContext") or "sliceable"
     min_grain = 0 if min_grain is None else min_grain
     try:
@@ -201,12 +254,17 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     for d, size in zip(dims, sizes):
         if not 0 <= d < len(shape) or not 0 <= size <= shape[d]:
             raise PoplibsError(f"{what}: dim {d} (size {size}) does not fit shape {shape}")
+    if plan is not None:
+        plan.check(what, asType(type_), shape, dims, False)
     t = graph.addVariable(type_, shape, name)
     if t.numElements() == 0:
         return t
     others = [d for d in range(t.rank()) if d not in dims]
     cols = int(np.prod([shape[d] for d in others], dtype=np.int64))
     view = t.dimShuffle(dims + others).reshape([t.numElements() // cols, cols])
+    if plan is not None:
+        map_planned(graph, view, plan, 0)
+        return t
     if cols == 1:
         mapTensorLinearly(graph, view.flatten())
         return t

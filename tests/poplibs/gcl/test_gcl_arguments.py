@@ -22,6 +22,8 @@ FUNCTIONS = {
     "broadcastCrossReplica": lambda g, t, p, **k: gcl.broadcastCrossReplica(g, t, p, **k),
     "allReduceWithinReplica": lambda g, t, p, **k: gcl.allReduceWithinReplica(g, t, Op.MUL, p, **k),
     "allGatherWithinReplica": lambda g, t, p, **k: gcl.allGatherWithinReplica(g, t, p, **k),
+    "allToAllCrossReplica": lambda g, t, p, **k: gcl.allToAllCrossReplica(g, t, p, **k),
+    "reduceScatterWithinReplica": lambda g, t, p, **k: gcl.reduceScatterWithinReplica(g, t, Op.ADD, p, **k),
 }
 
 #: bad argument: (call(function, graph, t, seq), what the message says after the function's name)
@@ -73,7 +75,8 @@ def test_a_bad_argument_is_named_and_changes_nothing(function, bad):
 
 
 @pytest.mark.parametrize("function", ["allReduceCrossReplica", "allReduceInPlaceCrossReplica",
-                                      "reduceScatterCrossReplica", "allReduceWithinReplica"])
+                                      "reduceScatterCrossReplica", "allReduceWithinReplica",
+                                      "reduceScatterWithinReplica"])
 def test_operators_are_checked_against_the_element_type(function):
     _, graph, t = replicated()
     flags = graph.addVariable(poplar.BOOL, [2, 3], "flags")

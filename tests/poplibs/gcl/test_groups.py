@@ -45,6 +45,11 @@ def test_a_group_reads_compares_and_hashes_as_its_values():
     assert len({g, Group(CONSECUTIVE, 4, 1), Group(ALL)}) == 2
     with pytest.raises(AttributeError):
         g.replicaGroupSize = 2
+    # size: as given, or the size of each group a replication factor makes
+    sizes = (g.size(), g.size(8), Group().size(), Group().size(8), Group(ORTHOGONAL, 0).size(4))
+    assert sizes == (4, 4, 0, 8, 4)
+    with pytest.raises(GraphReplicationError, match="replicaGroupSize 4 does not divide the replication"):
+        g.size(6)
 
 
 def _reference(op, rows):

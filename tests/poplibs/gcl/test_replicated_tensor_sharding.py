@@ -1,7 +1,8 @@
 """Replicated tensor sharding of optimiser state, written as user code: a linear model trained
 with momentum SGD by data-parallel groups of replicas, once with the optimiser state whole on
-every replica and once sharded across each group and kept in Streaming Memory. Both reach the
-same weights, which are numpy's."""
+every replica and once sharded across each group (laid out by gcl.CollectiveBalancedReorder) and
+kept in Streaming Memory. Both reach the same weights, which are numpy's; the shards in Streaming
+Memory, put together on the host, are the weights too."""
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ from poplar_py import program as prog
 from poplibs_py import gcl, poplin, popops
 from poplibs_py.popops import expr as pe
 
-REPLICAS, FEATURES, BATCH, STEPS = 4, 32, 8, 5
+REPLICAS, FEATURES, BATCH, STEPS = 4, 31, 8, 5
+W_TILES = [(0, 13), (13, 14), (14, 31)]  # w over three tiles, unevenly: the shards need padding
 LR, BETA = 0.05, 0.9
 
 
@@ -46,27 +48,32 @@ def train(group: gcl.CommGroup, sharded: bool, data: tuple[np.ndarray, np.ndarra
     poplin.addCodelets(graph)
     x = poplin.createMatMulInputLHS(graph, poplar.FLOAT, [BATCH, FEATURES], [FEATURES, 1], "x")
     y = graph.addVariable(poplar.FLOAT, [BATCH], "y")
+    graph.setTileMapping(y, 0)
     w = graph.addVariable(poplar.FLOAT, [FEATURES], "w")
-    for k, t in enumerate((y, w)):
-        graph.setTileMapping(t, k)
-    step = prog.Sequence()
+    for k, (a, b) in enumerate(W_TILES):
+        graph.setTileMapping(w.slice(a, b), k + 1)
+    init, step = prog.Sequence(), prog.Sequence()
     grad = gradient(graph, x, y, w, step)
     if sharded:
-        # The pattern: reduce-scatter the gradients in the group, update this replica's shard of the
-        # master weights and momentum (rows 0 and 1 of its own rows in Streaming Memory), gather the
-        # new weights.
-        g = gcl.reduceScatterCrossReplica(graph, grad, gcl.CollectiveOperator.MEAN, step, group)
+        # The pattern: lay the gradients out as the balanced reorder of w says (each replica's shard
+        # spread over w's tiles), reduce-scatter them in the group, update this replica's shard of
+        # the master weights and momentum (rows 0 and 1 of its own rows in Streaming Memory), gather
+        # the new weights and view them in w's order.
+        cbr = gcl.CollectiveBalancedReorder(graph, w, len(group.groups(REPLICAS)[0]), "w")
+        collectives = cbr.createCollectivesTensor(poplar.FLOAT, "grad")
+        popops.zero(graph, collectives, init)  # the padding, never written again
+        step.add(prog.Copy(grad, cbr.undoRearrangeForCollective(collectives)))
+        g = gcl.reduceScatterCrossReplica(graph, collectives, gcl.CollectiveOperator.MEAN, step, group)
         shard = g.numElements()
         state = graph.addRemoteBuffer("optimiser", poplar.FLOAT, shard, repeats=2)
         rows = graph.addConstant(poplar.UNSIGNED_INT, [2], [0, 1], "rows")
         graph.setTileMapping(rows, 0)
-        held = graph.addVariable(poplar.FLOAT, [2, shard], "held")  # master weights, momentum
-        graph.setTileMapping(held, 2)
+        held = poplar.concat([cbr.createReplicaSlice(poplar.FLOAT).expand([0]) for _ in range(2)])
         step.add(prog.Copy(state, held, rows))
         momentum(graph, held[1], held[0], g, step)
         step.add(prog.Copy(held, state, rows))
         gathered = gcl.allGatherCrossReplica(graph, held[0], step, group)
-        step.add(prog.Copy(gathered.flatten().slice(0, FEATURES), w))
+        step.add(prog.Copy(cbr.undoRearrangeForCollective(gathered), w))
     else:
         g = gcl.allReduceCrossReplica(graph, grad, gcl.CollectiveOperator.MEAN, step, group)
         velocity = graph.addVariable(poplar.FLOAT, [FEATURES], "momentum")
@@ -76,18 +83,28 @@ def train(group: gcl.CommGroup, sharded: bool, data: tuple[np.ndarray, np.ndarra
     for name, t in (("x", x), ("y", y), ("w", w)):
         graph.createHostWrite(name, t)
     graph.createHostRead("w/r", w)
-    engine = poplar.Engine(graph, prog.Repeat(STEPS, step))
+    engine = poplar.Engine(graph, prog.Sequence([init, prog.Repeat(STEPS, step)]))
     engine.load(device)
     groups = group.groups(REPLICAS)
     for r in range(REPLICAS):
         engine.writeTensor("x", x_data[r], replicaIndex=r)
         engine.writeTensor("y", y_data[r], replicaIndex=r)
         engine.writeTensor("w", w0, replicaIndex=r)
-        if sharded:  # each replica's shard of the master weights; its momentum starts at zero (never written)
-            p = next(members.index(r) for members in groups if r in members)
-            size = -(-FEATURES // len(groups[0]))
-            engine.copyToRemoteBuffer(w0[p * size:(p + 1) * size].copy(), "optimiser", 0, replicaIndex=r)
+    if sharded:  # each replica's shard of the master weights; its momentum starts at zero (never written)
+        host = cbr.getHostRearrangement()
+        shards = host.rearrangeForCollective(w0, np.zeros(host.getNumRearrangedTensorElems(), np.float32), 4)
+        for members in groups:
+            for p, r in enumerate(members):
+                engine.copyToRemoteBuffer(shards[p * shard:(p + 1) * shard].copy(), "optimiser", 0,
+                                          replicaIndex=r)
     engine.run()
+    if sharded:  # the master weights in Streaming Memory, gathered on the host, are the weights
+        for members in groups:
+            master = np.zeros([len(members), shard], np.float32)
+            for p, r in enumerate(members):
+                engine.copyFromRemoteBuffer("optimiser", master[p], 0, replicaIndex=r)
+            weights = host.undoRearrangeForCollective(master, np.zeros(FEATURES, np.float32), 4)
+            np.testing.assert_array_equal(weights, engine.readTensor("w/r", replicaIndex=members[0]))
     return [engine.readTensor("w/r", replicaIndex=r) for r in range(REPLICAS)]
 
 

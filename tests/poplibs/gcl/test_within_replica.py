@@ -83,3 +83,64 @@ def test_within_replica_errors_name_the_tensor():
     _, other = graph_of(2)
     with pytest.raises(PoplibsArgumentError, match=r"allGatherWithinReplica: .*'y' belongs to another graph"):
         gcl.allGatherWithinReplica(graph, other.addVariable(poplar.FLOAT, [2], "y"), seq)
+
+
+@pytest.mark.parametrize("ipus", [1, 3, 4])
+def test_reduce_scatter_within_replica_gives_chunks_an_all_gather_puts_together(ipus):
+    device, graph = graph_of(ipus)
+    t = partials(graph, [2, 5])
+    seq = prog.Sequence()
+    scattered = gcl.reduceScatterWithinReplica(graph, t, Op.MEAN, seq, "rs")
+    assert scattered.originalInput is t and len(scattered.chunks) == ipus
+    size = -(-10 // ipus)
+    per_ipu = graph.getTarget().getTilesPerIPU()
+    for i, chunk in enumerate(scattered.chunks):  # chunk i is IPU i's: a 1-D piece of the result
+        first = chunk.index * size
+        assert chunk.tensor.shape() == [max(0, min(size, 10 - first))] and chunk.offset == 0
+        assert all(k // per_ipu == i for k, iv in enumerate(graph.getTileMapping(chunk.tensor)) if iv)
+    assert sorted(c.index for c in scattered.chunks) == list(range(ipus))
+    gathered = gcl.allGatherWithinReplica(graph, scattered, seq)
+    data = np.random.default_rng(ipus).standard_normal([ipus, 2, 5]).astype(np.float32)
+    _, results = run(device, graph, seq, {"t": data}, [gathered] + [c.tensor for c in scattered.chunks])
+    mean = data.mean(0)
+    np.testing.assert_allclose(results[0], np.broadcast_to(mean, [ipus, 2, 5]), rtol=1e-5, atol=1e-6)
+    assert graph.getTileMapping(gathered) == graph.getTileMapping(t)
+    for chunk, value in zip(scattered.chunks, results[1:]):
+        np.testing.assert_allclose(value, mean.ravel()[chunk.index * size:][:size], rtol=1e-5, atol=1e-6)
+
+
+def test_chunks_made_by_hand_are_gathered_in_index_order():
+    """As frameworks build them: one chunk per IPU, the indices naming their order."""
+    device, graph = graph_of(2)
+    a, b = (graph.addVariable(poplar.FLOAT, [n], name) for n, name in ((2, "a"), (3, "b")))
+    graph.setTileMapping(a, 0)
+    graph.setTileMapping(b, 5)
+    for name, v in (("a", a), ("b", b)):
+        graph.createHostWrite(name, v)
+    reference = graph.addVariable(poplar.FLOAT, [2, 5], "reference")
+    graph.setTileMapping(reference[0], 1)
+    graph.setTileMapping(reference[1], 6)
+    chunks = gcl.Chunks(2)
+    chunks.originalInput = reference
+    chunks.chunks[0] = gcl.Chunk(a, 1, 0)  # IPU 0's chunk goes second
+    chunks.chunks[1] = gcl.Chunk(b, 0, 0)
+    seq = prog.Sequence()
+    out = gcl.allGatherWithinReplica(graph, chunks, seq)
+    _, (result,) = run(device, graph, seq, {"a": np.array([1, 2], np.float32),
+                                           "b": np.array([3, 4, 5], np.float32)}, [out])
+    np.testing.assert_array_equal(result, [[3, 4, 5, 1, 2]] * 2)
+    with pytest.raises(PoplibsError, match="allGatherWithinReplica: 1 chunks for 2 IPUs"):
+        gcl.allGatherWithinReplica(graph, gcl.Chunks(originalInput=reference, chunks=[gcl.Chunk(a)]), seq)
+    with pytest.raises(PoplibsError, match=r"the chunks hold 4 elements; each IPU's part of originalInput"):
+        gcl.allGatherWithinReplica(graph, gcl.Chunks(originalInput=reference, chunks=[gcl.Chunk(a)] * 2), seq)
+    with pytest.raises(PoplibsArgumentError, match=r"chunks\[1\]\.index must be a non-negative integer"):
+        gcl.allGatherWithinReplica(graph, gcl.Chunks(originalInput=reference,
+                                                     chunks=[gcl.Chunk(a), gcl.Chunk(b, -1)]), seq)
+    with pytest.raises(PoplibsArgumentError, match=r"chunks\[0\]\.tensor must be a tensor, got NoneType"):
+        gcl.allGatherWithinReplica(graph, gcl.Chunks(2, reference), seq)
+    with pytest.raises(PoplibsArgumentError, match=r"chunks\.originalInput must be a tensor, got NoneType"):
+        gcl.allGatherWithinReplica(graph, gcl.Chunks(2), seq)
+    with pytest.raises(PoplibsError, match="reduceScatterWithinReplica: LOCAL is not a reduction"):
+        gcl.reduceScatterWithinReplica(graph, reference, Op.LOCAL, seq)
+    with pytest.raises(PoplibsArgumentError, match="Chunks: size must be a non-negative integer"):
+        gcl.Chunks(-1)

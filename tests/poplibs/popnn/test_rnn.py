@@ -215,3 +215,15 @@ def test_bad_arguments_raise_poplibs_errors():
         lstm.lstmFwd(layer.graph, layer.params, layer.state, wrong, layer.weights, None, layer.seq)
     with pytest.raises(PoplibsError, match=r"params must be popnn\.gru\.GruParams"):
         gru.gruFwd(layer.graph, layer.params, layer.state.output, layer.x, layer.weights, None, layer.seq)
+
+
+def test_cell_orders_state_as_tensor_and_zero_initial_state():
+    assert lstm.getDefaultBasicLstmCellOrder() == [0, 1, 2, 3]
+    assert gru.getDefaultBasicGruCellOrder() == [0, 1, 2]
+    layer = Layer(lstm)
+    lstm.zeroInitialState(layer.graph, layer.state, layer.seq)
+    both = layer.state.getAsTensor()
+    assert both.shape() == [2, B, H]
+    values = _values(np.random.default_rng(5), 4)
+    got = layer.run(values, {"state": both})
+    assert not got["state"].any()

@@ -8,6 +8,7 @@ from poplibs_py import popops, poputil
 from poplibs_py.popops import expr as pe
 from poplibs_py.popops.expr_codegen import mapVertexClass
 from poplibs_py.popops.perf_estimation import expressionCost
+from poplibs_py.poputil import PoplibsArgumentError
 
 FLOAT, INT, BOOL = poplar.FLOAT, poplar.INT, poplar.BOOL
 
@@ -160,3 +161,28 @@ def test_map_errors(harness):
         popops.mapWithOutput(g, pe._1 + 1, [f], out, seq)
     with pytest.raises(poputil.PoplibsError, match="Cannot broadcast"):
         popops.mapWithOutput(g, pe._1 + 1, [i], out.slice(0, 2), seq)
+
+
+def test_introspection_as_poplibs():
+    e = pe.Add(pe._1, pe.Cast(pe.Mul(pe._2, 0.5), poplar.FLOAT))
+    assert e.print() == ("Add(\n  PlaceHolder(1),\n  Cast(float,\n    Mul(\n      PlaceHolder(2),\n"
+                         "      Const(0.5f))))")
+    assert e.print(prettyPrint=False) == "Add(PlaceHolder(1),Cast(float,Mul(PlaceHolder(2),Const(0.5f))))"
+    g = poplar.Graph(poplar.IPUModel().createDevice().getTarget())
+    inputs = [g.addVariable(poplar.FLOAT, [1]), g.addVariable(poplar.UNSIGNED_INT, [1])]
+    assert e.name(inputs) == "ADDu_float_1__Cast_MULTIPLYu_uint_2__0z5f_d_float_d"
+    assert e.isA(pe.BinaryOp) and not e.isA(pe.UnaryOp) and pe.Exp(pe._1).isA(pe.UnaryOp)
+    assert e.getAs(pe.TernaryOp) is None and e.getAs(pe.BinaryOp) is e
+    assert e.getOpType() is pe.BinaryOpType.ADD and e.getLHS().getIndex() == 1
+    cast = e.getRHS()
+    assert cast.getRHSType() == poplar.FLOAT and cast.getLHS().getRHS().getType() == poplar.FLOAT
+    copy = e.clone()
+    assert copy is not e and copy.deepEquals(e) and pe.deepEquals(copy, e)
+    assert pe.Select(pe._1, pe._2, pe._3).getArg2().getIndex() == 3 and pe.Neg(pe._1).getArg().getIndex() == 1
+    assert pe.Const(-1.5).name([]) == "m1z5f" and pe.Const(7).printValue() == "7"
+    assert pe.Const(2, poplar.HALF).printValue() == "2" and pe.Const(0.25).getDataAsDouble() == 0.25
+    assert pe.Const(-1).getDataForUnsignedIntegral() == 2**64 - 1
+    with pytest.raises(PoplibsArgumentError, match="placeholder _3 has no tensor"):
+        pe._3.name(inputs)
+    with pytest.raises(PoplibsArgumentError, match="isA: expected an expression class"):
+        e.isA(int)
