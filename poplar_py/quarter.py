@@ -154,9 +154,10 @@ def convertFromDeviceType(type_: Type | object, *args: Any) -> None:
         raise InvalidArgumentError(f"convertFromDeviceType({type_}, src, dst): got {len(args) + 1} arguments")
     else:
         src, dst = args
-    if not isinstance(dst, np.ndarray) or not dst.flags.writeable or dst.dtype.kind not in "biuf":
-        raise InvalidArgumentError(f"convertFromDeviceType: dst must be a writable numpy array of numbers, "
-                                   f"got {type(dst).__name__} {dst!r:.40}")
+    if not (isinstance(dst, np.ndarray) and dst.flags.writeable and dst.flags.c_contiguous
+            and dst.dtype.kind in "biuf"):
+        raise InvalidArgumentError(f"convertFromDeviceType: dst must be a writable C-contiguous numpy array "
+                                   f"of numbers, got {type(dst).__name__} {dst!r:.40}")
     raw = _bytes(src, dst.size * type_.size, "convertFromDeviceType: src")
     values = decodeQuarter(raw, md) if type_.requiresMetadata() else raw.view(type_.dtype)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -120,6 +120,7 @@ def test_host_conversion_errors():
         (lambda: poplar.convertToDeviceType(f, md, [1.0], bytearray(4)), "metadata is for QUARTER"),
         (lambda: poplar.convertFromDeviceType(q, md, b"\0", [0.0]), "dst must be a writable"),
         (lambda: poplar.convertFromDeviceType(q, md, b"\0", np.zeros(2)), "src holds 1 bytes"),
+        (lambda: poplar.convertFromDeviceType(q, md, b"\0\0", np.zeros(4)[::2]), "C-contiguous"),
         (lambda: poplar.convertFromDeviceType("fp8", md, b"\0", np.zeros(1)), "element type"),
     ]
     for call, word in cases:
