@@ -233,9 +233,33 @@ class ConvParams:
                 raise PoplibsError(f"ConvParams: the output truncation leaves no element of the {conv} "
                                    f"in dimension {dim}")
 
+    def validate(self) -> None:
+        """PoplibsError if the parameters describe no convolution (as the constructor checks)."""
+        self.__post_init__()
+
     # ---- sizes (PopLibs' names) -------------------------------------------------------------
     def getNumFieldDims(self) -> int:
         return 2
+
+    def getBatchSize(self) -> int:
+        return self.batchSize
+
+    def getInputFieldShape(self) -> list[int]:
+        return list(self.inputFieldShape)
+
+    def getKernelShape(self) -> list[int]:
+        return list(self.kernelShape)
+
+    def getInputSize(self, dim: int) -> int:
+        return self.inputFieldShape[dim]
+
+    def getTruncatedInputSize(self, dim: int) -> int:
+        """The input's size after its truncation."""
+        return self.inputFieldShape[dim] - self.inputTruncationLower[dim] - self.inputTruncationUpper[dim]
+
+    def getTruncatedKernelSize(self, dim: int) -> int:
+        """The kernel's size after truncation (kernels are not truncated here: its size)."""
+        return self.kernelShape[dim]
 
     def getTransformedInputSize(self, dim: int) -> int:
         """The input's size after truncation, dilation and padding."""
@@ -333,6 +357,14 @@ class ConvParams:
                 fields["padding" + side][dim] -= cut
                 fields["outputTruncation" + side][dim] -= cut
         return dataclasses.replace(self, **{k: tuple(v) for k, v in fields.items()})
+
+
+def hash_value(value: ConvParams | InputTransform | OutputTransform) -> int:
+    """PopLibs' ``hash_value`` of conv parameters or a transform: equal values hash equal."""
+    if not isinstance(value, (ConvParams, InputTransform, OutputTransform)):
+        raise PoplibsArgumentError(f"hash_value: expected a ConvParams or one of its transforms, got "
+                                   f"{type(value).__name__}")
+    return hash(value)
 
 
 def getGradientParams(params: ConvParams) -> ConvParams:

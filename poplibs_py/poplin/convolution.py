@@ -23,12 +23,21 @@ from poplar_py import program as prog
 from poplar_py.debug import debug_name
 
 from .. import popops
-from ..poputil import PoplibsError, mapTensorLinearly, tensorArgument
+from ..poputil import PoplibsError, mapTensorLinearly, sequenceArgument, tensorArgument
 from .conv_params import ConvParams, getGradientParams
-from .matmul import MATMUL_OPTIONS, create_operand, matMulGrouped, matMulGroupedWithOutput
+from .matmul import (
+    MATMUL_OPTIONS,
+    create_operand,
+    is_unmapped,
+    matMulGrouped,
+    matMulGroupedWithOutput,
+    matmulValidateOptions,
+)
+from .matmul_operands import mapMatMulOutput
 from .plan import PlanningCache, planningCacheArgument
 
-__all__ = ["ConvParams", "convolution", "createInput", "createWeights", "getGradientParams"]
+__all__ = ["ConvParams", "convolution", "convolutionValidateOptions", "convolutionWithOutput",
+           "createConvOutput", "createInput", "createWeights", "getGradientParams"]
 
 #: PopLibs' convolution option ``pass`` and its values (the rest are matMul's options)
 _PASSES = {"NONE", "INFERENCE_FWD", "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU", "FC_INFERENCE_FWD",
@@ -180,18 +189,14 @@ def outputInterior(t: Tensor, params: ConvParams) -> Tensor:
         [g, co, params.batchSize * oh * ow])
 
 
-def _zero_border(graph: Graph, out: Tensor, params: ConvParams, prog_: prog.Sequence, name: str) -> None:
-    """Zero the output padding of ``out`` with popops::Fill vertices (mapped linearly)."""
-
+def _border(out: Tensor, params: ConvParams) -> Tensor:
+    """The output padding of an output-shaped ``out``, flattened."""
     ph, pw = params.outputPaddingLower
     oh, ow = params.stridedOutputSize(0), params.stridedOutputSize(1)
     b, c, full_h, full_w = out.shape()
     boxes = [([0, 0, 0, 0], [b, c, ph, full_w]), ([0, 0, ph + oh, 0], [b, c, full_h, full_w]),
              ([0, 0, ph, 0], [b, c, ph + oh, pw]), ([0, 0, ph, pw + ow], [b, c, ph + oh, full_w])]
-    border = concat([out.slice(lo, hi).flatten() for lo, hi in boxes
-                     if all(h > lo_ for lo_, h in zip(lo, hi))])
-    mapTensorLinearly(graph, border)
-    popops.zero(graph, border, prog_, f"{name}/outputPadding")
+    return concat([out.slice(lo, hi).flatten() for lo, hi in boxes if all(h > lo_ for lo_, h in zip(lo, hi))])
 
 
 def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParams,
@@ -212,28 +217,85 @@ def convolution(graph: Graph, input_: Tensor, weights: Tensor, params: ConvParam
     debugName = kwargs.pop("debugContext", debugName)
     if prog_ is None or kwargs:
         raise PoplibsError(f"convolution: needs a program to add to (unexpected arguments {sorted(kwargs)})")
-    expected = checkParams("convolution", params).weightsShape()
-    if transposeAndFlipWeights:
-        expected[1], expected[2] = expected[2], expected[1]
-    check_operands("convolution", graph, params,
-           [("input", input_, params.inputShape()), ("weights", weights, expected)])
-    name = debug_name(debugName, "convolution") or "conv"
-    if transposeAndFlipWeights:
-        weights = weights.dimShuffle([0, 2, 1, 3, 4]).reverse(3).reverse(4)
-    a_shape, _ = params.matMulShapes()
-    options = matMulOptions(options, "convolution")
-    cache = planningCacheArgument(cache, "convolution")
-    patches = gatherPatches(graph, inputPatches(graph, input_, params, name), a_shape, params.inputType,
-                            params.outputType, prog_, name, options, cache)
+    a, patches, name, options, cache = _operands("convolution", graph, input_, weights, params,
+                                                 transposeAndFlipWeights, prog_, debugName, options, cache)
     if not params.hasOutputPadding():
-        out = matMulGrouped(graph, weights.reshape(a_shape), patches, prog_, params.outputType, name,
-                            options, cache)
+        out = matMulGrouped(graph, a, patches, prog_, params.outputType, name, options, cache)
         g, co = params.numConvGroups, params.outputChannelsPerConvGroup
         oh, ow = params.getOutputFieldShape()
         return out.reshape([g, co, params.batchSize, oh, ow]).dimShuffle([2, 0, 1, 3, 4]).reshape(
             params.outputShape())
     out = graph.addVariable(params.outputType, params.outputShape(), name)
-    matMulGroupedWithOutput(graph, weights.reshape(a_shape), patches, outputInterior(out, params), prog_,
-                            name, options, cache)
-    _zero_border(graph, out, params, prog_, name)
+    _into(graph, a, patches, out, params, prog_, name, options, cache)
     return out
+
+
+def convolutionWithOutput(graph: Graph, input_: Tensor, weights: Tensor, out: Tensor, params: ConvParams,
+                          transposeAndFlipWeights: bool, prog_: prog.Sequence, debugContext: Any = "",
+                          options: dict | None = None, cache: Any = None) -> None:
+    """:func:`convolution` writing its result into ``out`` (``[B, G*Co, oH, oW]`` of the output
+    type, e.g. from :func:`createConvOutput`; an unmapped ``out`` is mapped as the product's
+    output, its padding linearly)."""
+    what = "convolutionWithOutput"
+    out = tensorArgument(graph, out, f"{what}: out")
+    if out.shape() != checkParams(what, params).outputShape() or out.elementType() != params.outputType:
+        raise PoplibsError(f"{what}: out '{out.name}' is {out.elementType()} {out.shape()}, the parameters "
+                           f"need {params.outputType} {params.outputShape()}")
+    a, patches, name, options, cache = _operands(what, graph, input_, weights, params,
+                                                 transposeAndFlipWeights, prog_, debugContext, options, cache)
+    _into(graph, a, patches, out, params, prog_, name, options, cache)
+
+
+def createConvOutput(graph: Graph, params: ConvParams, debugContext: Any = "", options: dict | None = None,
+                     cache: Any = None) -> Tensor:
+    """A new ``[B, G*Co, oH, oW]`` output whose computed part lies on the tiles that compute it (the
+    product's output blocks) and whose output padding is spread linearly."""
+    what = "createConvOutput"
+    a_shape, b_shape = checkParams(what, params).matMulShapes()
+    options = matMulOptions(options, what)
+    name = debug_name(debugContext, f"{what}: debugContext") or "output"
+    out = graph.addVariable(params.outputType, params.outputShape(), name)
+    mapMatMulOutput(graph, outputInterior(out, params), params.inputType, a_shape, b_shape, options,
+                    planningCacheArgument(cache, what))
+    if params.hasOutputPadding():
+        mapTensorLinearly(graph, _border(out, params))
+    return out
+
+
+def convolutionValidateOptions(options: dict | None) -> None:
+    """PoplibsError naming the first convolution option that is unknown or has a bad value."""
+    matMulOptions(options, "convolutionValidateOptions")
+    matmulValidateOptions({k: v for k, v in (options or {}).items() if k != "pass"})
+
+
+def _operands(what: str, graph: Graph, input_: Tensor, weights: Tensor, params: ConvParams, flip: bool,
+              prog_: Any, debugName: Any, options: Any, cache: Any
+              ) -> tuple[Tensor, Tensor, str, dict | None, PlanningCache | None]:
+    """The grouped product's operands (the weights' view and the gathered patches), the name, the
+    matMul options and the cache of a convolution, all checked."""
+    expected = checkParams(what, params).weightsShape()
+    if flip:
+        expected[1], expected[2] = expected[2], expected[1]
+    check_operands(what, graph, params,
+                   [("input", input_, params.inputShape()), ("weights", weights, expected)])
+    prog_ = sequenceArgument(prog_, what)
+    name = debug_name(debugName, what) or "conv"
+    if flip:
+        weights = weights.dimShuffle([0, 2, 1, 3, 4]).reverse(3).reverse(4)
+    a_shape, _ = params.matMulShapes()
+    options = matMulOptions(options, what)
+    cache = planningCacheArgument(cache, what)
+    patches = gatherPatches(graph, inputPatches(graph, input_, params, name), a_shape, params.inputType,
+                            params.outputType, prog_, name, options, cache)
+    return weights.reshape(a_shape), patches, name, options, cache
+
+
+def _into(graph: Graph, a: Tensor, patches: Tensor, out: Tensor, params: ConvParams, prog_: prog.Sequence,
+          name: str, options: dict | None, cache: PlanningCache | None) -> None:
+    """The product into ``out``'s computed part; its padding zeroed (mapped linearly if unmapped)."""
+    matMulGroupedWithOutput(graph, a, patches, outputInterior(out, params), prog_, name, options, cache)
+    if params.hasOutputPadding():
+        border = _border(out, params)
+        if is_unmapped(graph, border):
+            mapTensorLinearly(graph, border)
+        popops.zero(graph, border, prog_, f"{name}/outputPadding")

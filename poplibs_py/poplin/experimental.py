@@ -1,4 +1,5 @@
-"""poplin::experimental (PopLibs' poplin/experimental/QRFactorization.hpp): QR factorization.
+"""poplin::experimental (PopLibs' poplin/experimental/QRFactorization.hpp): QR factorization;
+also LuFactorization.hpp's ``LUFactorization`` (:mod:`.lu`).
 
 ``QRFactorization(graph, A, Q, prog)`` turns ``A`` (``[m, n]``, ``m >= n``) into R and the
 identity ``Q`` (``[m, m]``) into the orthogonal factor, so that ``A = Q @ R`` before the call,
@@ -33,8 +34,9 @@ from poplar_py.types import asType
 
 from ..popops import countedLoop, dynamicSlice
 from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument
+from .lu import LUFactorization
 
-__all__ = ["QRFactorization", "createQRFactorizationMatrices"]
+__all__ = ["LUFactorization", "QRFactorization", "createQRFactorizationMatrices"]
 
 ROWS_PER_ITERATION = 32  # PopLibs' default block of steps
 

@@ -28,6 +28,7 @@ from poplar_py.debug import debug_name, isDebugName
 from poplar_py.regions import arithmetic_groups
 from poplar_py.types import asType
 
+from .. import popops
 from ..poputil import (
     PoplibsArgumentError,
     PoplibsError,
@@ -197,24 +198,37 @@ def matMulGroupedWithOutput(graph: Graph, A: Tensor, B: Tensor, out: Tensor, pro
     _matmul(graph, A, B, prog_, out.elementType(), debugName, options, cache, out=out)
 
 
-def matMulAcc(graph: Graph, C: Tensor, k: float, A: Tensor, B: Tensor, prog_: prog.Sequence,
+def matMulAcc(graph: Graph, C: Tensor, k: float | Tensor, A: Tensor, B: Tensor, prog_: prog.Sequence,
               debugName: str = "", options: dict | None = None, cache: PlanningCache | None = None) -> None:
-    """``C += k * (A @ B)``: the block products go to partials, the reduction updates C in place."""
+    """``C += k * (A @ B)``: with a number ``k`` the block products go to partials and the
+    reduction updates C in place; with a one-element tensor ``k`` the product is formed and a
+    ``popops.scaledAddTo`` on C's tiles adds it (needs the popops codelets)."""
     debugName, options, cache = _trailing("matMulAcc", [], debugName, options, cache)
-    if not isinstance(k, (int, float)):
-        raise PoplibsError("matMulAcc: the scale k must be a Python number")
-    _matmul(graph, _as_3d(A), _as_3d(B), prog_, C.elementType(), debugName, options, cache,
-            out=_as_3d(C), scale=float(k))
+    _accumulate("matMulAcc", graph, C, k, A, B, prog_, debugName, options, cache)
 
 
-def matMulGroupedAcc(graph: Graph, C: Tensor, k: float, A: Tensor, B: Tensor, prog_: prog.Sequence,
+def matMulGroupedAcc(graph: Graph, C: Tensor, k: float | Tensor, A: Tensor, B: Tensor, prog_: prog.Sequence,
                      debugName: str = "", options: dict | None = None,
                      cache: PlanningCache | None = None) -> None:
-    """``C += k * (A @ B)`` for grouped operands."""
+    """``C += k * (A @ B)`` for grouped operands (``k`` a number or a one-element tensor)."""
     debugName, options, cache = _trailing("matMulGroupedAcc", [], debugName, options, cache)
-    if not isinstance(k, (int, float)):
-        raise PoplibsError("matMulGroupedAcc: the scale k must be a Python number")
-    _matmul(graph, A, B, prog_, C.elementType(), debugName, options, cache, out=C, scale=float(k))
+    _accumulate("matMulGroupedAcc", graph, C, k, A, B, prog_, debugName, options, cache)
+
+
+def _accumulate(what: str, graph: Graph, C: Tensor, k: float | Tensor, A: Tensor, B: Tensor,
+                prog_: prog.Sequence, name: str, options: dict | None, cache: PlanningCache | None) -> None:
+    C, A, B = (_as_3d(tensorArgument(graph, t, f"{what}: {n}")) for t, n in ((C, "C"), (A, "A"), (B, "B")))
+    if isinstance(k, Tensor):
+        k = tensorArgument(graph, k, f"{what}: k")
+        if k.numElements() != 1 or not k.elementType().is_float:
+            raise PoplibsError(f"{what}: the scale k '{k.name}' must be one floating-point element, got "
+                               f"{k.elementType()} of shape {k.shape()}")
+        product = _matmul(graph, A, B, prog_, C.elementType(), name, options, cache)
+        popops.scaledAddTo(graph, C, product, k, prog_, debugName=f"{name or what}/accumulate")
+        return
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        raise PoplibsError(f"{what}: the scale k must be a number or a one-element tensor, got {k!r:.40}")
+    _matmul(graph, A, B, prog_, C.elementType(), name, options, cache, out=C, scale=float(k))
 
 
 def transposeGroupedMatrix(A: Tensor) -> Tensor:
@@ -236,6 +250,11 @@ def createMatMulInputRHS(graph: Graph, dataType: Any, *args: Any, debugName: str
                          options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
     """A new ``bShape`` tensor whose blocks lie on the tiles that multiply them (arguments as the LHS')."""
     return _create_input("createMatMulInputRHS", graph, dataType, args, debugName, options, cache, lhs=False)
+
+
+def matmulValidateOptions(options: dict | None) -> None:
+    """PoplibsError naming the first matmul option that is unknown or has a bad value."""
+    _plan_options(options)
 
 
 def getMatMulPlan(target: Any, inputType: Any, aShape: list[int], bShape: list[int],

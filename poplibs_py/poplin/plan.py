@@ -231,6 +231,10 @@ class PlanningCache:
                 plan = self._plans.setdefault(key, plan)
         return plan
 
+    def getImpl(self) -> PlanningCache:
+        """The cache itself (PopLibs' ``matmul::PlanningCache::getImpl``: one class serves both)."""
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(size={self.size()})"
 
