@@ -99,6 +99,13 @@ from .introspector import FieldData, VertexIntrospector
 from .option_flags import OptionFlags, readJSON, readJSONFromEnv
 from .perf_estimate import VertexPerfEstimate
 from .program import SyncType
+from .quarter import (
+                     QuarterMetadata,
+                     convertFromDeviceType,
+                     convertToDeviceType,
+                     createConstantMetadataTensor,
+                     createVariableMetadataTensor,
+)
 from .random_seed import getHwSeeds, setHwSeeds
 from .short_vectors import (
                      float2,
@@ -125,6 +132,8 @@ from .types import (
                      HALF,
                      INT,
                      LONGLONG,
+                     QUARTER,
+                     QUARTER_METADATA,
                      SHORT,
                      SIGNED_CHAR,
                      UNSIGNED_CHAR,
@@ -159,6 +168,8 @@ __all__ = [
                      "HALF",
                      "INT",
                      "LONGLONG",
+                     "QUARTER",
+                     "QUARTER_METADATA",
                      "SHORT",
                      "SIGNED_CHAR",
                      "UNSIGNED_CHAR",
@@ -215,6 +226,7 @@ __all__ = [
                      "ProfileValue",
                      "ProgramArgumentError",
                      "ProgramError",
+                     "QuarterMetadata",
                      "RecoverableRuntimeError",
                      "RecoveryAction",
                      "RemoteBuffer",
@@ -259,10 +271,14 @@ __all__ = [
                      "compileGraph",
                      "concat",
                      "constraint",
+                     "convertFromDeviceType",
+                     "convertToDeviceType",
                      "copyDeviceHalfToDouble",
                      "copyDeviceHalfToFloat",
                      "copyDoubleToDeviceHalf",
                      "copyFloatToDeviceHalf",
+                     "createConstantMetadataTensor",
+                     "createVariableMetadataTensor",
                      "cycleCount",
                      "cycleStamp",
                      "equivalent_device_type",

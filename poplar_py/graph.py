@@ -50,6 +50,7 @@ from .errors import (
     InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
+    PoplarTypeError,
     RemoteBufferError,
     TensorCreationError,
 )
@@ -72,7 +73,7 @@ from .regions import in_order_of, unique_sorted
 from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
-from .types import HALF, UNSIGNED_INT, Type, asType
+from .types import HALF, QUARTER_METADATA, UNSIGNED_INT, Type, asType
 from .variables import VariableRef, VariableTable
 from .vertex_table import PERF, TILE, FieldSlot, VertexTable
 
@@ -235,15 +236,26 @@ class Graph:
                     mappingMethod: VariableMappingMethod | None = None, debugContext: Any = None,
                     name: Any = None) -> Tensor:
         """A new variable: ``addVariable(type, shape[, mappingMethod][, debugContext])``; the
-        debug name (a string or a DebugContext) may also be given as ``name=``."""
+        debug name (a string or a DebugContext) may also be given as ``name=``. A QUARTER variable
+        takes its QUARTER_METADATA tensor as Poplar's ``addVariable(QUARTER, metadata, shape, ...)``
+        (or after the shape); ``t.getMetadata()`` returns it."""
         method = mappingMethod or VariableMappingMethod.NONE
         name = label(name, debugContext, "addVariable")
+        metadata = None
+        if isinstance(shape, Tensor):
+            metadata, shape, args = shape, args[0] if args else None, args[1:]
         for a in args:
             if isinstance(a, VariableMappingMethod):
                 method = a
+            elif isinstance(a, Tensor):
+                metadata = a
             else:
                 name = debug_name(a, "addVariable")
-        t = self._new_variable(asType(type_), shape, name, constant=False)
+        type_ = asType(type_)
+        self._check_metadata(type_, metadata, "addVariable")
+        t = self._new_variable(type_, shape, name, constant=False)
+        if metadata is not None:
+            self._vars.metadata[self._vars.num_variables - 1] = metadata
         if method is VariableMappingMethod.LINEAR:
             n = t.numElements()
             if n:
@@ -279,11 +291,17 @@ class Graph:
         ``CREATE_NEW_ORDER``, or a ``t`` with aliases, gives the row-major order of ``addVariable``."""
         if not args:
             raise InvalidArgumentError("clone needs a tensor: clone(t[, name]) or clone(type, t[, name])")
+        metadata = None
         if isinstance(args[0], Tensor):
             type_, t, rest = args[0].elementType(), args[0], args[1:]
+        elif len(args) > 2 and isinstance(args[1], Tensor) and isinstance(args[2], Tensor):
+            type_, metadata, t, rest = asType(args[0]), args[1], args[2], args[3:]  # (type, metadata, t)
         else:
             type_, t, rest = asType(args[0]), args[1] if len(args) > 1 else None, args[2:]
         self._check_own(t, "clone")
+        if metadata is None and type_ == t.elementType() and t.hasMetadata():
+            metadata = t.getMetadata()  # a QUARTER clone shares its original's metadata
+        self._check_metadata(type_, metadata, "clone")
         labels = [a for a in rest if not isinstance(a, TensorCloneMethod)]
         labels += [kwargs[k] for k in ("debugContext", "name") if k in kwargs]
         name = (debug_name(labels[0], "clone") if labels else "") or f"{t.name}.clone"
@@ -301,7 +319,20 @@ class Graph:
             start = pieces.flat_start(t.runs())[mapped]
             flat = new.runs()
             self._mapping.set_runs(flat.take_ranges(start, start + pieces.count[mapped])[0], tiles[mapped])
+        if metadata is not None:
+            self._vars.metadata[self._vars.num_variables - 1] = metadata
         return new
+
+    def _check_metadata(self, type_: Type, metadata: Tensor | None, what: str) -> None:
+        """A metadata tensor goes with QUARTER only, and is one QUARTER_METADATA element of this graph."""
+        if metadata is None:
+            return
+        if not type_.requiresMetadata():
+            raise TensorCreationError(f"{what}: a metadata tensor is for QUARTER variables only, not {type_}")
+        self._check_own(metadata, f"{what}: the metadata")
+        if metadata.elementType() != QUARTER_METADATA or metadata.numElements() != 1:
+            raise PoplarTypeError(f"{what}: the metadata must be one QUARTER_METADATA element, got "
+                                  f"'{metadata.name}' ({metadata.elementType()}, shape {metadata.shape()})")
 
     def cloneN(self, t: Tensor, N: int, name: Any = "") -> Tensor:
         self._check_own(t, "cloneN")

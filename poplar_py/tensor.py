@@ -251,6 +251,29 @@ class Tensor:
     def valid(self) -> bool:
         return True
 
+    def hasMetadata(self) -> bool:
+        """True for a QUARTER tensor whose variables were made with a QUARTER_METADATA tensor."""
+        return self._type.requiresMetadata() and any(v in self._vars.metadata for v in self._var_set())
+
+    def getMetadata(self) -> Tensor:
+        """The QUARTER_METADATA tensor giving this QUARTER tensor's format and scale (one for all
+        its variables)."""
+        if not self.hasMetadata():
+            raise TensorArgumentError(f"tensor '{self.name}' ({self._type}) has no metadata: only QUARTER "
+                                      "tensors made with a QUARTER_METADATA tensor carry one")
+        found: list[Tensor] = []
+        for v in self._var_set():
+            md = self._vars.metadata.get(v)
+            if md is None or not any(md == f for f in found):
+                found.append(md)  # type: ignore[arg-type]
+        if len(found) > 1:
+            raise TensorArgumentError(f"tensor '{self.name}' views QUARTER variables of different metadata "
+                                      "(or none): it has no single metadata tensor")
+        return found[0]
+
+    def _var_set(self) -> list[int]:
+        return [self._var] if self._var >= 0 else np.unique(self.runs().var).tolist()
+
     def getDebugStr(self) -> str:
         return f"{self.name}: {self._type} {_shape_str(self._shape)}"
 

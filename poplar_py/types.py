@@ -32,6 +32,10 @@ class Type:
     def is_integral(self) -> bool:
         return not self.is_float
 
+    def requiresMetadata(self) -> bool:
+        """True for QUARTER, whose format and scale live in a QUARTER_METADATA tensor."""
+        return self.name == "quarter"
+
     def toString(self) -> str:
         return self.name
 
@@ -54,6 +58,10 @@ UNSIGNED_CHAR = Type("unsigned char", np.dtype(np.uint8), "i8", False, False)
 BOOL = Type("bool", np.dtype(np.bool_), "i8", False, False)
 LONGLONG = Type("long long", np.dtype(np.int64), "i64", True, False)
 UNSIGNED_LONGLONG = Type("unsigned long long", np.dtype(np.uint64), "i64", False, False)
+# An 8-bit float whose format and scale are a QUARTER_METADATA value (poplar_py.quarter); on the
+# tiles and the host both are raw bytes, which only the quarter conversions interpret
+QUARTER = Type("quarter", np.dtype(np.uint8), "i8", False, True)
+QUARTER_METADATA = Type("quarter_metadata", np.dtype(np.uint8), "i8", False, False)
 
 ALL_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, SHORT, UNSIGNED_SHORT, CHAR, SIGNED_CHAR,
              UNSIGNED_CHAR, BOOL, LONGLONG, UNSIGNED_LONGLONG)
@@ -62,9 +70,11 @@ _CONSTANT_NAMES = {
     "float": "FLOAT", "half": "HALF", "int": "INT", "unsigned int": "UNSIGNED_INT",
     "short": "SHORT", "unsigned short": "UNSIGNED_SHORT", "char": "CHAR",
     "signed char": "SIGNED_CHAR", "unsigned char": "UNSIGNED_CHAR", "bool": "BOOL",
-    "long long": "LONGLONG", "unsigned long long": "UNSIGNED_LONGLONG",
+    "long long": "LONGLONG", "unsigned long long": "UNSIGNED_LONGLONG", "quarter": "QUARTER",
+    "quarter_metadata": "QUARTER_METADATA",
 }
-_BY_NAME = {t.name: t for t in ALL_TYPES}
+# (not in ALL_TYPES, whose types every numeric path handles; a uint8 dtype stays UNSIGNED_CHAR)
+_BY_NAME = {t.name: t for t in (*ALL_TYPES, QUARTER, QUARTER_METADATA)}
 _BY_DTYPE = {
     np.dtype(np.float32): FLOAT, np.dtype(np.float16): HALF, np.dtype(np.int32): INT,
     np.dtype(np.uint32): UNSIGNED_INT, np.dtype(np.int16): SHORT,

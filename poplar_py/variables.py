@@ -57,6 +57,7 @@ class VariableTable:
         self.shapes: list[tuple[int, ...]] = []
         self.sizes: list[int] = []
         self.is_constant: list[bool] = []
+        self.metadata: dict[int, object] = {}  # QUARTER variable -> its QUARTER_METADATA tensor
         self._bases = _Column(np.int64)
         self._constant = _Column(np.bool_)
         self.num_elements = 0
