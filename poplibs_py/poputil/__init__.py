@@ -1,30 +1,119 @@
-"""poputil: tile mappings, clones on other graphs and IPUs, region splitting, vertex names, the
-PopLibs error class."""
+"""poputil: tile mappings, clones on other graphs and IPUs, region splitting, tensor structure,
+broadcasting, graph functions (``poputil.graphfn``), debug information, option specifications,
+vertex names, the PopLibs error class."""
 
+from . import graphfn
 from .aliasing import computeWithOutput
 from .arguments import checkOptions, trailingArguments
-from .clone import cloneToGraph, cloneToIpu, copyToIpu, duplicate
+from .broadcast import broadcastToMatch, canBroadcastToMatch, createBroadcastOperand, expandToMatchRanks
+from .clone import cloneAndExpandAliasing, cloneToGraph, cloneToIpu, copyToIpu, createIpuCopy, duplicate
+from .debug_info import DI_ARGS, ArgType, OpDebugInfo, PoplibsOpDebugInfo, toProfileValue
 from .errors import PoplibsArgumentError, PoplibsError, sequenceArgument, tensorArgument
-from .regions import splitRegions, splitRegionsBetweenWorkers
-from .tile_mapping import calcLinearTileMapping, mapTensorLinearly
-from .vertices import broadcastToMatch, templateVertex
+from .option_parsing import (
+    OptionHandler,
+    OptionSpec,
+    createOptionalDoubleHandler,
+    createOptionalEnumHandler,
+    parse,
+)
+from .regions import intervalSequenceNumElements, splitRegions, splitRegionsBetweenWorkers
+from .tile_mapping import (
+    calcLinearTileMapping,
+    calcLinearTileMappingAndNewOffset,
+    chooseMappingOffset,
+    dimIsSplitOverIPUs,
+    dimIsSplitOverTiles,
+    getTileImbalance,
+    invTransformTileIndex,
+    mapTensorLinearly,
+    mapTensorLinearlyWithOffset,
+    transformTileIndex,
+)
+from .use_tracker import TensorUseTracker
+from .util import (
+    balancedPartition,
+    calculateUnshufflingIntervals,
+    castToDeviceHalfValue,
+    checkAccuracyWhenCast,
+    cloneN,
+    factorDims,
+    flattenIndex,
+    flattenIntervals,
+    mergeAdjacentRegions,
+    unfactorDims,
+    unflattenIndex,
+)
+from .var_structure import (
+    GroupingInfo,
+    createPartitionableTensor,
+    detectDimGroupings,
+    detectInnermostGrouping,
+    iterateTensorPartitions,
+)
+from .vertices import templateVertex, templateVertexParams
+
+poplibs_error = PoplibsError  # PopLibs' C++ name
 
 __all__ = [
-           "PoplibsArgumentError",
-           "PoplibsError",
-           "broadcastToMatch",
-           "calcLinearTileMapping",
-           "checkOptions",
-           "cloneToGraph",
-           "cloneToIpu",
-           "computeWithOutput",
-           "copyToIpu",
-           "duplicate",
-           "mapTensorLinearly",
-           "sequenceArgument",
-           "splitRegions",
-           "splitRegionsBetweenWorkers",
-           "templateVertex",
-           "tensorArgument",
-           "trailingArguments",
+    "DI_ARGS",
+    "ArgType",
+    "GroupingInfo",
+    "OpDebugInfo",
+    "OptionHandler",
+    "OptionSpec",
+    "PoplibsArgumentError",
+    "PoplibsError",
+    "PoplibsOpDebugInfo",
+    "TensorUseTracker",
+    "balancedPartition",
+    "broadcastToMatch",
+    "calcLinearTileMapping",
+    "calcLinearTileMappingAndNewOffset",
+    "calculateUnshufflingIntervals",
+    "canBroadcastToMatch",
+    "castToDeviceHalfValue",
+    "checkAccuracyWhenCast",
+    "checkOptions",
+    "chooseMappingOffset",
+    "cloneAndExpandAliasing",
+    "cloneN",
+    "cloneToGraph",
+    "cloneToIpu",
+    "computeWithOutput",
+    "copyToIpu",
+    "createBroadcastOperand",
+    "createIpuCopy",
+    "createOptionalDoubleHandler",
+    "createOptionalEnumHandler",
+    "createPartitionableTensor",
+    "detectDimGroupings",
+    "detectInnermostGrouping",
+    "dimIsSplitOverIPUs",
+    "dimIsSplitOverTiles",
+    "duplicate",
+    "expandToMatchRanks",
+    "factorDims",
+    "flattenIndex",
+    "flattenIntervals",
+    "getTileImbalance",
+    "graphfn",
+    "intervalSequenceNumElements",
+    "invTransformTileIndex",
+    "iterateTensorPartitions",
+    "mapTensorLinearly",
+    "mapTensorLinearlyWithOffset",
+    "mergeAdjacentRegions",
+    "parse",
+    "poplibs_error",
+    "sequenceArgument",
+    "splitRegions",
+    "splitRegionsBetweenWorkers",
+    "templateVertex",
+    "templateVertexParams",
+    "tensorArgument",
+    "toProfileValue",
+    "trailingArguments",
+    "transformTileIndex",
+    "unfactorDims",
+    "unflattenIndex",
 ]

@@ -120,3 +120,42 @@ def test_clone_to_ipu_errors():
         poputil.copyToIpu(graph, "x", prog.Sequence(), 1)
     with pytest.raises(PoplibsError, match="prog must be a program Sequence"):
         poputil.duplicate(graph, t, None)
+
+
+def test_create_ipu_copy_leaves_the_copy_to_the_caller(mode):
+    device, graph = _device(2, 4)
+    t = graph.addVariable(poplar.INT, [4, 6], "t")
+    poputil.mapTensorLinearly(graph, t, 6, 1)            # rows on tiles 0-3 of IPU 0
+    view = t.transpose()                                  # a block layout: the clone keeps its order
+    clone, src, dst = poputil.createIpuCopy(graph, view, 1, "moved")
+    assert clone.name == "moved" and clone.shape() == [6, 4]
+    assert [tile for tile, ivs in enumerate(graph.getTileMapping(clone)) if ivs] == [4, 5, 6, 7]
+    assert src == view and dst == clone and not clone.intersectsWith(t)
+    seq = prog.Sequence([prog.Copy(src, dst)])
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    out = _run(device, graph, seq, {"t": (t, a)}, {"c": clone}, mode)
+    np.testing.assert_array_equal(out["c"], a.T)
+
+
+def test_clone_and_expand_aliasing(mode):
+    device, graph = _device(1, 8)
+    t = graph.addVariable(poplar.FLOAT, [4, 32], "t")
+    poputil.mapTensorLinearly(graph, t, 32, 32)          # row r on tile r
+    plain, offset = poputil.cloneAndExpandAliasing(graph, t, 5)
+    assert offset == 5 and graph.getTileMapping(plain) == graph.getTileMapping(t)
+    aliased = poplar.concat([t[0], t[1], t[0], t[0].broadcast(1, 0)])   # row 0 three times
+    c, offset = poputil.cloneAndExpandAliasing(graph, aliased, 6, "expanded")
+    assert c.shape() == [128] and not c.containsAliases() and c.name == "expanded"
+    by_position = np.empty(128, int)
+    for tile, ivs in enumerate(graph.getTileMapping(c)):
+        for iv in ivs:
+            by_position[iv.begin():iv.end()] = tile
+    assert (by_position[:32] == 0).all() and (by_position[32:64] == 1).all()
+    # the 64 aliased elements (two more copies of row 0) go linearly from tile 6: 32 floats a tile
+    assert (by_position[64:96] == 6).all() and (by_position[96:] == 7).all() and offset == 0
+    seq = prog.Sequence([prog.Copy(aliased, c)])
+    a = np.arange(128, dtype=np.float32).reshape(4, 32)
+    out = _run(device, graph, seq, {"t": (t, a)}, {"c": c}, mode)
+    np.testing.assert_array_equal(out["c"], np.concatenate([a[0], a[1], a[0], a[0]]))
+    with pytest.raises(PoplibsError, match="offset must be"):
+        poputil.cloneAndExpandAliasing(graph, t, -1)
