@@ -2,6 +2,8 @@
 broadcasting, graph functions (``poputil.graphfn``), debug information, option specifications,
 vertex names, the PopLibs error class."""
 
+from poplar_py.quarter import createConstantMetadataTensor, createVariableMetadataTensor
+
 from . import graphfn
 from .aliasing import computeWithOutput
 from .arguments import checkOptions, trailingArguments
@@ -82,10 +84,12 @@ __all__ = [
     "computeWithOutput",
     "copyToIpu",
     "createBroadcastOperand",
+    "createConstantMetadataTensor",
     "createIpuCopy",
     "createOptionalDoubleHandler",
     "createOptionalEnumHandler",
     "createPartitionableTensor",
+    "createVariableMetadataTensor",
     "detectDimGroupings",
     "detectInnermostGrouping",
     "dimIsSplitOverIPUs",
