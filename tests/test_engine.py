@@ -893,11 +893,11 @@ def test_cycle_budget_holds_the_count_of_the_whole_vertex():
 
 def test_ctrl_c_stops_a_vertex_that_never_returns():
     engine = _vertex_engine(Spin, {"n": 1})
+    where = rf"Spin\.compute \({re.escape(__file__)}:{_line(Spin, 'while self.n')}\)"
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     start = time.perf_counter()
     timer.start()
     try:
-        where = rf"Spin\.compute \({re.escape(__file__)}:{_line(Spin, 'while self.n')}\)"
         with pytest.raises(KeyboardInterrupt, match=rf"Engine\.run: vertex 0 \(Spin, test_engine\.py:\d+\) "
                            rf"on tile 3 in compute set 'running': stopped by Ctrl-C in {where}"):
             engine.run()

@@ -74,7 +74,7 @@ def createCholeskyInput(graph: Graph, type_: Any, shape: Any, lower: bool, debug
     block_options(options, BLOCK_SIZE, what)
     planningCacheArgument(cache, what)
     t = graph.addVariable(dtype, shape, debug_name(debugContext, f"{what}: debugContext") or "A")
-    mapTensorLinearly(graph, t, None, shape[-1])
+    mapTensorLinearly(graph, t, 0, shape[-1])
     return t
 
 

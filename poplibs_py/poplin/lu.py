@@ -46,7 +46,7 @@ def LUFactorization(graph: Graph, input: Tensor, prog_: prog.Sequence,  # noqa: 
     name = debug_name(debugContext, what) or what
     m, n = a.shape()
     work = graph.addVariable(FLOAT, [m, n], f"{name}/work")
-    mapTensorLinearly(graph, work, None, n)
+    mapTensorLinearly(graph, work, 0, n)
     if a.elementType() == FLOAT:
         prog_.add(prog.Copy(a, work, False, f"{name}/copy"))
     else:
@@ -56,8 +56,8 @@ def LUFactorization(graph: Graph, input: Tensor, prog_: prog.Sequence,  # noqa: 
         _step(graph, work, j0, j1, prog_, f"{name}/step{j0}")
     L = graph.addVariable(FLOAT, [m, m], f"{name}/L")
     U = graph.addVariable(FLOAT, [m, n], f"{name}/U")
-    mapTensorLinearly(graph, L, None, m)
-    mapTensorLinearly(graph, U, None, n)
+    mapTensorLinearly(graph, L, 0, m)
+    mapTensorLinearly(graph, U, 0, n)
     multipliers = work[:, :edge]
     if m > edge:  # L's columns past U's: identity below the factored ones
         zeros = graph.addConstant(FLOAT, [m, m - edge], 0.0, f"{name}/zeros")

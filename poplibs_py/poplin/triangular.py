@@ -79,7 +79,7 @@ def _create(what: str, graph: Graph, inputType: Any, outputType: Any, aShape: An
     shape = a_shape if lhs else b_shape
     name = debug_name(debugContext, f"{what}: debugContext") or ("A" if lhs else "B")
     t = graph.addVariable(in_type, shape, name)
-    mapTensorLinearly(graph, t, None, max(shape[-1], 1))  # whole rows on a tile
+    mapTensorLinearly(graph, t, 0, max(shape[-1], 1))  # whole rows on a tile
     return t
 
 
@@ -130,7 +130,7 @@ def triangularSolve(graph: Graph, a: Tensor, b: Tensor, leftSide: bool, lower: b
     cache = planningCacheArgument(cache, what)
     name = debug_name(debugContext, what) or what
     S = graph.addVariable(type_, [batch, k, n], f"{name}/X")
-    mapTensorLinearly(graph, S, None, n)
+    mapTensorLinearly(graph, S, 0, n)
     L, X3 = _row_form(as_batch(a), S, bool(leftSide), bool(lower))
     X = X3.reshape(b.shape())
     prog_.add(prog.Copy(b, X, False, f"{name}/rhs"))
