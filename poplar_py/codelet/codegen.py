@@ -19,7 +19,7 @@ Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 * 1 per field read or write (scalar or element) and per local-array element at an index not known
   when compiling (one at a known index is a register), 1 per ``if``/``while``/``assert`` test and
   loop iteration (a test known when compiling is free: only its branch is compiled);
-* ``COSTS`` (in codelet_exprs) for division/modulo (10, ``cdiv``/``cmod`` too), float ``**`` (20)
+* ``COSTS`` (in codelet/exprs.py) for division/modulo (10, ``cdiv``/``cmod`` too), float ``**`` (20)
   and ``math`` functions (1-20; ``math.log(x, base)`` costs two logs and a division);
 * locals, constants, ``len`` and bounds checks are free (the count does not depend on options).
 
@@ -188,7 +188,7 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
     def _compute(self, lanes: int) -> ir.Function:
         """compute(state, worker, err, cycles, replica offset, buffers' offset, budget, stop flag[,
         control word, generator]) for one vertex, or for ``lanes`` consecutive vertices in lockstep
-        (codelet_lanes)."""
+        (codelet/lanes.py)."""
         fp_args = (I64, PTR) if self.fp else ()
         fnty = ir.FunctionType(I64, [PTR, I64, PTR, PTR, I64, I64, I64, PTR, *fp_args])
         suffix = "" if lanes == 1 else "_lanes"
@@ -413,7 +413,7 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
                     self._statements(stmts[k:k + 1])
                     k, plan = k + 1, later
             if plan is not None and not self.b.block.is_terminated:
-                # straight-line code: one guard for its accesses (codelet_loopver), as for loops
+                # straight-line code: one guard for its accesses (codelet/loop_versioning.py), as for loops
                 run = stmts[k:end]
                 guard = self._guard(plan, [I64(0)])
                 self._versioned(guard, plan.ids, lambda run=run: self._statements(run))
@@ -557,7 +557,7 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
     def _loop(self, node: ast.For, bounds: tuple[ir.Value, ir.Value, ir.Value] | None,
               hints: tuple[tuple[str, bool | None], ...] = ()) -> None:
         """The loop itself: over range(start, stop, step) when ``bounds`` is given, else a vector;
-        ``hints``: LLVM loop options it gets (codelet_versioning)."""
+        ``hints``: LLVM loop options it gets (codelet/versioning.py)."""
         counter = self._alloca(I64, "for.i")
         head, body, latch, done = (self._block(f"for.{x}") for x in ("head", "body", "latch", "end"))
         # a loop's control is its index step and its test-and-branch (brnzdec), 2 a turn; a repeat

@@ -5,7 +5,7 @@ compute and of the helpers inlined into it, the cycles counted since the last fl
 each expression node to IR values: a scalar is one ``ir.Value`` of its register type
 (:meth:`ScalarOps.reg_type`), a vector is a (data pointer, length) pair. Vector indexing is
 bounds-checked when ``checked`` is set; helper calls are inlined. Cycle costs are those of the
-model in :mod:`codelet_codegen`, which derives :class:`KernelBuilder` from this class.
+model in :mod:`poplar_py.codelet.codegen`, which derives :class:`KernelBuilder` from this class.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ COSTS = {
 MATH_COST = 20  # every other math function
 #: integer operations done when compiling when both operands are constants (unrolled indices)
 _FOLDED = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul}
-STATUS_OK = 0  # otherwise compute returns an ERR_* code (codelet_types) after filling the record
+STATUS_OK = 0  # otherwise compute returns an ERR_* code (codelet/types.py) after filling the record
 I64, I32, I8, I1 = ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.IntType(1)
 PTR = ir.PointerType()
 ERR_STRUCT = ir.LiteralStructType([I64] * 6)  # vertex, code, field, index, size, line

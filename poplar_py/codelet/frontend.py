@@ -8,7 +8,7 @@ resolves every global name to one of: the ``math`` module, a ``math`` function, 
 function, a numeric constant, or a supported builtin (``poplar_py``'s ``cdiv`` and ``cmod``
 among them). Anything else raises :class:`CodeletCompileError` with the message
 ``"<file>:<line>: <where>: <what is wrong> (<construct>)"``. No types are inferred here.
-The data model it produces is in :mod:`codelet_source`.
+The data model it produces is in :mod:`poplar_py.codelet.source`.
 """
 
 from __future__ import annotations

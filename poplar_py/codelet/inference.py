@@ -3,7 +3,7 @@
 Helpers are typed once per tuple of argument types (a specialisation, inlined by the codegen).
 Local types are found by a fixpoint: the function body is walked until no local's type changes
 (a loop can widen a local assigned after its first use), then once more to record the final type
-of every expression and report errors. The rules are those of :mod:`codelet_types`.
+of every expression and report errors. The rules are those of :mod:`poplar_py.codelet.types`.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ as Python functions (same code objects, so breakpoints work) whose globals see `
 with IEEE results instead of Python's exceptions (libm called directly, the same functions the
 native kernels call: ``expf`` when every argument is a numpy float32 or half, returning np.float32,
 else ``exp``) and a saturating ``int()``: the same semantics as compiled kernels (see
-:mod:`codelet_types`).
+:mod:`poplar_py.codelet.types`).
 
 Annotated locals: a function (``compute`` or a helper) with a local declared ``x: HALF = ...``
 (any poplar type, or ``float``, ``int``, ``bool``) runs as a copy of its code in which every store
-to such a local converts, as the compiled kernels do (:mod:`codelet_typed_locals`): ``x = v``,
+to such a local converts, as the compiled kernels do (:mod:`~poplar_py.codelet.typed_locals`): ``x = v``,
 ``x: T = v``, ``x += v`` (``x = conv(x + v)``), ``for x in ...`` and a declared parameter on entry.
 Poplar types and ``bool`` convert with ``cast_value`` to the type's numpy dtype (``acc: HALF``
 rounds every intermediate to half; float -> int truncates and saturates, NaN -> 0; int -> int
@@ -359,7 +359,7 @@ class Interpreter:
 
     def _rebind(self, fn: FunctionSource, g: dict[str, Any], method: bool) -> types.FunctionType:
         """``fn`` with globals ``g``: the same code object, or a copy whose stores to annotated
-        locals convert (see :mod:`codelet_typed_locals`), and under a control word, whose
+        locals convert (see :mod:`~poplar_py.codelet.typed_locals`), and under a control word, whose
         arithmetic goes through it."""
         typed = typed_function(fn, g, method, None if self.fp is None else FpRewrite(), self.cast)
         if typed is not None:

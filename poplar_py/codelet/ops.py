@@ -1,7 +1,7 @@
 """Scalar operations for codelet codegen: conversions, arithmetic with numpy semantics, math calls.
 
 Everything here emits straight-line llvmlite IR for one operation on values whose codelet types
-(:class:`ScalarType`) are known; the rules are documented in :mod:`codelet_types`. Half values are
+(:class:`ScalarType`) are known; the rules are documented in :mod:`poplar_py.codelet.types`. Half values are
 converted through float32 for everything except + - * / so that no compiler-rt helper is ever
 needed, and float64 -> half goes through float32 with round-to-odd (exact, like numpy).
 """
@@ -65,7 +65,7 @@ class ScalarOps:
         return ir.Constant(ty, float(v)) if t.is_float else ir.Constant(ty, _signed(int(v), t.bits))  # type: ignore
 
     def convert(self, v: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
-        """Convert by the codelet rules (see codelet_types.cast_value); constants are folded here."""
+        """Convert by the codelet rules (see codelet/types.py, cast_value); constants are folded here."""
         if src.kind == dst.kind and src.bits == dst.bits:
             return v
         if isinstance(v, ir.Constant) and isinstance(v.constant, (int, float)):
@@ -251,7 +251,7 @@ class ScalarOps:
 
 class MathLib:
     """``math.*`` calls in the precision :func:`math_precision` picks; with fast_math, float32 exp, log
-    and tanh use the vectorisable versions of :mod:`codelet_fastmath`."""
+    and tanh use the vectorisable versions of :mod:`~poplar_py.codelet.fastmath`."""
 
     def __init__(self, ops: ScalarOps, fast: bool) -> None:
         self.ops, self.b, self.fast = ops, ops.b, fast

@@ -11,7 +11,7 @@ The pipeline is a visible list of passes, each taking and returning a small data
     link       load_object(obj, ...)         -> address         (ORC LLJIT)
 
 ``check_codelet`` runs the first two (no LLVM), ``codelet_info`` adds the state record and the
-modelled code size (:mod:`codelet_size`) that planning and the interpreter need; ``compile_codelet``
+modelled code size (:mod:`poplar_py.codelet.size`) that planning and the interpreter need; ``compile_codelet``
 runs them all, memoised in the process and on disk (see :mod:`jit`).
 """
 
@@ -107,7 +107,7 @@ class KernelOptions:
     checked: bool = True  # bounds-check every vector index, hold vertices to the cycle budget
     fast_math: bool = True  # 'reassoc contract nsz arcp afn' (NaN/inf kept); False = strict IEEE
     opt_level: int = 3  # 0 for a debug build
-    lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet_lanes)
+    lanes: bool = False  # strict mode: also a lockstep path over LANES vertices (codelet/lanes.py)
     #: under floating-point control words (codelet_fp_ops): the control bits the kernel handles
     #: (fp_rules.kernel_features); 0: a plain kernel. Never with lanes
     fp: int = 0

@@ -6,7 +6,7 @@ constant ``k`` in ``[0, width)``; ``+ - *`` (``/`` for float vectors) combine tw
 same type, or a vector and a number (converted to the element type); ``T.load(v, i)`` and
 ``T.store(v, i, x)`` need a vector (field, row, local array) of exactly the element type.
 
-Cycles (the model of :mod:`codelet_codegen`): one per construction, vector operation, load and
+Cycles (the model of :mod:`poplar_py.codelet.codegen`): one per construction, vector operation, load and
 store, as one IPU instruction each (``f32v2add``, ``f16v4mul``, ``ld64``...); an element read is a
 register (free).
 """

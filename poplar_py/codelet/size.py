@@ -4,7 +4,7 @@ A tile holds one copy of each codelet instantiation its vertices use (see the me
 ``docs/cycle_model.md``). The host's x86 object says nothing about that: it is batched over
 vertices, bounds-checked and vectorised for another machine. The model instead counts the
 instructions an IPU worker would execute once through the code, with the rules of the cycle
-model (:mod:`codelet_codegen`) applied statically:
+model (:mod:`poplar_py.codelet.codegen`) applied statically:
 
 * one instruction per arithmetic, bitwise, comparison, conversion and boolean operation, per
   field read or write and per vector element access;

@@ -1,6 +1,6 @@
 """Codelet types: scalar and vector types, numpy promotion, conversions, ``math`` result types.
 
-The typing pass (:mod:`codelet_typing`) applies these rules to every expression.
+The typing pass (:mod:`~poplar_py.codelet.inference`) applies these rules to every expression.
 
 Semantics (the compiled kernels and the interpreter agree on these):
 
@@ -36,7 +36,7 @@ Semantics (the compiled kernels and the interpreter agree on these):
   below), ``isnan``/``isinf``/``isfinite`` a bool. Results are IEEE instead of Python's exceptions
   (``math.log(0.0)`` is -inf, ``math.log(x, 1.0)`` is +-inf or NaN); ``math.log(x, base)`` is
   ``log(x) / log(base)`` in the precision above. With ``fast_math``, float32 ``exp``, ``log`` and
-  ``tanh`` are vectorisable polynomials (<= 2 ulp, see codelet_fastmath) and the libm calls may
+  ``tanh`` are vectorisable polynomials (<= 2 ulp, see codelet/fastmath.py) and the libm calls may
   be approximated by LLVM (``afn``).
 * Vector indices must be in ``[0, len)``: negative indices are out of bounds (no wrap-around).
 * ``assert cond`` (or ``assert cond, "message"``) fails the vertex like ``return False`` when

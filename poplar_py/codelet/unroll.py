@@ -6,7 +6,7 @@ folded from them), it runs at most ``UNROLL_TRIPS`` times, the copies stay under
 (``break``, ``continue``), and the loop variable is a plain int (not declared with a type that
 converts). Each copy reads the loop variable as a constant, so local arrays
 indexed by it become registers and its indices become constants that loop versioning
-(:mod:`codelet_loopver`) sees through. The copies are typed like the body they copy.
+(:mod:`~poplar_py.codelet.loop_versioning`) sees through. The copies are typed like the body they copy.
 
 Cycles stay those of the loop: :class:`CycleMark` statements count its control (a repeat loop's
 1 before the copies, else each turn's step and test and the last test: ``codelet/repeat.py``) and

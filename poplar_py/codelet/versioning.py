@@ -1,9 +1,9 @@
-"""Loop versioning in the codegen: the lowering side of :mod:`codelet_loopver`.
+"""Loop versioning in the codegen: the lowering side of :mod:`~poplar_py.codelet.loop_versioning`.
 
 :class:`VersionedLowering` lowers a range loop (and the straight-line code after it, when
-:func:`~codelet_loopver.hoistable`) twice behind one guard: a fast copy whose covered accesses go
+:func:`~.loop_versioning.hoistable`) twice behind one guard: a fast copy whose covered accesses go
 unchecked, and a checked cold copy for when the guard fails. When the guarded code is
-:func:`~codelet_loopver.certain` to fail with the guard, the cold copy keeps its loops rolled, so
+:func:`~.loop_versioning.certain` to fail with the guard, the cold copy keeps its loops rolled, so
 it stays small (the largest PopLibs kernel compiles in half the time). :class:`KernelBuilder`
 derives from this class.
 """
@@ -84,7 +84,7 @@ class VersionedLowering(ExprLowering):
                 self._loop(original, bounds)
             self._statements(after)
 
-        # loop versioning (codelet_loopver): an unchecked copy when the guard proves every covered
+        # loop versioning (codelet/loop_versioning.py): an unchecked copy when the guard proves every covered
         # access in bounds, else the checked loop (the same error record as without versioning)
         runs, points = loop_points(self.b, plan.step, bounds[0], bounds[1])
         guard = self.b.or_(self.b.not_(runs), self._guard(plan, points))

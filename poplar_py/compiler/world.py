@@ -1,4 +1,4 @@
-"""The processes one simulation runs on: this one alone, or K MPI ranks (README, "Many processes").
+"""The processes one simulation runs on: this one alone, or K MPI ranks (docs/replication.md).
 
 Steps move data through a :class:`World`. The single-process world runs every plan as it is.
 :class:`MpiWorld` (mpi4py, imported only when MPI launched the program) runs each rank's share

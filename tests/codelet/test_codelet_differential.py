@@ -2,7 +2,7 @@
 
 A seeded generator writes codelets over vector fields of many element types, with locals, loops,
 ifs, helpers and math, fed with NaN, inf, -0.0 and extreme integers. It only writes programs whose
-static types equal their dynamic ones (see codelet_types: a local, an ``a if c else b`` or a
+static types equal their dynamic ones (see poplar_py/codelet/types.py: a local, an ``a if c else b`` or a
 ``min`` of mixed types has a joined static type, while Python keeps the chosen value's type) and
 that never take Python-int/-float paths where CPython raises (``1 // 0`` on Python ints).
 """

@@ -1,4 +1,4 @@
-"""Loop versioning of checked kernels (codelet_loopver): exact error records, the fast path, cycles."""
+"""Loop versioning of checked kernels (codelet/loop_versioning.py): exact errors, the fast path, cycles."""
 
 import re
 
