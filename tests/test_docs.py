@@ -126,6 +126,23 @@ def test_dotted_module_names_exist():
     assert not missing, "names of modules that do not exist:\n" + "\n".join(missing)
 
 
+MOD_ROLE = re.compile(r":mod:`~?\.?([\w.]+)`")
+
+
+def test_module_roles_in_docstrings_name_modules():
+    """``:mod:`replicas```, ``:mod:`codelet.pipeline``` (relative to where they are written, so
+    matched against the trailing parts of every module's dotted name)."""
+    known = set()
+    for f in repo_files():
+        if f.endswith(".py"):
+            parts = _unalias(f[:-3]).removesuffix("/__init__").split("/")
+            known.update(".".join(parts[i:]) for i in range(len(parts)))
+    known |= {"poplibs_py." + k for k in known if k.startswith("codelets")}
+    missing = sorted({f"{f}: {m.group(1)}" for f, text in texts().items() if f.endswith(".py")
+                      and ":mod:" in text for m in MOD_ROLE.finditer(text) if m.group(1) not in known})
+    assert not missing, "modules named in :mod: roles that do not exist:\n" + "\n".join(missing)
+
+
 def test_file_paths_in_docs_and_code_exist():
     known = _suffixes()
     missing = sorted({f"{f}: {p}" for f, text in texts().items() if f.endswith((".py", ".md", ".toml"))
