@@ -48,7 +48,8 @@ _KNOWN: dict[str, tuple[str, Any]] = {
 
 
 #: Poplar engine options (its documented list, and legacy ones that ported programs pass) that
-#: mean nothing on a simulated IPU: accepted, their values checked, with no effect. README lists them.
+#: mean nothing on a simulated IPU: accepted, their values checked, with no effect
+#: (docs/reference/options.md lists them).
 IGNORED: dict[str, Any] = {
     "autoReport.outputArchive": "bool",
     "autoReport.outputLoweredVars": "bool",
