@@ -215,3 +215,32 @@ def test_unsupported_prints_are_compile_errors(cls, what):
     with pytest.raises(CodeletCompileError, match=rf"test_codelet_print\.py:\d+: .*{what}"):
         check_codelet(cls)
 
+
+
+class PrintsThenFails(Vertex):
+    x: Input[poplar.INT]
+
+    def compute(self):
+        print(f"x={self.x}")
+        assert self.x < 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_what_was_printed_before_a_failing_vertex_is_written(mode):
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 2
+    device = m.createDevice()
+    graph = poplar.Graph(device)
+    graph.addCodelets(PrintsThenFails)
+    x = graph.addConstant(poplar.INT, [2], [1, 5])
+    graph.setTileMapping(x, 0)
+    cs = graph.addComputeSet("fails")
+    for i in range(2):
+        graph.setTileMapping(graph.addVertex(cs, "PrintsThenFails", {"x": x[i]}), i)
+    engine = poplar.Engine(graph, prog.Execute(cs), {"codelets.mode": mode})
+    out = io.StringIO()
+    engine.setPrintTensorStream(out)
+    engine.load(device)
+    with pytest.raises(poplar.VertexError, match="assertion failed"):
+        engine.run()
+    assert out.getvalue() == "x=1\nx=5\n"
