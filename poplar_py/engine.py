@@ -411,7 +411,8 @@ class Engine:
 
     # ---- printing and profiling --------------------------------------------------------------
     def setPrintTensorStream(self, stream: IO[str]) -> None:
-        """Where PrintTensor writes (default: standard output)."""
+        """Where PrintTensor and the Python codelets' ``print`` write (default: standard output);
+        under MPI, each rank writes what its own replicas and tiles print."""
         self._machine.out = checked_file(stream, "setPrintTensorStream")
 
     def getProfile(self) -> dict:

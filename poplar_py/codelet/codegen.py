@@ -19,6 +19,8 @@ Cycle model (a per-vertex i64 counter; the kernel counts what it executes):
 * 1 per field read or write (scalar or element) and per local-array element at an index not known
   when compiling (one at a known index is a register), 1 per ``if``/``while``/``assert`` test and
   loop iteration (a test known when compiling is free: only its branch is compiled);
+* ``PRINT_CYCLES`` (50) per ``print`` plus ``PRINT_VALUE_CYCLES`` (10) per value it prints
+  (codelet/prints.py);
 * ``COSTS`` (in codelet/exprs.py) for division/modulo (10, ``cdiv``/``cmod`` too), float ``**`` (20)
   and ``math`` functions (1-20; ``math.log(x, base)`` costs two logs and a division);
 * locals, constants, ``len`` and bounds checks are free (the count does not depend on options).
@@ -53,6 +55,7 @@ from .fp_rules import FP_ENV_DTYPE, RNG_BYTES
 from .inference import TypedCodelet, is_range
 from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_columns
 from .ops import MathLib, ScalarOps
+from .prints import CALLBACK_SYMBOL, PRINT_CYCLES, PRINT_VALUE_CYCLES, Field, encode, is_print, kind, layout
 from .repeat import repeatable
 from .size import code_bytes
 from .types import (
@@ -195,7 +198,7 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
         fn = ir.Function(self.module, fnty, name=f"{self.symbol}_compute{suffix}")
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
-        states, worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset, self.budget, \
+        states, self.worker, self.err, self.cyc_out, self.replica_offset, self.buffer_offset, self.budget, \
             self.stop = fn.args[:8]
         entry = ir.IRBuilder(fn.append_basic_block("entry"))
         body = ir.IRBuilder(fn.append_basic_block("body"))
@@ -217,7 +220,7 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
             name = self.parsed.compute.params[1]
             local = self.typed.compute.locals[name]
             assert isinstance(local, ScalarType)
-            self.b.store(self.ops.convert(worker, PY_INT, local), frame.slots[name])
+            self.b.store(self.ops.convert(self.worker, PY_INT, local), frame.slots[name])
         self.frames = [frame]
         self.pending = VERTEX_OVERHEAD
         self._body(self.parsed.compute.node.body)
@@ -447,7 +450,39 @@ class KernelBuilder(VersionedLowering, BudgetLowering):
         self._flush()
 
     def _Expr(self, node: ast.Expr) -> None:
+        if is_print(node.value):
+            assert isinstance(node.value, ast.Call)
+            self._print(node.value)
+            return
         self.expr(node.value)
+
+    def _print(self, call: ast.Call) -> None:
+        """A print statement: its values as 64-bit words (floats as doubles) in a stack array, and
+        a call of the host's callback with the state record, the worker and the print's layout."""
+        pieces = layout(call)
+        fields = [p for p in pieces if isinstance(p, Field)]
+        words, kinds = [], []
+        for f in fields:
+            t = self.type(f.node)
+            assert isinstance(t, ScalarType)
+            v = self.expr(f.node)
+            if t.is_float:
+                words.append(self.b.bitcast(self.ops.convert(v, t, ScalarType("f", 64)), I64))
+            else:
+                words.append(self.ops.convert(v, t, ScalarType("i" if t.kind == "i" else "u", 64)))
+            kinds.append(kind(t))
+        text = encode(pieces, kinds)
+        chars = ir.ArrayType(I8, len(text))
+        spec = ir.GlobalVariable(self.module, chars, self.module.get_unique_name("print"))
+        spec.global_constant, spec.linkage = True, "private"
+        spec.initializer = ir.Constant(chars, bytearray(text))
+        args = self.alloca_builder.alloca(ir.ArrayType(I64, max(len(words), 1)), name="print.args")
+        for k, w in enumerate(words):
+            self.b.store(w, self.b.gep(args, [I32(0), I32(k)], inbounds=True))
+        callee = self.module.globals.get(CALLBACK_SYMBOL) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, PTR, PTR]), CALLBACK_SYMBOL)
+        self.b.call(callee, [self.state, self.worker, spec, args])
+        self.pending += PRINT_CYCLES + PRINT_VALUE_CYCLES * len(words)
 
     def _Assign(self, node: ast.Assign) -> None:
         target = node.targets[0]

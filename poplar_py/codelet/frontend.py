@@ -27,6 +27,7 @@ from ..short_vectors import ShortVector
 from ..templates import Policy, TypeParam
 from ..types import Type
 from ..vertex import LocalArray, Vertex
+from .prints import check_print, is_print
 from .source import (
     BUILTINS,
     MATH_CONSTANTS,
@@ -236,7 +237,17 @@ class _Checker(ast.NodeVisitor):
     def visit_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant):
             raise self.error(node, "constant expression statements are not supported")
+        if is_print(node.value):
+            assert isinstance(node.value, ast.Call)
+            self._builtin_print(node.value)
+            check_print(node.value, self.visit, self.error)
+            self.parsed.prints = True
+            return
         self.visit(node.value)
+
+    def _builtin_print(self, node: ast.Call) -> None:
+        if "print" in self.fn.local_names or "print" in self.globals:
+            raise self.error(node, "'print' in a codelet must be Python's print")
 
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
@@ -306,6 +317,8 @@ class _Checker(ast.NodeVisitor):
         return False
 
     def visit_Call(self, node: ast.Call) -> None:
+        if is_print(node):
+            raise self.error(node, "print() can only be called as a statement of its own")
         if node.keywords:
             raise self.error(node, "keyword arguments are not supported")
         f = node.func

@@ -19,6 +19,7 @@ from ..short_vectors import ShortVector
 from ..types import Type, asType
 from ..vertex import Direction, FieldKind
 from .frontend import check_helper
+from .prints import is_print, values
 from .short_vec import binop_vector_type, vector_type
 from .source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
 from .types import (
@@ -193,7 +194,20 @@ class _FunctionTyper:
     _Break = _Continue = _Pass
 
     def _Expr(self, node: ast.Expr) -> None:
+        if is_print(node.value):
+            assert isinstance(node.value, ast.Call)
+            self._print(node.value)
+            return
         self.expr(node.value, allow_none=True)
+
+    def _print(self, call: ast.Call) -> None:
+        """A print statement: its values must be numbers or bools (codelet.prints)."""
+        for v in values(call):
+            t = self.expr(v)
+            if not isinstance(t, ScalarType):
+                raise self.error(v, f"print() can print numbers and bools, not a {t} "
+                                    "(print its elements one by one)")
+        self.out.exprs[id(call)] = NONE
 
     def _Assign(self, node: ast.Assign) -> None:
         target = node.targets[0]

@@ -8,7 +8,9 @@ as Python functions (same code objects, so breakpoints work) whose globals see `
 with IEEE results instead of Python's exceptions (libm called directly, the same functions the
 native kernels call: ``expf`` when every argument is a numpy float32 or half, returning np.float32,
 else ``exp``) and a saturating ``int()``: the same semantics as compiled kernels (see
-:mod:`poplar_py.codelet.types`).
+:mod:`poplar_py.codelet.types`), and a ``print`` that hands its text to the compute set's output
+with the vertex and worker printing (:mod:`poplar_py.codelet.prints`), as a compiled kernel's
+print does.
 
 Annotated locals: a function (``compute`` or a helper) with a local declared ``x: HALF = ...``
 (any poplar type, or ``float``, ``int``, ``bool``) runs as a copy of its code in which every store
@@ -41,6 +43,7 @@ import numpy as np
 from ..short_vectors import ShortVector, VectorValue
 from ..types import Type
 from ..vertex import Direction, FieldKind
+from . import prints
 from .fp_rules import ERR_FP_EXCEPTION, FP_ENV_DTYPE, FP_GLOBAL, RNG_BYTES, FpRewrite, FpRun, FpTrapError
 from .source import (
     MATH_CONSTANTS,
@@ -306,6 +309,7 @@ class Interpreter:
         self.constants = {name: self._policy(v) if isinstance(v, type) else v
                           for name, v in parsed.constants.items() if not isinstance(v, Type)}
         self.codes = {f.__code__ for f in [*self.helpers.values(), self.compute]}
+        self._printing = (0, 0)  # the state record's address and the worker running
 
     def _globals(self, fn: FunctionSource) -> dict[str, Any]:
         module = fn.func.__globals__
@@ -313,6 +317,7 @@ class Interpreter:
         if g is None:
             g = self._module_globals[id(module)] = dict(module)
             g["int"] = _saturating_int  # shadows the builtin for the codelet's code only
+            g["print"] = self._print
             if self.fp is not None:
                 g[FP_GLOBAL] = self.fp
         return g
@@ -334,6 +339,9 @@ class Interpreter:
         if r.kind == "builtin" and r.value == "LocalArray":
             return self._local_array
         return None
+
+    def _print(self, *args: Any, sep: str = " ", end: str = "\n") -> None:
+        prints.emit(*self._printing, sep.join(map(str, args)) + end)
 
     def _policy(self, cls: type) -> types.SimpleNamespace:
         """A policy as the interpreter calls it: its functions rebound like helpers, its constants."""
@@ -384,6 +392,7 @@ class Interpreter:
             for i in range(len(states)):
                 proxy = self._proxy(states[i], mem, tables)
                 for w in workers:
+                    self._printing = (states.ctypes.data + i * states.itemsize, w or 0)
                     if self.fp is not None and fp_env is not None:
                         self._enter(fp_env[i], w or 0, mem)
                     err = self._call(proxy, w)

@@ -24,6 +24,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..errors import CodeletCompileError
+from . import prints
 
 _LOCK = threading.RLock()
 _MAGIC = b"POPLAR_PY_KERNEL 2\n"  # then the key (64 hex digits), sha256(key + object), the object
@@ -128,6 +129,7 @@ def load_symbols(obj: bytes, name: str, symbols: list[str]) -> dict[str, int]:
     with _LOCK:
         if name not in _loaded:
             builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            builder.import_symbol(prints.CALLBACK_SYMBOL, prints.callback_address())
             for symbol in symbols:
                 builder.export_symbol(symbol)
             tracker = builder.link(j.lljit, name)

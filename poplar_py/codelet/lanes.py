@@ -119,7 +119,7 @@ def lockstep_ok(typed: TypedCodelet) -> bool:
     """Whether every branch, loop bound and vector index of ``compute`` (and of the helpers it
     calls) depends on shape values only, so that lanes whose shapes agree never diverge. A codelet
     that writes its vertex state runs alone: that state is data once the vertices have run."""
-    if typed.parsed.is_multi or typed.written:
+    if typed.parsed.is_multi or typed.written or typed.parsed.prints:  # prints: one vertex at a time
         return False
     try:
         _Shape(typed, typed.compute, {}).check()

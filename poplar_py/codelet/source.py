@@ -112,6 +112,7 @@ class ParsedCodelet:
     #: local arrays, numbered after the fields in error records: (file, line) of the LocalArray call
     #: and the name of the local it was assigned to
     arrays: list[tuple[str, int, str]] = field(default_factory=list)
+    prints: bool = False  # compute or a helper has a print statement (codelet.prints)
 
     def array_index(self, file: str, line: int) -> int:
         """The error-record number of the local array made at ``file:line``."""

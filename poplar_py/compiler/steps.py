@@ -9,7 +9,8 @@ on every replica's memories in turn (:mod:`replicas`), and raises the first erro
 memories (compute sets, copies within a replica, syncs) run as one :class:`ReplicaSegment`:
 each replica through all of them before the next, so that one replica's data stays in the
 host's caches; no such step reads another replica's memories, so the order gives the same
-memories.
+memories. What codelets print is written in program order all the same: compute set by compute
+set, each replica's (this process's) in turn, each in vertex order (:mod:`codelet.prints`).
 """
 
 from __future__ import annotations
@@ -58,11 +59,25 @@ class Machine:
     clock: Callable[[], int] = field(default=lambda: 0)  # the cycles run since load, as the profile counts
     fp: FpControl | None = None  # the tiles' floating-point control words (csr_functions)
     cycle_budget: int = NO_BUDGET  # the cycles a vertex of a checked kernel may count (codelets.cycleBudget)
+    #: while a ReplicaSegment runs: what codelets print, by (step in the segment, replica), and
+    #: where the step running is
+    held: list[tuple[int, int, str]] | None = None
+    held_at: tuple[int, int] = (0, 0)
 
     @functools.cached_property
     def base(self) -> int:
         """The arena's address (it never moves; ctypes takes a microsecond to tell it)."""
         return self.arena.ctypes.data
+
+    def codelet_output(self, text: str) -> None:
+        """What a compute set's codelets printed on one replica: written where PrintTensor writes,
+        or held until the ReplicaSegment running has run (then written in program order)."""
+        if self.held is not None:
+            self.held.append((*self.held_at, text))
+            return
+        out = self.out or sys.stdout
+        out.write(text)
+        out.flush()
 
     def on_replicas(self, run: Callable[[int], None], every: bool = False) -> None:
         """``run(r)`` for every replica this process takes part in (``every``: for every replica
@@ -341,7 +356,8 @@ class ExecuteStep(Step):
         return [self]
 
     def run_on(self, m: Machine, replica: int) -> None:
-        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica, m.cycle_budget, m.fp)
+        self.runner.run(m.arena, m.shared, m.record, self.id, m.world, replica, m.cycle_budget, m.fp,
+                        m.codelet_output)
 
     def moves(self) -> list[Move]:
         exchanges = (self.runner.exchange_in, self.runner.exchange_out)
@@ -425,18 +441,25 @@ class ReplicaSegment:
                 s.run(m)
             return
         failure: tuple[int, int, Exception] | None = None
-        for replica in m.world.replicas:
-            for i, s in enumerate(self.steps):
-                if failure is not None and i > failure[0]:
-                    break
-                try:
-                    s.run_on(m, replica)
-                except Exception as exc:  # raised once every replica has run (on every rank)
-                    if failure is None or i < failure[0]:
-                        failure = (i, replica, exc)
-                    break
-                except BaseException as exc:  # Ctrl-C: the job ends
-                    m.world.abort(exc)
+        m.held = []
+        try:
+            for replica in m.world.replicas:
+                for i, s in enumerate(self.steps):
+                    if failure is not None and i > failure[0]:
+                        break
+                    m.held_at = (i, replica)
+                    try:
+                        s.run_on(m, replica)
+                    except Exception as exc:  # raised once every replica has run (on every rank)
+                        if failure is None or i < failure[0]:
+                            failure = (i, replica, exc)
+                        break
+                    except BaseException as exc:  # Ctrl-C: the job ends
+                        m.world.abort(exc)
+        finally:
+            held, m.held = m.held, None
+            for *_, text in sorted(held):  # program order: step by step, each step replica by replica
+                m.codelet_output(text)
         done = len(self.steps) if failure is None else failure[0]
         for s in self.steps[:done]:
             m.record.ran(s.id)

@@ -8,10 +8,13 @@ copies, one native call per vertex class, the exchange-out copies.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..codelet import prints
 from ..codelet.fp_rules import kernel_features
 from ..codelet.lanes import LANES
 from ..codelet.pipeline import (
@@ -439,7 +442,8 @@ class ComputeSetRunner:
         return np.where(multi, self.num_tiles * self.workers + tiles, plain)
 
     def run(self, arena: np.ndarray, shared: np.ndarray, record: RunRecord, step_id: int, world: World,
-            replica: int, budget: int, fp: FpControl | None = None) -> None:
+            replica: int, budget: int, fp: FpControl | None = None,
+            output: Callable[[str], None] | None = None) -> None:
         """Run the compute set on ``replica``'s memories (its vertices' list tables and state vectors
         in ``shared``), each vertex of a checked kernel held to ``budget`` cycles; a failing vertex
         raises its VertexError once the exchange out has run (under MPI, every rank takes part in
@@ -448,7 +452,9 @@ class ComputeSetRunner:
         one compute set runs on one replica, so the host keeps one set of them, not one per
         replica (a replica split over MPI ranks keeps its own: its exchange is cut by rank).
         Vertex classes with a non-zero floating-point control word (``fp``) on some of their tiles
-        run their floating-point kernels."""
+        run their floating-point kernels. What the codelets print goes to ``output`` (standard
+        output by default) once the kernels have run, failing or not, in vertex order
+        (:meth:`_printed`)."""
         base = arena.ctypes.data
         words = None if fp is None or not fp.words[replica].any() else fp.words[replica]
         mine = self.split.get(replica, self.whole)
@@ -457,31 +463,10 @@ class ComputeSetRunner:
         if self.exchange_in is not None:
             world.copy(self.exchange_in, base, replica, dst=base + buffers)
         total = mine.estimated.copy() if mine.fixed is None else mine.estimated
-        error = None
-        for g in mine.groups:
-            g.move_to(at, buffers)
-            env = None if words is None else self._fp_env(g, words, fp, base + at)
-            if self.interpret:
-                extra = {} if env is None else {"fp_env": env}
-                err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at, **extra)
-            else:
-                try:
-                    err = g.run_native(budget) if env is None else g.run_native_fp(env, budget)
-                except KeyboardInterrupt:  # raised by Python's handler once the kernel stopped
-                    raise self._interrupted(g, g.interruption(), replica) from None
-            if err is not None:
-                if err["code"] == ERR_INTERRUPTED:  # a Python handler of SIGINT that did not raise
-                    g.interruption()
-                    raise self._interrupted(g, err, replica)
-                error = self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
-                break
-            entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
-            entry[0] += g.positions.size
-            entry[1] += g.estimated
-            if mine.fixed is None:
-                measured = g.sums.sum(axis=0)
-                total[:measured.size] += measured
-                entry[1] += int(measured.sum())
+        with prints.capture() as printed:
+            error = self._kernels(mine, arena, shared, record, replica, budget, words, fp, total)
+        if printed:
+            (output or sys.stdout.write)(self._printed(mine, printed))
         if self.exchange_out is not None:
             world.copy(self.exchange_out, base, replica, src=base + buffers)
         if error is not None:
@@ -499,6 +484,50 @@ class ComputeSetRunner:
         tiles = slice(replica * self.num_tiles, (replica + 1) * self.num_tiles)
         sums[0][tiles] += compute
         sums[1][tiles] += active
+
+    def _kernels(self, mine: _Share, arena: np.ndarray, shared: np.ndarray, record: RunRecord, replica: int,
+                 budget: int, words: np.ndarray | None, fp: FpControl | None, total: np.ndarray
+                 ) -> VertexError | None:
+        """Run every vertex class's kernel on ``replica``'s memories, adding measured cycles to
+        ``total``; the first failing vertex's error (raised once the exchange out has run)."""
+        base, at = arena.ctypes.data, replica * self.stride
+        buffers = 0 if mine is self.whole else at
+        for g in mine.groups:
+            g.move_to(at, buffers)
+            env = None if words is None else self._fp_env(g, words, fp, base + at)
+            if self.interpret:
+                extra = {} if env is None else {"fp_env": env}
+                err = g.info.run_interpreted(g.table, arena, None, shared, g.at, g.buffers_at, **extra)
+            else:
+                try:
+                    err = g.run_native(budget) if env is None else g.run_native_fp(env, budget)
+                except KeyboardInterrupt:  # raised by Python's handler once the kernel stopped
+                    raise self._interrupted(g, g.interruption(), replica) from None
+            if err is not None:
+                if err["code"] == ERR_INTERRUPTED:  # a Python handler of SIGINT that did not raise
+                    g.interruption()
+                    raise self._interrupted(g, err, replica)
+                return self._error(g, err, int(g.positions[int(err["vertex"])]), replica)
+            entry = record.vertex_cycles.setdefault(g.cls.vertexName, [0, 0])
+            entry[0] += g.positions.size
+            entry[1] += g.estimated
+            if mine.fixed is None:
+                measured = g.sums.sum(axis=0)
+                total[:measured.size] += measured
+                entry[1] += int(measured.sum())
+        return None
+
+    def _printed(self, mine: _Share, printed: list[tuple[int, int, int, str]]) -> str:
+        """The text the vertices printed, ordered by tile, vertex id, worker and the order each
+        printed it in: the same whatever the threads or the mode."""
+        starts = np.array([g.table.ctypes.data for g in mine.groups], dtype=np.uint64)
+        order = np.argsort(starts)
+        keyed = []
+        for state, worker, when, text in printed:
+            g = mine.groups[int(order[np.searchsorted(starts[order], np.uint64(state), side="right") - 1])]
+            pos = int(g.positions[(state - g.table.ctypes.data) // g.table.itemsize])
+            keyed.append((int(self.tiles[pos]), int(self.vertices[pos]), worker, when, text))
+        return "".join(k[-1] for k in sorted(keyed))
 
     def _fp_env(self, g: _Group, words: np.ndarray, fp: FpControl | None, base: int) -> np.ndarray | None:
         """The floating-point kernel's records for ``g``'s vertices (a replica's memories at

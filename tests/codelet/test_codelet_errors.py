@@ -42,7 +42,7 @@ REJECTED = {
     "dict": ("x = {}  # HERE", "dicts"),
     "tuple_value": ("x = (1, 2)  # HERE", "tuples"),
     "string": ("x = 'abc'  # HERE", "strings"),
-    "print": ("print(1)  # HERE", "unknown name 'print'"),
+    "print": ("t = print(1)  # HERE", "print() can only be called as a statement"),
     "class": ("class C:  # HERE\n    pass", "class definitions"),
     "nested_def": ("def g():  # HERE\n    pass", "nested functions"),
     "raise": ("raise ValueError()  # HERE", "'raise' statements"),
