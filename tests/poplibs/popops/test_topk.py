@@ -13,6 +13,13 @@ from poplibs_py import popops
 from poplibs_py.poputil import PoplibsError
 
 ORDERS = [popops.SortOrder.NONE, popops.SortOrder.ASCENDING, popops.SortOrder.DESCENDING]
+TYPES = [np.float32, np.float16, np.int32, np.uint32]
+
+
+def modes_and(values, native):
+    """(mode, value) pairs: every value in the interpreter, those of ``native`` compiled too (each
+    type compiles its own kernels: the suite keeps the compilations it needs)."""
+    return [("native", v) for v in native] + [("interpreter", v) for v in values]
 
 
 def spread(graph, t):
@@ -66,7 +73,7 @@ def check_top_k(h, a, t, params):
     np.testing.assert_array_equal(got_only, got_v)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
+@pytest.mark.parametrize(("mode", "dtype"), modes_and(TYPES, TYPES))
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("largest", [True, False])
 def test_top_k_of_short_rows(harness, dtype, order, largest):
@@ -78,7 +85,7 @@ def test_top_k_of_short_rows(harness, dtype, order, largest):
     assert stages == ["topKWithPermutation/stage0", "topK/stage0"]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
+@pytest.mark.parametrize(("mode", "dtype"), modes_and(TYPES, [np.float32, np.float16]))
 @pytest.mark.parametrize(("shape", "k", "largest", "order"), [
     ((1, 1000), 20, True, popops.SortOrder.NONE),        # 36 chunks: merges of 36, 18, 9 (one waits), ...
     ((2, 500), 200, False, popops.SortOrder.DESCENDING),  # chunks shorter than k
@@ -122,11 +129,15 @@ def test_k_of_zero_gives_empty_results(harness):
     assert (indices.elementType(), vals.elementType()) == (poplar.UNSIGNED_INT, poplar.INT)
 
 
-@pytest.mark.parametrize(("ktype", "vtype"), [(np.float32, np.int32), (np.float16, np.float32),
-                                              (np.int32, np.float16), (np.uint32, np.uint32)])
+KEY_VALUE_TYPES = [(np.float32, np.int32), (np.float16, np.float32), (np.int32, np.float16),
+                   (np.uint32, np.uint32)]
+
+
+@pytest.mark.parametrize(("mode", "types"), modes_and(KEY_VALUE_TYPES, KEY_VALUE_TYPES[:1]))
 @pytest.mark.parametrize(("shape", "k", "order"), [((4, 37), 6, popops.SortOrder.DESCENDING),
                                                    ((1, 700), 40, popops.SortOrder.ASCENDING)])
-def test_top_k_key_value(harness, ktype, vtype, shape, k, order):
+def test_top_k_key_value(harness, types, shape, k, order):
+    ktype, vtype = types
     keys = sample(shape, ktype, seed=k)
     values = (np.arange(np.prod(shape)).reshape(shape) * 3 % 1000).astype(vtype)
     h = harness(4)
