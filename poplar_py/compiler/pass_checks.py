@@ -114,7 +114,7 @@ def check_layout(graph: GraphIR, layout: MemoryLayout, liveness: Liveness | None
     _require((tile[fixed][1:] != tile[fixed][:-1]) | (offset[fixed][1:] >= (offset + nbytes)[fixed][:-1]),
              "layout: always-live intervals overlap on a tile", starts[fixed[1:]])
     rest = order[packed[order]]
-    if not rest.size:
+    if liveness is None or not rest.size:  # (no liveness: nothing packed)
         return
     top = np.zeros(n, _I64)  # where the always-live bytes end on each tile
     np.maximum.at(top, tile[fixed], (offset + nbytes)[fixed])
@@ -129,7 +129,6 @@ def check_layout(graph: GraphIR, layout: MemoryLayout, liveness: Liveness | None
         after = np.minimum(after, 1)
     a, b = expand_ranges(np.arange(rest.size, dtype=_I64) + 1, after)
     va, vb = var[rest][a] % nvars, var[rest][b] % nvars
-    assert liveness is not None
     other = va != vb
     meet = np.zeros(a.size, bool)
     meet[other] = liveness.meet(va[other], vb[other])

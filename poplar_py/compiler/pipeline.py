@@ -198,7 +198,7 @@ def _dump_lowered(s: _State) -> str:
     return pass_dumps.lowered_text(s.lowered)
 
 
-def _check_input(s: _State) -> None:
+def _check_ir(s: _State) -> None:
     pass_checks.check_ir(s.graph)
 
 
@@ -218,10 +218,6 @@ def _check_plans(s: _State) -> None:
     pass_checks.check_plans(s.layout, s.compute_sets)
 
 
-def _check_edges_released(s: _State) -> None:
-    pass_checks.check_ir(s.graph)
-
-
 def _check_memory_fits(s: _State) -> None:
     assert s.layout is not None
     pass_checks.check_memory(s.layout, s.graph.target.getBytesPerTile(),
@@ -238,19 +234,19 @@ def _check_lowered(s: _State) -> None:
     pass_checks.check_lowered(s.lowered, s.compute_sets)
 
 
-P = CompilerPass
-PASSES: list[CompilerPass[_State]] = [
-    P("complete tile mapping", _complete_mapping, _dump_ir, _check_mapping),
-    P("analyse liveness", _analyse_liveness, _dump_liveness),
-    P("lay out variables", _lay_out_variables, _dump_layout, _check_layout),
-    P("plan compute sets", _plan_compute_sets, _dump_plans, _check_plans),
-    P("release edges", _release_edges, _dump_ir, _check_edges_released),
-    P("account control code", _account_control_code, _dump_layout),
-    P("check memory", _check_memory, _dump_layout, _check_memory_fits),
-    P("check Streaming Memory", _check_streaming_memory, _dump_layout),
-    P("fix addresses", _fix_addresses, _dump_layout, _check_addresses),
-    P("lower programs", _lower_programs, _dump_lowered, _check_lowered),
-]
+#: (name, pass, its result as text, the invariants its result keeps)
+PASSES: list[CompilerPass[_State]] = [CompilerPass(*p) for p in [
+    ("complete tile mapping", _complete_mapping, _dump_ir, _check_mapping),
+    ("analyse liveness", _analyse_liveness, _dump_liveness, None),
+    ("lay out variables", _lay_out_variables, _dump_layout, _check_layout),
+    ("plan compute sets", _plan_compute_sets, _dump_plans, _check_plans),
+    ("release edges", _release_edges, _dump_ir, _check_ir),
+    ("account control code", _account_control_code, _dump_layout, None),
+    ("check memory", _check_memory, _dump_layout, _check_memory_fits),
+    ("check Streaming Memory", _check_streaming_memory, _dump_layout, None),
+    ("fix addresses", _fix_addresses, _dump_layout, _check_addresses),
+    ("lower programs", _lower_programs, _dump_lowered, _check_lowered),
+]]
 
 
 def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions,
@@ -266,7 +262,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
                               graph.device_target or graph.target, graph.replica_index_constants)
     state = _State(graph, programs, options, replication)
     del graph  # the state's is the one the passes change
-    times = run_passes(PASSES, state, _check_input, progress_callback)
+    times = run_passes(PASSES, state, _check_ir, progress_callback)
     graph, layout, replication = state.graph, state.layout, state.replication
     assert layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,

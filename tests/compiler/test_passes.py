@@ -160,3 +160,24 @@ def test_checks_catch_a_broken_frozen_ir(monkeypatch):
                        r"vertex tile out of range"):
         pipeline.compile_graph(bad, [program], parseEngineOptions({}))
 
+
+
+def test_checks_catch_packed_variables_live_at_once_sharing_bytes(monkeypatch):
+    monkeypatch.setenv("POPLAR_PY_CHECK_PASSES", "1")
+    graph, _ = build()
+    x, y = graph.getVariable(0), graph.getVariable(1)
+    t = graph.addVariable(poplar.FLOAT, [4], "t")  # written and read while y is live
+    graph.setTileMapping(t, 1)
+    cs = graph.addComputeSet("again")
+    graph.setTileMapping(graph.addVertex(cs, "Twice", {"x": x, "y": t}), 1)
+    program = prog.Sequence([prog.Execute(cs), prog.Copy(x, y), prog.Copy(t, x), prog.Copy(y, x)])
+    original = pipeline.layout_memory
+
+    def shared(*args):
+        layout = original(*args)
+        layout.offset[2] = layout.offset[1]  # t onto y's bytes
+        return layout
+
+    monkeypatch.setattr(pipeline, "layout_memory", shared)
+    with pytest.raises(poplar.CompilerPassError, match="packed intervals of variables live at once share"):
+        poplar.Engine(graph, program)
