@@ -7,6 +7,8 @@ import json
 import os
 import runpy
 import sys
+import traceback
+from types import TracebackType
 
 import click
 
@@ -54,15 +56,29 @@ def run(program: str, tiles: int | None, ipus: int | None, arch: str | None,
         os.environ["POPLAR_PY_PROFILE_FILE"] = os.path.abspath(profile_file)
     sys.argv = [program, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
-    with contextlib.ExitStack() as stack:
-        if launched_rank() != 0 and not all_ranks_output:
-            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
-        try:
-            runpy.run_path(program, run_name="__main__")
-        finally:
-            target.setModelDefaults()
-            if profile_html and profile_file and launched_rank() == 0:
-                _render_html(profile_file, profile_html)
+    try:
+        with contextlib.ExitStack() as stack:
+            if launched_rank() != 0 and not all_ranks_output:
+                stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+            try:
+                runpy.run_path(program, run_name="__main__")
+            finally:
+                target.setModelDefaults()
+                if profile_html and profile_file and launched_rank() == 0:
+                    _render_html(profile_file, profile_html)
+    except Exception as exc:  # as Python reports it, from the program's own code on
+        sys.stdout.flush()
+        traceback.print_exception(type(exc), exc, _from_program(exc.__traceback__, program))
+        sys.exit(1)
+
+
+def _from_program(tb: TracebackType | None, program: str) -> TracebackType | None:
+    """``tb`` without the launcher's frames (this module's and runpy's) before the program's first
+    (none left for an error in compiling the program, which names its file and line itself)."""
+    path = os.path.abspath(program)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != path:
+        tb = tb.tb_next
+    return tb
 
 
 def _render_html(report: str, page: str) -> None:

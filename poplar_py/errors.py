@@ -76,6 +76,17 @@ class CodeletError(CodeletCompileError):
     a field type it cannot lay out; the message names the file and line."""
 
 
+class CompilerPassError(PoplarError):
+    """A compiler pass failed unexpectedly, or left a result that breaks its invariants
+    (``POPLAR_PY_CHECK_PASSES=1``): the message names the pass and, where it knew, what it was
+    working on; the original exception is the cause."""
+
+    def __init__(self, message: str, passName: str = "", subject: str | None = None) -> None:
+        super().__init__(message)
+        self.passName = passName
+        self.subject = subject
+
+
 class PoplarRuntimeError(PoplarError):
     """Running a program failed (Poplar's ``runtime_error``)."""
 

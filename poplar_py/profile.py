@@ -49,6 +49,7 @@ TILE_CYCLES_BUDGET = 400_000
 # The runs whose places on every IPU the report keeps (compiler/timeline.py), in IPUs involved.
 TIMELINE_BUDGET = 50_000
 _PHASES = ("sync", "exchange", "host", "compute")
+KIB, MIB = 1024, 1024 * 1024  # the summary's units, as Poplar's (KiB, MiB)
 
 
 class Profile:
@@ -339,13 +340,13 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
              f"  Number of IPUs:         {t['numIPUs']:,}",
              f"  Tiles per IPU:          {t['tilesPerIpu']:,}",
              f"  Total Tiles:            {tiles:,}",
-             f"  Memory Per-Tile:        {per_tile / 1024:,.1f} kB",
-             f"  Total Memory:           {per_tile * tiles / 1024 / 1024:,.1f} MB",
+             f"  Memory Per-Tile:        {per_tile / KIB:,.1f} KiB",
+             f"  Total Memory:           {per_tile * tiles / MIB:,.1f} MiB",
              f"  Clock Speed (approx):   {t['clockFrequency'] / 1e6:,.1f} MHz",
              f"  Number of Replicas:     {t.get('numReplicas', 1):,}",
              f"  IPUs per Replica:       {t.get('ipusPerReplica', t['numIPUs']):,}",
              f"  Tiles per Replica:      {t.get('tilesPerReplica', tiles):,}",
-             f"  Memory per Replica:     {t.get('memoryPerReplica', per_tile * tiles) / 1024 / 1024:,.1f} MB",
+             f"  Memory per Replica:     {t.get('memoryPerReplica', per_tile * tiles) / MIB:,.1f} MiB",
              "", "Graph:"]
     g = comp["graph"]
     for label, key in (("vertices", "numVertices"), ("edges", "numEdges"), ("variables", "numVariables"),
@@ -353,6 +354,7 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
         lines.append(f"  {'Number of ' + label + ':':<26}{g[key]:>10,}")
     used = [tile["memory"]["total"] for tile in comp["tiles"]]
     worst = int(np.argmax(used)) if used else 0
+    top = used[worst] if used else 0
     lines += ["", "Memory Usage:", "  Total:", f"    Including Gaps:         {comp['memory']['total']:,} B",
               "    By Data Type:"]
     for category, size in comp["memory"]["byCategory"].items():
@@ -377,8 +379,7 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
                   f"buffer(s), {streaming['perReplica']:,} B a replica "
                   f"(capacity {streaming['capacity']:,} B)"]
     lines += ["", "  By Tile:", *_histogram(used, per_tile),
-              "", f"    Maximum: {used[worst] if used else 0:,} ({(used[worst] if used else 0) / 1024:.1f} K)"
-              f" on tile {worst}",
+              "", f"    Maximum: {top:,} B ({top / KIB:,.1f} KiB) on tile {worst}",
               f"    {sum(tile['memory']['outOfMemory'] for tile in comp['tiles'])} tile(s) out of memory", ""]
     total = ex["totalCycles"]
     avg = ex["tileAverages"]
@@ -393,6 +394,7 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
               f"  {'Total cycles:':<54}{total:,} (approx {total / clock * 1e6:,.1f} microseconds)",
               row("Tile average compute cycles (including idle threads):", avg["compute"]),
               row("Tile average compute cycles (excluding idle threads):", avg["computeActive"]),
+              *_busiest(ex.get("cyclesByTile", {}).get("compute"), total),
               row("Tile average IPU exchange cycles:", avg["exchange"]),
               row("Tile average global exchange cycles:", avg.get("globalExchange", 0.0)),
               row("Tile average host exchange cycles:", avg["host"]),
@@ -417,7 +419,7 @@ def summary(report: Mapping[str, Any], options: Mapping[str, Any] | None = None)
         lines += ["", "  Cycles by vertex type (estimated):"]
         width = max(len(v["type"]) for v in ex["vertexTypes"])
         for v in ex["vertexTypes"]:
-            lines.append(f"    {v['type']:<{width}}  ({v['instances']:,} instances): {v['cycles']:>14,}")
+            lines.append(f"    {v['type']:<{width}}  ({v['instances']:,} runs): {v['cycles']:>14,}")
     if str(options.get("showExecutionSteps", "false")).lower() == "true":
         # the host preparing stream data (StreamCopyBegin) has a column where it takes time: hardware
         begin = any(s.get("streamCopyBegin") for s in ex["steps"])
@@ -440,8 +442,18 @@ def _histogram(used: list[int], per_tile: int) -> list[str]:
     edges = np.linspace(0, top, 9)
     counts, _ = np.histogram(used, bins=edges)
     widest = max(counts.max(), 1)
-    out = ["    Range (KB)          Histogram                               Count (tiles)"]
+    out = ["    Range (KiB)         Histogram                               Count (tiles)"]
     for lo, hi, c in zip(edges[:-1], edges[1:], counts):
         bar = "*" * round(40 * c / widest) if c else ""
-        out.append(f"    {lo / 1024:7.1f} - {hi / 1024:7.1f}  {bar:<40}{c:>8,}")
+        out.append(f"    {lo / KIB:7.1f} - {hi / KIB:7.1f}  {bar:<40}{c:>8,}")
     return out
+
+
+def _busiest(compute: list[int] | None, total: int) -> list[str]:
+    """The line naming the tile with the most compute cycles (the lowest on a tie; none for a
+    report without per-tile cycles)."""
+    if not compute:
+        return []
+    tile = int(np.argmax(compute))
+    pct = 100.0 * compute[tile] / total if total else 0.0
+    return [f"  {f'Busiest tile compute cycles (tile {tile:,}):':<54}{compute[tile]:,} ({pct:.1f}% of total)"]

@@ -176,6 +176,20 @@ def test_program_errors_propagate(tmp_path):
     assert result.returncode != 0 and "boom" in result.stdout
 
 
+def test_program_traceback_starts_at_the_program(tmp_path):
+    (tmp_path / "fails.py").write_text("def inner():\n    raise ValueError('boom')\n\n\ninner()\n")
+    result = run_cli("run", str(tmp_path / "fails.py"))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f'Traceback (most recent call last):\n  File "{tmp_path / "fails.py"}", '
+                                    "line 5, in <module>\n    inner()\n")
+    assert f'File "{tmp_path / "fails.py"}", line 2, in inner' in result.stdout
+    assert result.stdout.endswith("ValueError: boom\n") and result.stdout.count("File ") == 2
+    (tmp_path / "broken.py").write_text("x = (\n")
+    result = run_cli("run", str(tmp_path / "broken.py"))
+    assert result.returncode == 1 and "cli.py" not in result.stdout and "runpy" not in result.stdout
+    assert result.stdout.endswith("SyntaxError: '(' was never closed\n")
+
+
 def test_program_directory_is_importable(tmp_path):
     (tmp_path / "helper.py").write_text("VALUE = 42\n")
     main = tmp_path / "main.py"

@@ -182,7 +182,26 @@ def test_summary_sections_and_vertex_types():
                   "(including idle threads)", "Tile average IPU exchange cycles", "Tile average sync cycles",
                   "Execution steps:", "OnTileExecute"):
         assert label in text
-    assert "Bump  (3 instances):" in text and "Number of vertices:" in text
+    assert "Bump  (3 runs):" in text and "Number of vertices:" in text
+
+
+def test_summary_busiest_tile_and_binary_units():
+    device, graph = graph_for(2)
+    cs = graph.addComputeSet("cs")
+    bumps(graph, cs, [0], 20)
+    bumps(graph, cs, [1], 50)  # tile 1's vertex takes longer
+    engine = run(device, graph, prog.Execute(cs))
+    compute = engine.getProfile()["execution"]["cyclesByTile"]["compute"]
+    out = io.StringIO()
+    engine.printProfileSummary(out)
+    text = out.getvalue()
+    total = engine.getProfile()["execution"]["totalCycles"]
+    label = "Busiest tile compute cycles (tile 1):"
+    assert f"  {label:<54}{compute[1]:,} ({100 * compute[1] / total:.1f}% of total)\n" in text
+    for line in ("Memory Per-Tile:        624.0 KiB\n", "Total Memory:           1.2 MiB\n",
+                 "Range (KiB)", " B (0.1 KiB) on tile "):
+        assert line in text
+    assert " kB" not in text and " MB" not in text and "instances" not in text
 
 
 def test_memory_categories_and_out_of_memory_report():

@@ -314,7 +314,7 @@ def test_profile_describes_the_replicas():
     engine.printProfileSummary(out)
     text = out.getvalue()
     for line in ("Number of Replicas:     2", "IPUs per Replica:       2", "Tiles per Replica:      8",
-                 "Memory per Replica:     4.9 MB"):
+                 "Memory per Replica:     4.9 MiB"):
         assert line in text
     assert len(engine.getProfile()["execution"]["ipus"]) == 4  # cycles per IPU, every replica's
     assert "    IPU 3: " in text and "Per IPU (memory;" in text

@@ -25,6 +25,7 @@ from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_
 from ..vertex import Direction, FieldKind
 from .layout import Located, MemoryLayout
 from .mapping import busiest_tiles
+from .passes import working_on
 from .races import check_races
 from .segments import FieldTables, SegmentRuns, Segments, build_segments
 
@@ -354,6 +355,7 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
     for cs_id in compute_sets_used(graph, programs):
         vids = graph.vertices.in_compute_set(cs_id)
         name = graph.compute_sets[cs_id]
+        working_on(f"planning compute set '{name}'")
         seg, sruns = build_segments(graph, cs_id, vids, tables)
         list_sizes = _list_sizes(graph, vids)
         if vids.size:

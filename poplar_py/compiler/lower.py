@@ -32,6 +32,7 @@ from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
 from .fp_control import lower_fp_control
 from .host_functions import HostFunctionStep
 from .layout import MemoryLayout
+from .passes import working_on
 from .replicas import Replication
 from .steps import (
     AbortStep,
@@ -113,7 +114,9 @@ class Lowerer:
         for cls in type(p).__mro__:
             make = STEPS.get(cls)
             if make is not None:
+                outer = working_on(f"lowering {_describe(p)}")
                 step = self.lowered[id(p)] = make(self, p)
+                working_on(outer)  # not on failure: the error names the innermost program
                 return step
         raise ProgramError(f"cannot lower program of type {type(p).__name__}")
 
@@ -142,6 +145,12 @@ class Lowerer:
             runner = ComputeSetRunner(self.graph, plans.plans[cs_id], self.layout, plans.options)
             self.runners[cs_id] = runner
         return runner
+
+
+def _describe(p: prog.Program) -> str:
+    """``Copy 'name'``, or the kind of program alone when it has no name."""
+    name = getattr(p, "name", "")  # PrintTensor and a few others have none
+    return f"{type(p).__name__} '{name}'" if name else type(p).__name__
 
 
 def _sequence(lw: Lowerer, p: prog.Sequence) -> Step:

@@ -6,17 +6,15 @@
 
 Each pass is a plain function reading the :class:`~poplar_py.ir.GraphIR` and what the
 passes before it produced. A replicated graph is compiled once, for one replica
-(:mod:`replicas`); the small dataclasses between them live in the pass modules.
-Set POPLAR_PY_DEBUG_PASSES=1 to print each pass's time; a slow build shows a progress bar
-(:mod:`progress`).
+(:mod:`replicas`); the small dataclasses between them live in the pass modules. Each pass
+names itself in its errors, can dump its result and have it checked (:mod:`passes`:
+POPLAR_PY_DUMP_AFTER, POPLAR_PY_CHECK_PASSES, POPLAR_PY_DEBUG_PASSES); a slow build shows a
+progress bar (:mod:`progress`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -29,13 +27,14 @@ from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions import Runs
 from ..target import Target
+from . import pass_checks, pass_dumps
 from .computeset import ComputeSetPlans, plan_compute_sets
 from .exchange import CopyPlan
 from .layout import MemoryLayout, layout_memory
 from .liveness import Liveness, analyse_liveness
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
-from .progress import Progress
+from .passes import CompilerPass, run_passes
 from .replicas import Replication
 from .world import ir_digest, launched_ranks
 
@@ -175,26 +174,87 @@ def _lower_programs(s: _State) -> None:
     s.lowered = lower_programs(s.graph, s.programs, s.layout, s.compute_sets, s.replication)
 
 
-PASSES = [
-    ("complete tile mapping", _complete_mapping),
-    ("analyse liveness", _analyse_liveness),
-    ("lay out variables", _lay_out_variables),
-    ("plan compute sets", _plan_compute_sets),
-    ("release edges", _release_edges),
-    ("account control code", _account_control_code),
-    ("check memory", _check_memory),
-    ("check Streaming Memory", _check_streaming_memory),
-    ("fix addresses", _fix_addresses),
-    ("lower programs", _lower_programs),
-]
+def _dump_ir(s: _State) -> str:
+    return pass_dumps.ir_text(s.graph, s.mapping)
+
+
+def _dump_layout(s: _State) -> str:
+    assert s.layout is not None
+    return pass_dumps.layout_text(s.layout)
+
+
+def _dump_liveness(s: _State) -> str:
+    return "liveness: every variable always live\n" if s.liveness is None else \
+        pass_dumps.liveness_text(s.graph, s.liveness)
+
+
+def _dump_plans(s: _State) -> str:
+    assert s.layout is not None and s.compute_sets is not None
+    return pass_dumps.plans_text(s.layout, s.compute_sets)
+
+
+def _dump_lowered(s: _State) -> str:
+    assert s.lowered is not None
+    return pass_dumps.lowered_text(s.lowered)
+
+
+def _check_ir(s: _State) -> None:
+    pass_checks.check_ir(s.graph)
+
+
+def _check_mapping(s: _State) -> None:
+    assert s.mapping is not None
+    pass_checks.check_mapping(s.graph, s.mapping)
+
+
+def _check_layout(s: _State) -> None:
+    assert s.layout is not None
+    pass_checks.check_layout(s.graph, s.layout, s.liveness)
+
+
+def _check_plans(s: _State) -> None:
+    assert s.layout is not None and s.compute_sets is not None
+    _check_layout(s)
+    pass_checks.check_plans(s.layout, s.compute_sets)
+
+
+def _check_memory_fits(s: _State) -> None:
+    assert s.layout is not None
+    pass_checks.check_memory(s.layout, s.graph.target.getBytesPerTile(),
+                             s.options.flag("debug.allowOutOfMemory"))
+
+
+def _check_addresses(s: _State) -> None:
+    assert s.layout is not None
+    pass_checks.check_addresses(s.layout)
+
+
+def _check_lowered(s: _State) -> None:
+    assert s.lowered is not None and s.compute_sets is not None
+    pass_checks.check_lowered(s.lowered, s.compute_sets)
+
+
+#: (name, pass, its result as text, the invariants its result keeps)
+PASSES: list[CompilerPass[_State]] = [CompilerPass(*p) for p in [
+    ("complete tile mapping", _complete_mapping, _dump_ir, _check_mapping),
+    ("analyse liveness", _analyse_liveness, _dump_liveness, None),
+    ("lay out variables", _lay_out_variables, _dump_layout, _check_layout),
+    ("plan compute sets", _plan_compute_sets, _dump_plans, _check_plans),
+    ("release edges", _release_edges, _dump_ir, _check_ir),
+    ("account control code", _account_control_code, _dump_layout, None),
+    ("check memory", _check_memory, _dump_layout, _check_memory_fits),
+    ("check Streaming Memory", _check_streaming_memory, _dump_layout, None),
+    ("fix addresses", _fix_addresses, _dump_layout, _check_addresses),
+    ("lower programs", _lower_programs, _dump_lowered, _check_lowered),
+]]
 
 
 def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineOptions,
                   progress_callback: Callable[[int, int], object] | None = None
                   ) -> tuple[GraphIR, CompiledGraph]:
-    """Run every pass in order and package the result, with the IR as the passes leave it (its
-    edges go once the compute sets are planned: pass the only reference to ``graph``).
-    ``progress_callback(done, total)`` is told the passes' progress (:mod:`progress`)."""
+    """Run every pass in order (:mod:`passes`) and package the result, with the IR as the passes
+    leave it (its edges go once the compute sets are planned: pass the only reference to
+    ``graph``). ``progress_callback(done, total)`` is told the passes' progress (:mod:`progress`)."""
     for i, p in enumerate(programs):
         if not isinstance(p, prog.Program):
             raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
@@ -202,16 +262,7 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
                               graph.device_target or graph.target, graph.replica_index_constants)
     state = _State(graph, programs, options, replication)
     del graph  # the state's is the one the passes change
-    times = {}
-    debug = os.environ.get("POPLAR_PY_DEBUG_PASSES") == "1"
-    with Progress(len(PASSES), callback=progress_callback) as progress:
-        for name, run in PASSES:
-            progress.step(name)
-            start = time.perf_counter()
-            run(state)
-            times[name] = time.perf_counter() - start
-            if debug:
-                print(f"[poplar-py] pass {name}: {times[name] * 1e3:.1f} ms", file=sys.stderr)
+    times = run_passes(PASSES, state, _check_ir, progress_callback)
     graph, layout, replication = state.graph, state.layout, state.replication
     assert layout is not None and state.lowered is not None and state.mapping is not None
     transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,
