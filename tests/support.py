@@ -15,6 +15,15 @@ import pytest
 import poplar_py as poplar
 
 
+def spread(graph: poplar.Graph, t: poplar.Tensor) -> None:
+    """Map ``t`` in chunks of 5 elements dealt round the tiles (rows split between tiles, regions
+    not aligned to anything)."""
+    n, tiles = t.numElements(), graph.getTarget().getNumTiles()
+    flat = t.flatten()
+    for k, b in enumerate(range(0, n, 5)):
+        graph.setTileMapping(flat.slice(b, min(b + 5, n)), k % tiles)
+
+
 def make_device(tiles: int = 8) -> poplar.Device:
     """An ipu2 model with few tiles (fast to compile)."""
     m = poplar.IPUModel()

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from support import spread
 
 import poplar_py as poplar
 from poplibs_py import popops
@@ -31,12 +32,6 @@ def ref_update(a, s, offsets, dims, sizes):
     return a
 
 
-def spread(graph, t):
-    """Map ``t`` in chunks of 5 elements round the tiles (odd, non-aligned regions)."""
-    n, tiles = t.numElements(), graph.getTarget().getNumTiles()
-    flat = t.flatten()
-    for k, b in enumerate(range(0, n, 5)):
-        graph.setTileMapping(flat.slice(b, min(b + 5, n)), k % tiles)
 
 
 @pytest.mark.parametrize(("dims", "sizes", "offsets"), [

@@ -2,16 +2,11 @@
 
 import numpy as np
 import pytest
+from support import spread
 
 from poplibs_py import popops
 from poplibs_py.poputil import PoplibsError
 
-
-def spread(graph, t):
-    """Map ``t`` in chunks of 5 elements round the tiles (rows split between tiles)."""
-    flat = t.flatten()
-    for k, b in enumerate(range(0, t.numElements(), 5)):
-        graph.setTileMapping(flat.slice(b, min(b + 5, t.numElements())), k % graph.getTarget().getNumTiles())
 
 def sample(shape, dtype, seed=0):
     """Duplicates, negative numbers and (for floats) NaN and infinities."""

@@ -6,6 +6,7 @@ chosen and written in index order whatever the SortOrder.
 
 import numpy as np
 import pytest
+from support import spread
 
 import poplar_py as poplar
 from poplar_py import program as prog
@@ -22,11 +23,6 @@ def modes_and(values, native):
     return [("native", v) for v in native] + [("interpreter", v) for v in values]
 
 
-def spread(graph, t):
-    """Map ``t`` in chunks of 5 elements round the tiles (rows split between tiles)."""
-    flat = t.flatten()
-    for k, b in enumerate(range(0, t.numElements(), 5)):
-        graph.setTileMapping(flat.slice(b, min(b + 5, t.numElements())), k % graph.getTarget().getNumTiles())
 
 
 def sample(shape, dtype, seed=0):
