@@ -1,6 +1,10 @@
-"""PopLibs' error class (``poputil::poplibs_error``), and the checks of tensor and program arguments."""
+"""PopLibs' error class (``poputil::poplibs_error``), and the checks of tensor, program and
+index-list arguments."""
 
+from collections.abc import Sequence as AnySequence
 from typing import Any
+
+import numpy as np
 
 from poplar_py import Graph, Tensor
 from poplar_py.errors import InvalidArgumentError, PoplarError
@@ -32,3 +36,18 @@ def sequenceArgument(prog: Any, what: str) -> Sequence:
         raise PoplibsArgumentError(f"{what}: prog must be a program Sequence, got {type(prog).__name__} "
                                    f"{prog!r:.40}")
     return prog
+
+
+def indexList(values: Any, what: str) -> list[int]:
+    """``values`` (a list, tuple or array of non-negative integers: a shape, indices, factors) as
+    ints; else PoplibsArgumentError naming ``what``."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (AnySequence, np.ndarray)):
+        raise PoplibsArgumentError(f"{what} must be a list of integers, got {type(values).__name__} "
+                                   f"{values!r:.40}")
+    out = []
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise PoplibsArgumentError(f"{what} must be a list of non-negative integers, got {v!r:.40} in "
+                                       f"{list(values)!r:.60}")
+        out.append(int(v))
+    return out

@@ -16,7 +16,7 @@ import numpy as np
 from poplar_py import FLOAT, HALF, Graph, Interval, Target, Tensor, TensorCloneMethod, Type, concat
 
 from .debug_info import PoplibsOpDebugInfo
-from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
+from .errors import PoplibsArgumentError, PoplibsError, indexList, tensorArgument
 from .regions import intervals, isIntervalSequenceList, sequences
 
 __all__ = ["balancedPartition", "calculateUnshufflingIntervals", "castToDeviceHalfValue",
@@ -62,24 +62,13 @@ def flattenIntervals(intervalLists: Sequence[Sequence[Any]]) -> list[Interval]:
     return [iv for seq in sequences(intervalLists, "flattenIntervals") for iv in seq]
 
 
-def _index_list(values: Any, what: str) -> list[int]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise PoplibsArgumentError(f"{what} must be a list of integers, got {type(values).__name__} "
-                                   f"{values!r:.40}")
-    out = []
-    for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise PoplibsArgumentError(f"{what} must be a list of non-negative integers, got {v!r:.40} in "
-                                       f"{list(values)!r:.60}")
-        out.append(int(v))
-    return out
 
 
 def unflattenIndex(shape: Sequence[int], index: int) -> list[int]:
     """The indices, one per dimension of ``shape``, of element ``index`` of the flattened tensor
     (row-major, as numpy's ``unravel_index``)."""
     what = "unflattenIndex"
-    dims = _index_list(shape, f"{what}: shape")
+    dims = indexList(shape, f"{what}: shape")
     if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
         raise PoplibsArgumentError(f"{what}: index must be an integer, got {type(index).__name__} "
                                    f"{index!r:.40}")
@@ -96,7 +85,7 @@ def flattenIndex(shape: Sequence[int], indices: Sequence[int]) -> int:
     """The index in the flattened tensor of the element at ``indices`` of a tensor of ``shape``
     (row-major, as numpy's ``ravel_multi_index``)."""
     what = "flattenIndex"
-    dims, idx = _index_list(shape, f"{what}: shape"), _index_list(indices, f"{what}: indices")
+    dims, idx = indexList(shape, f"{what}: shape"), indexList(indices, f"{what}: indices")
     if len(idx) != len(dims):
         raise PoplibsArgumentError(f"{what}: {len(idx)} indices {idx} for a shape {dims} of rank {len(dims)}")
     index = 0
@@ -173,8 +162,8 @@ def factorDims(t: Tensor, factors: Sequence[int], startDim: int = 0) -> Tensor:
     what = "factorDims"
     if not isinstance(t, Tensor):
         raise PoplibsArgumentError(f"{what}: t must be a tensor, got {type(t).__name__} {t!r:.40}")
-    fs = _index_list(factors, f"{what}: factors")
-    start = _index_list([startDim], f"{what}: startDim")[0]
+    fs = indexList(factors, f"{what}: factors")
+    start = indexList([startDim], f"{what}: startDim")[0]
     n = len(fs)
     if start + n > t.rank():
         raise PoplibsArgumentError(f"{what}: {n} factors from dimension {start} do not fit tensor "
@@ -197,7 +186,7 @@ def unfactorDims(t: Tensor, numDims: int, startDim: int = 0) -> Tensor:
     what = "unfactorDims"
     if not isinstance(t, Tensor):
         raise PoplibsArgumentError(f"{what}: t must be a tensor, got {type(t).__name__} {t!r:.40}")
-    n, start = _index_list([numDims, startDim], f"{what}: numDims and startDim")
+    n, start = indexList([numDims, startDim], f"{what}: numDims and startDim")
     if start + 2 * n > t.rank():
         raise PoplibsArgumentError(f"{what}: {2 * n} dimensions from dimension {start} do not fit tensor "
                                    f"'{t.name}' of rank {t.rank()}")

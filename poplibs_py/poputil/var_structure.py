@@ -13,13 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from poplar_py import Graph, Tensor, concat
 from poplar_py.types import asType
 
 from .debug_info import PoplibsOpDebugInfo
-from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
+from .errors import PoplibsArgumentError, PoplibsError, indexList, tensorArgument
 
 __all__ = ["GroupingInfo", "createPartitionableTensor", "detectDimGroupings", "detectInnermostGrouping",
            "iterateTensorPartitions"]
@@ -27,16 +25,6 @@ __all__ = ["GroupingInfo", "createPartitionableTensor", "detectDimGroupings", "d
 GroupingInfo = tuple  # (dimension, grouping), as PopLibs' std::pair<unsigned, unsigned>
 
 
-def _sizes(values: Any, what: str) -> list[int]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
-        raise PoplibsArgumentError(f"{what} must be a list of integers, got {type(values).__name__} "
-                                   f"{values!r:.40}")
-    out = []
-    for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise PoplibsArgumentError(f"{what} must be a list of non-negative integers, got {v!r:.40}")
-        out.append(int(v))
-    return out
 
 
 def detectInnermostGrouping(graph: Graph, t: Tensor) -> int:
@@ -113,8 +101,8 @@ def createPartitionableTensor(graph: Graph, type: Any, shape: Sequence[int],  # 
     contiguous region: as few variables as that allows (2 to the number of dimensions that do not
     divide evenly), each holding its partitions one after another. It has no tile mapping."""
     what = "createPartitionableTensor"
-    dims = _sizes(shape, f"{what}: shape")
-    parts = _sizes(nPartitions, f"{what}: nPartitions")
+    dims = indexList(shape, f"{what}: shape")
+    parts = indexList(nPartitions, f"{what}: nPartitions")
     type_ = asType(type)
     di = PoplibsOpDebugInfo(debugContext, {"type": type_, "shape": dims, "nPartitions": parts}, what)
     name = di.getPathName() or "partitionable"
@@ -171,7 +159,7 @@ def iterateTensorPartitions(t: Tensor, nPartitions: Sequence[int],
     what = "iterateTensorPartitions"
     if not isinstance(t, Tensor):
         raise PoplibsArgumentError(f"{what}: t must be a tensor, got {type(t).__name__} {t!r:.40}")
-    parts = _sizes(nPartitions, f"{what}: nPartitions")
+    parts = indexList(nPartitions, f"{what}: nPartitions")
     if t.rank() != len(parts):
         raise PoplibsError(f"{what}: tensor '{t.name}' has rank {t.rank()} but nPartitions {parts} has "
                            f"{len(parts)} entries")
