@@ -74,6 +74,16 @@ def _add(graph: Graph, prog: prog_.Sequence, vertex_name: str, bins: str, data: 
     prog.add(prog_.Execute(cs))
 
 
+def _by_channel(graph: Graph, type_: Any, shape: list[int], name: str) -> Tensor:
+    """A new ``shape`` tensor whose channel ``c`` (dim 1) lies on tile ``c % numTiles``, where
+    ``_add`` puts that channel's vertex."""
+    t = graph.addVariable(type_, shape, name)
+    tiles = graph.getTarget().getNumTiles()
+    for ch in range(shape[1]):
+        graph.setTileMapping(t[:, ch], ch % tiles)
+    return t
+
+
 def roiAlignFwd(graph: Graph, prog: prog_.Sequence, bottomData: Tensor, bottomRois: Tensor,
                 bottomBatchIndex: Tensor, params: roiAlignParams, debugContext: Any = "") -> Tensor:
     """A new ``[numRois, C, alignedHeight, alignedWidth]`` tensor of the regions' bins."""
@@ -82,10 +92,7 @@ def roiAlignFwd(graph: Graph, prog: prog_.Sequence, bottomData: Tensor, bottomRo
     n, c, h, w = bottomData.shape()
     rois = bottomRois.dim(0)
     shape = [rois, c, params.alignedHeight_, params.alignedWidth_]
-    out = graph.addVariable(bottomData.elementType(), shape, f"{name}/out")
-    tiles = graph.getTarget().getNumTiles()
-    for ch in range(c):
-        graph.setTileMapping(out[:, ch], ch % tiles)
+    out = _by_channel(graph, bottomData.elementType(), shape, f"{name}/out")
     planes = bottomData.reshape([n, c, h * w])
     bins = out.reshape([rois, c, params.alignedHeight_ * params.alignedWidth_])
     _add(graph, prog, "popnn::ROIAlignForward", "out", bottomData,
@@ -107,10 +114,7 @@ def roiAlignInputGradient(graph: Graph, prog: prog_.Sequence, bottomData: Tensor
     if not isinstance(topDataGrad, Tensor) or topDataGrad.shape() != shape \
             or topDataGrad.elementType() != bottomData.elementType():
         raise PoplibsError(f"{what}: topDataGrad must be {bottomData.elementType()} {shape}")
-    grads = graph.addVariable(bottomData.elementType(), [n, c, h, w], f"{name}/grads")
-    tiles = graph.getTarget().getNumTiles()
-    for ch in range(c):
-        graph.setTileMapping(grads[:, ch], ch % tiles)
+    grads = _by_channel(graph, bottomData.elementType(), [n, c, h, w], f"{name}/grads")
     planes = grads.reshape([n, c, h * w])
     top = topDataGrad.reshape([rois, c, params.alignedHeight_ * params.alignedWidth_])
     _add(graph, prog, "popnn::ROIAlignBackward", "topGrad", bottomData,
