@@ -123,17 +123,21 @@ def test_a_half_step_stays_near_numpys_float_step(tp, pp, dp, phased):
         assert name.endswith(".bk") or (error <= 0.1 * LR).mean() >= 0.9, name
 
 
-@pytest.mark.parametrize("pp,accum,layers", [(2, 4, 2), (4, 8, 4)])
-def test_the_pipeline_bubble_is_gpipes(pp, accum, layers):
-    # blocks that outweigh the embedding and the head, so the stages take about as long as each other
-    sizes = Sizes(hidden=128, heads=4, layers=layers, seq=16, batch=1)
-    split = gpt.Split(1, pp, 1, accum)
+@pytest.mark.parametrize("accum,layers_per_ipu", [(4, (0, 1, 1)), (6, (0, 1, 1, 1))])
+def test_the_pipeline_bubble_is_gpipes(accum, layers_per_ipu):
+    # the first IPU holds the embedding and the head (a stage of its own after the last), light
+    # beside the blocks of the others, as in Graphcore's BERT: GPipe's bubble over the P stages
+    # that take time (the light passes on the first IPU add a little fill and drain)
+    pp = len(layers_per_ipu)
+    sizes = Sizes(hidden=128, heads=4, layers=sum(layers_per_ipu), seq=16, batch=1)
+    split = gpt.Split(1, pp, 1, accum, layers_per_ipu)
     trainer = gpt.Trainer(sizes, split, LR, device(split.ipus, tiles=64))
     trainer.write_parameters(gpt.initial_parameters(sizes, seed=1))
     trainer.step(gpt.batches(gpt.DATA.read_bytes(), sizes, split, np.random.default_rng(2)), 1)
     execution = trainer.engine.getProfile()["execution"]
     bubble = breakdown.bubble(execution, trainer.pipeline, range(pp))
-    assert bubble == pytest.approx((pp - 1) / (accum + pp - 1), abs=0.02)
+    heavy = pp - 1
+    assert bubble == pytest.approx((heavy - 1) / (accum + heavy - 1), abs=0.05)
     assert "pipeline bubble" in gpt.describe_cycles(execution, trainer)
 
 
@@ -201,7 +205,7 @@ def test_model_flops_are_six_per_weight_and_token_and_the_attention():
     # (forward, and the backward's two products), 2 FLOPs a multiply-add; attention's two products
     # are over the sequence
     s = Sizes(hidden=768, heads=12, layers=12, seq=128, vocab=30522)
-    shapes = parameter_shapes(s, 1, range(s.layers), False, True)
+    shapes = parameter_shapes(s, 1, range(s.layers), True)
     weights = sum(np.prod(shape) for name, shape in shapes.items()
                   if name.split(".")[-1] in ("wq", "wk", "wv", "wo", "w1", "w2", "wte"))
     assert s.flops_per_token == 6 * weights + 3 * 2 * 2 * s.seq * s.hidden * s.layers

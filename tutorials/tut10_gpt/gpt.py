@@ -14,7 +14,9 @@ MLP units, an all-reduce in the group after each row-split product); ``dp`` such
 different micro-batches (data parallelism, over ORTHOGONAL groups), and shard Adam's state between
 them in Streaming Memory (``optimiser.py``). A step runs ``accum`` micro-batches per replica; with
 ``pp > 1`` in GPipe's schedule (every micro-batch forward through the stages, then every one
-backward), whose stages run side by side on their IPUs.
+backward), whose stages run side by side on their IPUs; the head is a stage of its own after the
+last, on the first IPU beside the token embedding its projection shares (as Graphcore places
+BERT's heads).
 
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
@@ -164,7 +166,7 @@ class Trainer:
                     micros, recompute, outlined,
                 )
             )
-        first, last = self.stages[0], self.stages[-1]
+        first = self.stages[0]
         self.seq = prog.Sequence(name="step")
         self.hyper = first.graph.addVariable(poplar.FLOAT, [2], "adam/hyper")
         first.graph.setTileMapping(self.hyper, 0)
@@ -174,9 +176,9 @@ class Trainer:
         self.positions_in = None if s.causal else graph.addHostToDeviceFIFO(
             "positions", poplar.UNSIGNED_INT, s.targets)
         self.pipeline: set[str] = set()  # the names of the micro-batches' steps (pipelined or not)
-        self.loss = last.graph.addVariable(poplar.FLOAT, [1], "loss")
-        last.graph.setTileMapping(self.loss, 0)
-        popops.zero(last.graph, self.loss, self.seq, "loss/zero")
+        self.loss = first.graph.addVariable(poplar.FLOAT, [1], "loss")
+        first.graph.setTileMapping(self.loss, 0)
+        popops.zero(first.graph, self.loss, self.seq, "loss/zero")
         if split.pp == 1:
             body = prog.Sequence(name="microBatch")
             self._micro_batch(body)
@@ -184,7 +186,6 @@ class Trainer:
             self.pipeline = {prog.step_label(p) for p in prog.walk([body])}
         else:
             self._gpipe()
-        self._tie_embeddings()
         dp_group = gcl.CommGroup(gcl.CommGroupType.ORTHOGONAL, split.dp)
         self.optimisers: dict[str, ShardedAdam] = {}  # by the name of what each updates
         for st in self.stages:
@@ -226,15 +227,15 @@ class Trainer:
 
     def _targets(self, seq: prog.Sequence, name: str) -> tuple[poplar.Tensor, poplar.Tensor | None]:
         """A micro-batch's targets and (a masked model) the positions that predict them, from the
-        host, on the last stage."""
-        last = self.stages[-1]
-        targets = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets], f"{name}/targets")
-        poputil.mapTensorLinearly(last.graph, targets)
+        host, on the first stage (the head's)."""
+        first = self.stages[0]
+        targets = first.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets], f"{name}/targets")
+        poputil.mapTensorLinearly(first.graph, targets)
         seq.add(prog.Copy(self.targets_in, targets))
         positions = None
         if self.positions_in is not None:
-            positions = last.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets, 1], f"{name}/positions")
-            poputil.mapTensorLinearly(last.graph, positions)
+            positions = first.graph.addVariable(poplar.UNSIGNED_INT, [self.s.targets, 1], f"{name}/positions")
+            poputil.mapTensorLinearly(first.graph, positions)
             seq.add(prog.Copy(self.positions_in, positions.flatten()))
         return targets, positions
 
@@ -269,9 +270,12 @@ class Trainer:
         return moved
 
     def _gpipe(self) -> None:
-        """The stages' passes, each built once (``pipeline``), in GPipe's schedule."""
+        """The stages' passes, each built once (``pipeline``), in GPipe's schedule; the head is a
+        pipeline stage of its own after the last, on the first stage's IPU beside the token
+        embedding its output projection shares (Graphcore's placement of BERT's heads)."""
         passes: list[pipeline.StagePasses] = []
         bodies: list[prog.Program] = []
+        first = self.stages[0]
         x_in: poplar.Tensor | None = None
         for st in self.stages:
             forward, backward = prog.Sequence(name=f"stage{st.index}/forward"), prog.Sequence(
@@ -286,40 +290,40 @@ class Trainer:
                 x = x_in
             x_out, saved = st.forward_layers(x, forward)
             kept += [t for layer in saved for t in layer.values()]
-            d_in = None
-            if st.last:
-                targets, positions = self._targets(forward, f"stage{st.index}")
-                loss, head = st.head(x_out, targets, positions, forward, self.scale)
-                popops.addInPlace(st.graph, self.loss, loss.reshape([1]), forward, "loss/acc")
-                kept += [t for t in head.values() if t is not None]
-                d = st.head_backward(head, backward)
-            else:
-                d = d_in = self._arrival(x_out, st, f"stage{st.index}/outGrad")
-            d = st.backward_layers(d, saved, backward)
+            d_in = self._arrival(x_out, st, f"stage{st.index}/outGrad")
+            d = st.backward_layers(d_in, saved, backward)
             if st.first:
                 st.embed_backward(tokens, d, backward)
-            nxt = self.stages[st.index + 1] if not st.last else None
             passes.append(pipeline.StagePasses(
                 st.graph.addFunction(forward), st.graph.addFunction(backward),
                 pipeline.Stash(st.graph, kept, self.split.accum, f"stage{st.index}"), st.select,
-                x_in=None if st.first else x, x_out=None if st.last else x_out, d_in=d_in,
-                d_out=None if st.first else d,
+                x_in=None if st.first else x, x_out=x_out, d_in=d_in, d_out=None if st.first else d,
             ))
             bodies += [forward, backward]
-            if nxt is not None:
-                x_in = self._arrival(x_out, nxt, f"stage{nxt.index}/in")
+            x_in = self._arrival(x_out, self.stages[st.index + 1] if not st.last else first,
+                                 f"stage{st.index + 1}/in" if not st.last else "head/in")
+        assert x_in is not None
+        head, head_bodies = self._head_passes(first, x_in)
+        passes.append(head)
+        bodies += head_bodies
         schedule = pipeline.gpipe(passes, self.split.accum, self.seq)
         self.pipeline = {prog.step_label(p) for p in prog.walk([*schedule, *bodies])}
 
-    def _tie_embeddings(self) -> None:
-        """With several stages the token embedding is on the first (the lookup) and the last (the
-        output projection): their gradients are summed on both, so the two copies stay equal."""
-        if self.split.pp == 1:
-            return
-        first, last = self.stages[0], self.stages[-1]
-        theirs = self._moved(last.grad("wte"), first, self.seq, "wte/grad/fromLast")
-        popops.addInPlace(first.graph, first.grad("wte"), theirs, self.seq, "wte/grad/tie")
-        self.seq.add(prog.Copy(first.grad("wte"), last.grad("wte")))
+    def _head_passes(self, first: Stage, x_in: poplar.Tensor
+                     ) -> tuple[pipeline.StagePasses, list[prog.Program]]:
+        """The head's pipeline stage on the first stage's IPU (the loss of the last stage's output
+        ``x_in`` forward, the gradient of that output backward), and its two bodies."""
+        forward, backward = prog.Sequence(name="head/forward"), prog.Sequence(name="head/backward")
+        targets, positions = self._targets(forward, "head")
+        loss, head = first.head(x_in, targets, positions, forward, self.scale)
+        popops.addInPlace(first.graph, self.loss, loss.reshape([1]), forward, "loss/acc")
+        d_out = first.head_backward(head, backward)
+        kept = [t for t in head.values() if t is not None]
+        return pipeline.StagePasses(
+            first.graph.addFunction(forward), first.graph.addFunction(backward),
+            pipeline.Stash(first.graph, kept, self.split.accum, "head"), pipeline.no_slot,
+            x_in=x_in, d_out=d_out,
+        ), [forward, backward]
 
     # ---- the host's side ---------------------------------------------------------------------
     def replica_tp(self, r: int) -> int:
@@ -422,7 +426,7 @@ def initial_parameters(s: Sizes, seed: int) -> dict[str, np.ndarray]:
     """GPT-2's initialisation: normal weights (0.02), zero biases, unit layer-norm gains."""
     rng = np.random.default_rng(seed)
     out = {}
-    for name, shape in parameter_shapes(s, 1, range(s.layers), True, True).items():
+    for name, shape in parameter_shapes(s, 1, range(s.layers), True).items():
         short = name.split(".")[-1]
         if short == "g":
             out[name] = np.ones(shape, np.float32)
@@ -518,9 +522,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="BERT-Base as Graphcore trains it on a Bow Pod16 (flags given explicitly win)")
     args = p.parse_args(argv)
     if args.bert_base:
-        for key, value in BERT_BASE.items():
-            if getattr(args, key) == p.get_default(key):
-                setattr(args, key, value)
+        p.set_defaults(**BERT_BASE)  # flags given explicitly still win, even at their usual default
+        args = p.parse_args(argv)
     return args
 
 

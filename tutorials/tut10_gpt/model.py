@@ -101,17 +101,16 @@ def layer_shapes(s: Sizes, tp: int) -> dict[str, list[int]]:
     }
 
 
-def parameter_shapes(s: Sizes, tp: int, layers: range, first: bool, last: bool) -> dict[str, list[int]]:
-    """A stage's parameters (its layers, the embeddings on the first stage, the final layer norm
-    and the tied output projection on the last), in the order they lie in its buffer."""
+def parameter_shapes(s: Sizes, tp: int, layers: range, first: bool) -> dict[str, list[int]]:
+    """A stage's parameters (its layers; on the first stage the embeddings and the head's final
+    layer norm: the head runs there, beside the token embedding its output projection shares), in
+    the order they lie in its buffer."""
     shapes: dict[str, list[int]] = {}
-    if first or last:
-        shapes["wte"] = [s.vocab, s.hidden]
     if first:
-        shapes["wpe"] = [s.seq, s.hidden]
+        shapes["wte"], shapes["wpe"] = [s.vocab, s.hidden], [s.seq, s.hidden]
     for layer in layers:
         shapes.update({f"l{layer}.{k}": v for k, v in layer_shapes(s, tp).items()})
-    if last:
+    if first:
         shapes["lnf.g"], shapes["lnf.b"] = [s.hidden], [s.hidden]
     return shapes
 
@@ -178,7 +177,7 @@ class Stage:
         self.first, self.last, self.index, self.phased = first, last, index, phased
         self.shared = bool(layers) and (phased or self.outlined)  # one block's code for every layer
         self.all_reduce = tp_all_reduce
-        self.shapes = parameter_shapes(s, tp, layers, first, last)
+        self.shapes = parameter_shapes(s, tp, layers, first)
         self.layer_shapes = layer_shapes(s, tp)
         self.layer_offsets = _offsets(self.layer_shapes)
         self.layer_size = sum(math.prod(shape) for shape in self.layer_shapes.values())

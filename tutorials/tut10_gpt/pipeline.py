@@ -39,6 +39,10 @@ class Stash:
             seq.add(prog.Copy(kept, live))
 
 
+def no_slot(micro: int, seq: prog.Sequence) -> None:
+    """The ``select`` of a stage whose passes keep no per-micro-batch slot (its stash is enough)."""
+
+
 @dataclass(frozen=True)
 class StagePasses:
     """One stage's code for any micro-batch: its forward and backward functions, their stash, where
@@ -80,12 +84,13 @@ def gpipe(stages: list[StagePasses], micros: int, seq: prog.Sequence) -> list[pr
     for t in range(micros + pp - 1):
         live = [s for s in range(pp) if 0 <= t - s < micros]
         out.append(prog.Sequence([stages[s].run_forward(t - s) for s in live]))
-        sends = [prog.Copy(stages[s].x_out, stages[s + 1].x_in) for s in live if s + 1 < pp]
+        # the last stage's output leaves first: a stage with no layers passes on what it received
+        sends = [prog.Copy(stages[s].x_out, stages[s + 1].x_in) for s in reversed(live) if s + 1 < pp]
         out.append(prog.Sequence(sends))
     for t in range(micros + pp - 1):
         live = [s for s in reversed(range(pp)) if 0 <= t - (pp - 1 - s) < micros]
         out.append(prog.Sequence([stages[s].run_backward(t - (pp - 1 - s)) for s in live]))
-        returns = [prog.Copy(stages[s].d_out, stages[s - 1].d_in) for s in live if s > 0]
+        returns = [prog.Copy(stages[s].d_out, stages[s - 1].d_in) for s in reversed(live) if s > 0]
         out.append(prog.Sequence(returns))
     for p in out:
         seq.add(p)
