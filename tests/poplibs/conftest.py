@@ -111,12 +111,13 @@ class Harness:
                 if callable(want):
                     want(have)
                     continue
-                for h, w in zip(have, want, strict=True) if isinstance(have, list) else [(have, want)]:
-                    w = np.asarray(w)
-                    assert h.shape == w.shape, f"shape {h.shape}, expected {w.shape}"
+                rows = zip(have, want, strict=True) if isinstance(have, list) else [(have, want)]
+                for row, (h, w) in enumerate(rows):
+                    w, where = np.asarray(w), f"row {row}: " if isinstance(have, list) else ""
+                    assert h.shape == w.shape, f"{where}shape {h.shape}, expected {w.shape}"
                     np.testing.assert_allclose(h.astype(np.float64) if h.dtype.kind in "fb" else h, w,
-                                               rtol=tol[0] if tol else rtol, atol=atol)
-            except AssertionError as e:
+                                               rtol=tol[0] if tol else rtol, atol=atol, err_msg=where)
+            except (AssertionError, ValueError) as e:  # ValueError: a list of the wrong length
                 failures.append(f"{name}: {e}")
         assert not failures, "\n".join(failures)
 
