@@ -77,11 +77,12 @@ class Harness:
         read = iter(self.engine.readTensor(f"out{i}") for i in range(len(flat)))
         return [[next(read) for _ in out] if isinstance(out, list) else next(read) for out in outputs]
 
-    def vertex(self, vertexType: str, tile: int = 0, state: dict | None = None, **fields) -> dict:
+    def vertex(self, vertexType: str, tile: int = 0, initial: dict | None = None, **fields) -> dict:
         """One ``vertexType`` vertex on ``tile``, in the compute set that ``h.seq`` runs: each
         field is connected to a new tensor on ``tile`` holding its value (a numpy array, whose
         dtype gives the element type; a 0-D array for a scalar edge; a list of them for a
-        VectorList; a Tensor is connected as it is), and each ``state`` field is set to its value.
+        VectorList; a Tensor is connected as it is), and each vertex state field in ``initial``
+        is set to its value.
         Returns the connected tensors by field name."""
         if self._cs is None:
             self._cs = self.graph.addComputeSet("vertices")
@@ -93,7 +94,7 @@ class Harness:
         connections = {name: [tensor(v) for v in value] if isinstance(value, list) else tensor(value)
                        for name, value in fields.items()}
         v = self.graph.addVertex(self._cs, vertexType, connections)
-        for name, value in (state or {}).items():
+        for name, value in (initial or {}).items():
             self.graph.setInitialValue(v[name], value)
         self.graph.setTileMapping(v, tile)
         return connections

@@ -44,7 +44,7 @@ def test_cholesky_lu_and_forward_substitution(vertices):
         a = lower + np.triu(np.full((4, 4), nan), 0 if unit else 1)
         x = rng.integers(-4, 5, (3, 4)).astype(np.float64)
         v = h.vertex(templateVertex("poplin::ForwardSubstitution", t), tile=2 + tile % 2,
-                     a=list(a.astype(t.dtype)), x=list(x.astype(t.dtype)), state={"unitDiagonal": unit})
+                     a=list(a.astype(t.dtype)), x=list(x.astype(t.dtype)), initial={"unitDiagonal": unit})
         cases[f"ForwardSubstitution<{t}> unitDiagonal={unit}"] = (v["x"], np.linalg.solve(solve, x.T).T, rtol)
     h.check(cases, atol=1e-6)
 
@@ -59,7 +59,7 @@ def test_triangular_mask(vertices):
         for unit in (False, True):
             v = h.vertex(templateVertex("poplin::TriangularMask", F), a=list(rows),
                          out=list(np.zeros_like(rows)),
-                         state={"firstRow": 1, "lower": lower, "unitDiagonal": unit})
+                         initial={"firstRow": 1, "lower": lower, "unitDiagonal": unit})
             want = np.tril(full) if lower else np.triu(full)
             if unit:
                 np.fill_diagonal(want, 1)
@@ -106,7 +106,7 @@ def test_householder_steps(vertices):
         rows = rng.integers(-4, 5, (7, 5)).astype(np.float32)
         for first in (0, 2):
             v = h.vertex("poplin::experimental::UpdateColumns", tile=tile, columns=list(rows),
-                         state={"first": first}, **shared)
+                         initial={"first": first}, **shared)
             want = [row if first + j < i else
                     np.concatenate([row[:i], [refl[2]], np.zeros(4 - i)]) if first + j == i else
                     reflect(row, x, i, refl.astype(np.float32)) for j, row in enumerate(rows)]

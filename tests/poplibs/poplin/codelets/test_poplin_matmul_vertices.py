@@ -51,7 +51,7 @@ def test_reduce_partials(vertices):
             types = (out_t,) if name == "ReducePartialsSameType" else (part_t, out_t)
             v = h.vertex(templateVertex(f"poplin::{name}", *types), tile=tile,
                          partials=list(partials.astype(part_t.dtype)), out=old,
-                         state={"scale": 0.5} if scaled else None)
+                         initial={"scale": 0.5} if scaled else None)
             want = old + 0.5 * partials.sum(0) if scaled else partials.sum(0)
             cases[f"{name}<{part_t},{out_t}> of {n}"] = (v["out"], want)
     h.check(cases)

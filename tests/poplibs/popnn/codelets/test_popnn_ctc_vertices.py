@@ -35,7 +35,7 @@ def loss_vertex(h, tile: int, y: np.ndarray, buffer: list[int], n: int, steps: i
                     labels=np.array(buffer, np.uint32), dataLength=np.array(steps, np.uint32),
                     labelLength=np.array(n, np.uint32), loss=np.array(9, np.float32),
                     grad=list(np.full(y.shape, 9, np.float32)), alpha=np.zeros(width, np.float32),
-                    beta=np.zeros(width, np.float32), state=state)
+                    beta=np.zeros(width, np.float32), initial=state)
 
 
 def beam_vertex(h, tile: int, y: np.ndarray, steps: int, width: int, top: int) -> dict:
@@ -47,7 +47,7 @@ def beam_vertex(h, tile: int, y: np.ndarray, steps: int, width: int, top: int) -
                     prefix=np.zeros(2 * width * len(y), u32), length=np.zeros(2 * width, u32),
                     prob=np.zeros(4 * width, f32), candBeam=np.zeros(candidates, u32),
                     candAddend=np.zeros(candidates, u32), candProb=np.zeros(2 * candidates, f32),
-                    state={"blankClass": 0, "beamwidth": width})
+                    initial={"blankClass": 0, "beamwidth": width})
 
 
 # (labels buffer, labelLength, maxTime, dataLength, blank, softmaxGrad, zeroInfinity)

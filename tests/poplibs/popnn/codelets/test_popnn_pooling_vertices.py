@@ -64,7 +64,7 @@ def test_pooling_forward_and_gradients(vertices):
             for t in (F, H) if op == 0 else (F,):
                 v = h.vertex(templateVertex("popnn::Pooling", t), tile=gi, inp=rows(planes, t),
                              out=rows(np.full((2, oh * ow), 9), t),
-                             state={"geom": np.array(geom, np.int32), "op": op})
+                             initial={"geom": np.array(geom, np.int32), "op": op})
                 cases[f"Pooling<{t}> {name} geom {gi}"] = (v["out"], rows(want, poplar.FLOAT), 1e-6)
         grad = rng.integers(-4, 5, (2, oh, ow)).astype(np.float64)
         for scaled in (False, True):
@@ -80,7 +80,7 @@ def test_pooling_forward_and_gradients(vertices):
                 if kind == "Max":
                     fields.update(inp=rows(planes), pooled=rows(pooled["max"]))
                 v = h.vertex(templateVertex(f"popnn::{kind}PoolingGrad", F, scaled), tile=2 + gi,
-                             state={"geom": np.array(geom, np.int32)}, **fields)
+                             initial={"geom": np.array(geom, np.int32)}, **fields)
                 cases[f"{kind}PoolingGrad scaled={scaled} geom {gi}"] = (v["inGrad"], rows(want), 1e-6)
     h.check(cases)
 
@@ -127,7 +127,7 @@ def test_roi_align_forward_and_backward(vertices):
         planes, rois, index, state = roi_fields(rng, aligned)
         forward = [roi_align(planes[b], r, 0.5, aligned, 2, 3, 2) for r, b in zip(rois, index)]
         v = h.vertex(templateVertex("popnn::ROIAlignForward", F), tile=tile, planes=rows(planes),
-                     rois=list(rois), batchIndex=index, out=rows(np.full((len(ROIS), 6), 9)), state=state)
+                     rois=list(rois), batchIndex=index, out=rows(np.full((len(ROIS), 6), 9)), initial=state)
         cases[f"ROIAlignForward aligned={aligned}"] = (v["out"], [f.ravel() for f in forward], 1e-5)
         top = rng.integers(-3, 4, (len(ROIS), 6)).astype(np.float64)
         unit = np.eye(30).reshape(30, 5, 6)
@@ -136,7 +136,7 @@ def test_roi_align_forward_and_backward(vertices):
             jacobian = np.array([roi_align(u, roi, 0.5, aligned, 2, 3, 2).ravel() for u in unit])  # [30, 6]
             want[b] += jacobian @ top[r]
         v = h.vertex(templateVertex("popnn::ROIAlignBackward", F), tile=2 + tile, topGrad=rows(top),
-                     rois=list(rois), batchIndex=index, planeGrads=rows(np.full((2, 30), 9)), state=state)
+                     rois=list(rois), batchIndex=index, planeGrads=rows(np.full((2, 30), 9)), initial=state)
         cases[f"ROIAlignBackward aligned={aligned}"] = (v["planeGrads"], list(want), 1e-5)
     h.check(cases, atol=1e-5)
 
@@ -147,7 +147,7 @@ def test_roi_align_batch_index_out_of_range_is_an_error(vertices, vertex, batch)
     planes, rois, index, state = roi_fields(rng, False, batch)
     fields = ({"planes": rows(planes), "out": rows(np.zeros((4, 6)))} if vertex == "Forward" else
               {"topGrad": rows(np.ones((4, 6))), "planeGrads": rows(np.zeros((2, 30)))})
-    h.vertex(templateVertex(f"popnn::ROIAlign{vertex}", F), rois=list(rois), batchIndex=index, state=state,
+    h.vertex(templateVertex(f"popnn::ROIAlign{vertex}", F), rois=list(rois), batchIndex=index, initial=state,
              **fields)
     with pytest.raises(poplar.VertexError):
         h.run()

@@ -52,9 +52,9 @@ def test_cast_and_cast2d_convert_each_element(vertices):
 def test_fill_and_fill2d_write_the_value_everywhere(vertices):
     h, cases = vertices(), {}
     for t, value, want in FILLS:
-        one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(5, t.dtype), state={"value": value})
+        one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(5, t.dtype), initial={"value": value})
         cases[f"Fill<{t}>"] = (one["out"], np.full(5, want, t.dtype))
-        two = h.vertex(templateVertex("popops::Fill2d", t), tile=2, state={"value": value},
+        two = h.vertex(templateVertex("popops::Fill2d", t), tile=2, initial={"value": value},
                        out=[np.zeros(e - b, t.dtype) for b, e in ROWS])
         cases[f"Fill2d<{t}>"] = (two["out"], [np.full(e - b, want, t.dtype) for b, e in ROWS])
     h.check(cases)
@@ -64,7 +64,7 @@ def test_rows_past_the_workers_are_left_alone(vertices):
     """Seven rows: the six workers take one each and the seventh is not written."""
     h = vertices()
     rows = [np.full(2, k, np.int32) for k in range(7)]
-    fill = h.vertex(templateVertex("popops::Fill2d", poplar.INT), out=rows, state={"value": 9})
+    fill = h.vertex(templateVertex("popops::Fill2d", poplar.INT), out=rows, initial={"value": 9})
     cast = h.vertex(templateVertex("popops::Cast2d", poplar.INT, poplar.FLOAT), src=rows,
                     dst=[np.full(2, -1, np.float32) for _ in rows])
     h.check({"Fill2d": (fill["out"], [np.full(2, 9)] * 6 + [rows[6]]),

@@ -18,7 +18,7 @@ def test_iota_segments_count_from_their_starts(vertices):
     for t, segments in [(poplar.INT, [(-2, 3), (7, 0), (100, 5)]),
                         (poplar.UNSIGNED_INT, [(OUT - 1, 4), (3, 2)])]:
         v = h.vertex(templateVertex("popops::Iota", t), out=[np.zeros(n, t.dtype) for _, n in segments],
-                     state={"starts": np.array([s for s, _ in segments], np.int64).astype(t.dtype)})
+                     initial={"starts": np.array([s for s, _ in segments], np.int64).astype(t.dtype)})
         want = [((s + np.arange(n)) % 2**32).astype(np.int64).astype(t.dtype) for s, n in segments]
         cases[f"Iota<{t}>"] = (v["out"], want)
     h.check(cases)
@@ -36,7 +36,7 @@ def test_encode_one_hot_marks_the_index_within_each_segment(vertices):
         v = h.vertex(templateVertex("popops::EncodeOneHot", index_t, t), tile=tile, indices=indices,
                      out=[np.full(n, 9, t.dtype) for _, _, n in ONE_HOT], on=np.array(2.5, t.dtype),
                      off=np.array(-1, t.dtype),
-                     state={"columns": np.array([c for _, c, _ in ONE_HOT], np.uint32)})
+                     initial={"columns": np.array([c for _, c, _ in ONE_HOT], np.uint32)})
         want = []
         for i, c, n in ONE_HOT:
             row = np.full(n, -1.0)
@@ -62,7 +62,7 @@ def test_histogram_counts_between_limits(vertices):
             v = h.vertex(templateVertex("popops::Histogram", t, out_t), tile=tile,
                          data=[data[:5].astype(t.dtype), data[5:5].astype(t.dtype), data[5:].astype(t.dtype)],
                          limits=limits.astype(t.dtype), histogram=np.full(5, 7, out_t.dtype),
-                         state={"absolute": absolute})
+                         initial={"absolute": absolute})
             want = np.bincount(bucket, minlength=5)
             cases[f"Histogram<{t},{out_t}> absolute={absolute}"] = (v["histogram"], want)
     h.check(cases)
@@ -80,7 +80,7 @@ def test_normalise_image_scales_three_channels_into_four(vertices):
         v = h.vertex(templateVertex("popops::NormaliseImage", in_t, out_t),
                      inT=pixels.ravel().astype(in_t.dtype), out=np.full(16, 9, out_t.dtype),
                      scales=scales.astype(out_t.dtype), offsets=offsets.astype(out_t.dtype),
-                     state={"inScale": in_scale})
+                     initial={"inScale": in_scale})
         cases[f"NormaliseImage<{in_t},{out_t}>"] = (v["out"], want.ravel())
     h.check(cases)
 
@@ -90,17 +90,17 @@ def test_counters(vertices):
     and ForLoopCounter (count += increment, then count != limit; UNSIGNED_INT wraps)."""
     h, cases = vertices(), {}
     for index, size in [(2, 5), (4, 5), (0, 1)]:
-        v = h.vertex("popops::CircBufIncrIndex", index=np.array(index, np.uint32), state={"hSize": size})
+        v = h.vertex("popops::CircBufIncrIndex", index=np.array(index, np.uint32), initial={"hSize": size})
         cases[f"CircBufIncrIndex {index} of {size}"] = (v["index"], (index + 1) % size)
     for index, size, offset in [(3, 5, 4), (0, 5, 0), (1, 5, 3), (4, 5, 1)]:
         v = h.vertex("popops::CircOffset", indexIn=np.array(index, np.uint32),
-                     indexOut=np.array(9, np.uint32), state={"hSize": size, "offset": offset})
+                     indexOut=np.array(9, np.uint32), initial={"hSize": size, "offset": offset})
         cases[f"CircOffset {index} + {offset} of {size}"] = (v["indexOut"], (index + offset) % size)
     for t, count, limit, step in [(poplar.INT, 3, 5, 2), (poplar.INT, 5, 0, -1), (poplar.INT, -1, -3, -2),
                                   (poplar.UNSIGNED_INT, OUT, 0, 1), (poplar.UNSIGNED_INT, 0, 3, 1)]:
         v = h.vertex(templateVertex("popops::ForLoopCounter", t), count=np.array(count, t.dtype),
                      limit=np.array(limit, t.dtype), comparisonResult=np.array(7, np.uint32),
-                     state={"increment": step})
+                     initial={"increment": step})
         after = np.array(count + step).astype(np.int64).astype(t.dtype)  # wraps as the type does
         label = f"ForLoopCounter<{t}> {count} + {step} vs {limit}"
         cases[f"{label}: count"] = (v["count"], after)

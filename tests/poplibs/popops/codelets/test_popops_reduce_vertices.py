@@ -78,7 +78,7 @@ def test_reduce_vertices(vertices, vertex):
         entries = [values(rng, n).astype(t.dtype) for _, lengths in REGIONS for n in lengths]
         old = [ints(rng, w).astype(out_t.dtype) for w, _ in REGIONS]
         params = [f"popops::Reduce{op}", t, acc, out_t] if name != "ReduceAddInPlace" else [t, acc]
-        fields = dict(partials=entries, out=old, state={"identity": identity, "numPartials": np.array(
+        fields = dict(partials=entries, out=old, initial={"identity": identity, "numPartials": np.array(
             [len(lengths) for _, lengths in REGIONS], np.int32)})
         if name == "ScaledReduce":
             params.append(update)

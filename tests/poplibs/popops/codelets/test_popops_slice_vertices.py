@@ -78,7 +78,7 @@ def test_multi_slice_and_update_vertices(vertices, vertex):
             fields = {"offsets": np.array(offsets, np.uint32), "baseT": base.ravel(), "subT": sub.ravel()}
             if vertex == "MultiUpdateAdd":
                 fields["scale"] = scale
-            v = h.vertex(templateVertex(f"popops::{vertex}", *types), tile=k, state={"numBaseElements": n},
+            v = h.vertex(templateVertex(f"popops::{vertex}", *types), tile=k, initial={"numBaseElements": n},
                          **fields)
             want = reference(base.copy(), sub.copy(), offsets, scale)
             cases[f"{vertex}<{','.join(map(str, types))}> offsets {offsets}"] = (v[output], want.ravel())
@@ -100,7 +100,7 @@ def test_dynamic_slice_vertices(vertices, update):
             vertex = "popops::DynamicUpdateSlice1D" if update else "popops::DynamicSlice1D"
             v = h.vertex(templateVertex(vertex, t), tile=k, offset=np.array(offset, np.uint32),
                          baseT=base.ravel(), subT=sub.ravel(),
-                         state={"numBaseElements": n, "numSubElements": m})
+                         initial={"numBaseElements": n, "numSubElements": m})
             if update:
                 base[rows] = sub
             want = base if update else base[rows]
@@ -120,7 +120,7 @@ def test_sequence_slice_clips_each_run(vertices):
                      srcOffsetT=np.array([s for s, _, _ in runs], np.uint32),
                      dstOffsetT=np.array([d for _, d, _ in runs], np.uint32),
                      nElementsT=np.array([n for _, _, n in runs], np.uint32),
-                     state={"numSrcElements": 5, "numDstElements": 4, "regionSize": 2})
+                     initial={"numSrcElements": 5, "numDstElements": 4, "regionSize": 2})
         for s, d, n in runs:
             n = min(n, 5 - s, 4 - d) if s < 5 and d < 4 else 0
             dst[d:d + n] = src[s:s + n]
@@ -145,7 +145,7 @@ def test_xla_window_offsets(vertices):
                 want += [row + e if fits or clamp else OUT for e in window]
             v = h.vertex(templateVertex("popops::XlaWindowOffsets", t), indices=indices.ravel(),
                          offsets=np.zeros(len(want), np.uint32),
-                         state={"limits": np.array(limits, np.uint32), "clamp": clamp,
+                         initial={"limits": np.array(limits, np.uint32), "clamp": clamp,
                                 "strides": np.array(strides, np.uint32),
                                 "windowOffsets": np.array(window, np.uint32)})
             cases[f"<{t}> clamp={clamp}"] = (v["offsets"], np.array(want, np.uint32))

@@ -86,12 +86,12 @@ def test_top_k_vertices(vertices, vertex):
         state = {"largest": largest, "reverse": reverse}
         if vertex == "TopK":
             v = h.vertex(templateVertex("popops::TopK", t), tile=tile, inp=rows, outValues=out,
-                         outIndices=positions, state={**state, "offsets": offsets})
+                         outIndices=positions, initial={**state, "offsets": offsets})
             keys, second, want = v["outValues"], v["outIndices"], [o + c for o, c in zip(offsets, chosen)]
         else:
             v = h.vertex(templateVertex("popops::TopKKeyValue", t, poplar.INT), tile=tile, keys=rows,
                          values=values, outKeys=out, outValues=[p.astype(np.int32) for p in positions],
-                         positions=positions, state=state)
+                         positions=positions, initial=state)
             keys, second, want = v["outKeys"], v["outValues"], [val[c] for val, c in zip(values, chosen)]
         label = f"<{t}> largest={largest} reverse={reverse}"
         cases[f"{label} keys"] = (keys, [row[c] for row, c in zip(rows, chosen)])
@@ -121,7 +121,7 @@ def test_top_k_merge(vertices):
             want_keys.append(row[chosen])
             want_values.append(values[chosen])
         v = h.vertex(templateVertex("popops::TopKMerge", t, poplar.UNSIGNED_INT), tile=tile,
-                     state={"largest": largest, "reverse": reverse}, **fields)
+                     initial={"largest": largest, "reverse": reverse}, **fields)
         label = f"<{t}> largest={largest} reverse={reverse}"
         cases[f"{label} keys"] = (v["outKeys"], want_keys)
         cases[f"{label} values"] = (v["outValues"], want_values)
