@@ -137,5 +137,7 @@ def harness(mode):
 @pytest.fixture
 def vertices():
     """``vertices(*libs)``: a 4-tile native Harness with the codelets of ``libs`` too, for
-    vertex-level tests (``h.vertex``, ``h.check``)."""
+    vertex-level tests (``h.vertex``, ``h.check``). Give each vertex instantiation two vertices or
+    more: the engine then compiles the kernel with the lockstep path (codelet/lanes.py) that the
+    operations' many vertices use, which the suite compiles once for both kinds of test."""
     return lambda *libs: Harness(4, "native", libs)

@@ -18,27 +18,33 @@ def spd(rng, n: int) -> np.ndarray:
     return m @ m.T + n * np.eye(n)
 
 
+def lu_product(a: np.ndarray):
+    """A check that the rows hold L's multipliers below the diagonal and U on and above, ``L U = a``."""
+    def check(rows):
+        factors = np.array(rows, np.float64)
+        product = (np.tril(factors, -1) + np.eye(len(a))) @ np.triu(factors)
+        np.testing.assert_allclose(product, a, rtol=1e-5, atol=1e-5)
+    return check
+
+
 def test_cholesky_lu_and_forward_substitution(vertices):
     """Cholesky: the lower factor with zeros above (a pivot that is not positive gives NaN, which
     spreads to the later rows); LU without pivoting: U and L's multipliers, with ``L U = A``;
     forward substitution reads only the lower triangle (and not the diagonal when it is unit):
     NaN is put everywhere else."""
     h, cases, rng = vertices("poplin"), {}, np.random.default_rng(7)
-    for t, rtol in ((F, 1e-6), (H, 2e-3)):
-        a = spd(rng, 4)
+    for t, rtol, n in ((F, 1e-6, 4), (H, 2e-3, 4), (H, 2e-3, 3)):
+        a = spd(rng, n)
         v = h.vertex(templateVertex("poplin::CholeskyBlock", t), rows=list(a.astype(t.dtype)))
-        cases[f"CholeskyBlock<{t}>"] = (v["rows"], np.linalg.cholesky(a), rtol)
+        cases[f"CholeskyBlock<{t}> {n}x{n}"] = (v["rows"], np.linalg.cholesky(a), rtol)
     v = h.vertex(templateVertex("poplin::CholeskyBlock", F), rows=list(np.diag([-1, 4]).astype(np.float32)))
     cases["CholeskyBlock negative pivot"] = (v["rows"], [[nan, 0], [nan, nan]])
-    lu_in = spd(rng, 5)
-    lu = h.vertex(templateVertex("poplin::LUBlock", F), tile=1, rows=list(lu_in.astype(np.float32)))
-
-    def lu_product(rows):
-        factors = np.array(rows, np.float64)
-        np.testing.assert_allclose((np.tril(factors, -1) + np.eye(5)) @ np.triu(factors), lu_in, rtol=1e-5)
-
-    cases["LUBlock<float>: L U = A"] = (lu["rows"], lu_product)
-    for tile, (t, unit, rtol) in enumerate([(F, False, 1e-5), (F, True, 1e-5), (H, False, 1e-2)]):
+    for n in (5, 3):
+        lu_in = spd(rng, n)
+        lu = h.vertex(templateVertex("poplin::LUBlock", F), tile=1, rows=list(lu_in.astype(np.float32)))
+        cases[f"LUBlock<float> {n}x{n}: L U = A"] = (lu["rows"], lu_product(lu_in))
+    for tile, (t, unit, rtol) in enumerate([(F, False, 1e-5), (F, True, 1e-5), (H, False, 1e-2),
+                                            (H, True, 1e-2)]):
         lower = np.tril(rng.integers(1, 4, (4, 4)).astype(np.float64), -1) + np.diag([2.0, -1.0, 4.0, 1.0])
         solve = np.tril(lower, -1) + np.eye(4) if unit else lower
         a = lower + np.triu(np.full((4, 4), nan), 0 if unit else 1)

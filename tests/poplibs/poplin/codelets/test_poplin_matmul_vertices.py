@@ -11,15 +11,17 @@ F, H = poplar.FLOAT, poplar.HALF
 TILE = (6, 16)  # the planner's R x C register tile (poplin's REGISTER_TILE)
 
 # (InT, OutT, M, K, N): rows enough for whole 6-row units and leftovers, with 16-column tiles and
-# leftover columns; fewer rows than workers (columns cut between them); one column; an empty K
-BLOCKS = [(F, F, 13, 5, 19), (H, F, 2, 3, 10), (H, H, 4, 7, 1), (F, F, 3, 0, 4)]
+# leftover columns; fewer rows than workers (columns cut between them); one column; an empty K;
+# one row
+BLOCKS = [(F, F, 13, 5, 19), (H, F, 2, 3, 10), (H, H, 4, 7, 1), (F, F, 3, 0, 4), (H, F, 7, 4, 17),
+          (H, H, 1, 5, 3)]
 
 
 def test_mat_mul_block(vertices):
     h, cases, rng = vertices("poplin"), {}, np.random.default_rng(5)
     for tile, (in_t, out_t, m, k, n) in enumerate(BLOCKS):
         a, b = rng.integers(-3, 4, (m, k)), rng.integers(-3, 4, (k, n))  # products exact in half
-        v = h.vertex(templateVertex("poplin::MatMulBlock", in_t, out_t, *TILE), tile=tile,
+        v = h.vertex(templateVertex("poplin::MatMulBlock", in_t, out_t, *TILE), tile=tile % 4,
                      a=a.ravel().astype(in_t.dtype), b=b.ravel().astype(in_t.dtype),
                      out=np.full(m * n, 9, out_t.dtype))
         cases[f"MatMulBlock<{in_t},{out_t}> {m}x{k} by {k}x{n}"] = (v["out"], (a @ b).ravel())
@@ -27,9 +29,11 @@ def test_mat_mul_block(vertices):
 
 
 def test_mat_mul_block_sizes_that_fit_no_product_are_an_error(vertices):
+    """Beside a vertex with a product's sizes (2x2 by 2x2), one whose sizes fit none."""
     h = vertices("poplin")
-    h.vertex(templateVertex("poplin::MatMulBlock", F, F, *TILE), a=np.ones(5, np.float32),
-             b=np.ones(7, np.float32), out=np.zeros(3, np.float32))
+    for a, b, out in [(4, 4, 4), (5, 7, 3)]:
+        h.vertex(templateVertex("poplin::MatMulBlock", F, F, *TILE), a=np.ones(a, np.float32),
+                 b=np.ones(b, np.float32), out=np.zeros(out, np.float32))
     with pytest.raises(poplar.VertexError):
         h.run()
 

@@ -147,8 +147,9 @@ def test_roi_align_batch_index_out_of_range_is_an_error(vertices, vertex, batch)
     planes, rois, index, state = roi_fields(rng, False, batch)
     fields = ({"planes": rows(planes), "out": rows(np.zeros((4, 6)))} if vertex == "Forward" else
               {"topGrad": rows(np.ones((4, 6))), "planeGrads": rows(np.zeros((2, 30)))})
-    h.vertex(templateVertex(f"popnn::ROIAlign{vertex}", F), rois=list(rois), batchIndex=index, initial=state,
-             **fields)
+    for batch_index in (np.zeros_like(index), index):  # a good vertex beside the bad one
+        h.vertex(templateVertex(f"popnn::ROIAlign{vertex}", F), rois=list(rois), batchIndex=batch_index,
+                 initial=state, **fields)
     with pytest.raises(poplar.VertexError):
         h.run()
 
@@ -161,22 +162,23 @@ def test_arg_max_min_rows_and_accuracy(vertices):
              [3, 1, 4, 1, 5]]
     h, cases = vertices("popnn"), {}
     for tile, (t, is_max) in enumerate([(F, True), (F, False), (H, True), (poplar.INT, False)]):
-        data = [np.array(r, np.float64) for r in table]
-        if t == poplar.INT:
-            data = [np.nan_to_num(r, nan=6) for r in data]
-        pick = [int(np.nanargmax(r) if is_max else np.nanargmin(r)) for r in data]
-        v = h.vertex(templateVertex("popnn::ReduceArgRows", t, is_max), tile=tile,
-                     rows=[r.astype(t.dtype) for r in data],
-                     index=np.full(7, 99, np.uint32), value=np.zeros(7, t.dtype))
-        name = f"ReduceArgRows<{t},{is_max}>"
-        cases[f"{name} index"] = (v["index"], pick)
-        cases[f"{name} value"] = (v["value"], [r[k] for r, k in zip(data, pick)])
-    max_index = np.array([3, 1, 0, 2, 5, OUT], np.uint32)
-    for label_t, expected in [(poplar.UNSIGNED_INT, [3, 2, 0, OUT, 5, 4]),
-                              (poplar.INT, [3, 1, -1, 2, 4, -1])]:
-        expected = np.array(expected, np.int64).astype(label_t.dtype)
-        v = h.vertex(templateVertex("popnn::CalcAccuracy", label_t), maxIndex=max_index, expected=expected,
-                     numCorrect=np.array(5, np.uint32))
-        matches = sum(int(e) >= 0 and int(m) == int(e) and int(e) != OUT for m, e in zip(max_index, expected))
-        cases[f"CalcAccuracy<{label_t}>"] = (v["numCorrect"], 5 + matches)
+        for rows in (table, table[2:5]):  # two vertices of each
+            data = [np.array(r, np.float64) for r in rows]
+            if t == poplar.INT:
+                data = [np.nan_to_num(r, nan=6) for r in data]
+            pick = [int(np.nanargmax(r) if is_max else np.nanargmin(r)) for r in data]
+            v = h.vertex(templateVertex("popnn::ReduceArgRows", t, is_max), tile=tile,
+                         rows=[r.astype(t.dtype) for r in data],
+                         index=np.full(len(data), 99, np.uint32), value=np.zeros(len(data), t.dtype))
+            name = f"ReduceArgRows<{t},{is_max}> {len(data)} rows"
+            cases[f"{name} index"] = (v["index"], pick)
+            cases[f"{name} value"] = (v["value"], [r[k] for r, k in zip(data, pick)])
+    for label_t, labels in [(poplar.UNSIGNED_INT, [3, 2, 0, OUT, 5, 4]), (poplar.INT, [3, 1, -1, 2, 4, -1])]:
+        for n, before in ((6, 5), (3, 0)):
+            max_index = np.array([3, 1, 0, 2, 5, OUT][:n], np.uint32)
+            expected = np.array(labels[:n], np.int64).astype(label_t.dtype)
+            v = h.vertex(templateVertex("popnn::CalcAccuracy", label_t), maxIndex=max_index,
+                         expected=expected, numCorrect=np.array(before, np.uint32))
+            matches = sum(0 <= int(e) != OUT and int(m) == int(e) for m, e in zip(max_index, expected))
+            cases[f"CalcAccuracy<{label_t}> of {n}"] = (v["numCorrect"], before + matches)
     h.check(cases)

@@ -31,44 +31,46 @@ CASTS = [
 FILLS = [(poplar.FLOAT, 1.5, 1.5), (poplar.HALF, 0.1, np.float16(0.1)), (poplar.INT, -7, -7),
          (poplar.UNSIGNED_CHAR, 200, 200), (poplar.BOOL, True, True)]
 
-# Cast2d and Fill2d rows: worker w handles row w (as many rows as the 6 workers at most); empty rows too
+# Cast2d and Fill2d rows (worker w handles row w): empty rows, and a second vertex with seven
+# rows, whose seventh no worker writes
 ROWS = [(0, 2), (2, 2), (2, 5), (5, 7)]
+SEVEN = [(k, k + 1) for k in range(6)] + [(0, 1)]
 
 
 def test_cast_and_cast2d_convert_each_element(vertices):
+    """Two vertices of each: Cast on each half of the values; Cast2d on rows, then on seven rows."""
     h, cases = vertices(), {}
     for src_t, dst_t, src, want in CASTS:
         src, want = np.asarray(src, src_t.dtype), np.asarray(want, dst_t.dtype)
-        name = f"{src_t}->{dst_t}"
-        one = h.vertex(templateVertex("popops::Cast", src_t, dst_t), src=src, dst=np.zeros_like(want))
-        cases[f"Cast {name}"] = (one["dst"], want)
-        rows = [(b, min(e, src.size)) for b, e in ROWS]
-        two = h.vertex(templateVertex("popops::Cast2d", src_t, dst_t), tile=1,
-                       src=[src[b:e] for b, e in rows], dst=[np.zeros_like(want[b:e]) for b, e in rows])
-        cases[f"Cast2d {name}"] = (two["dst"], [want[b:e] for b, e in rows])
+        name, half = f"{src_t}->{dst_t}", len(src) // 2
+        for k, part in enumerate((slice(0, half), slice(half, None))):
+            one = h.vertex(templateVertex("popops::Cast", src_t, dst_t), src=src[part],
+                           dst=np.zeros_like(want[part]))
+            cases[f"Cast {name} part {k}"] = (one["dst"], want[part])
+        for k, runs in enumerate((ROWS, SEVEN)):
+            rows = [slice(b, min(e, src.size)) for b, e in runs]
+            two = h.vertex(templateVertex("popops::Cast2d", src_t, dst_t), tile=1 + k,
+                           src=[src[r] for r in rows], dst=[np.zeros_like(want[r]) for r in rows])
+            expected = [want[r] for r in rows]
+            expected[6:] = [np.zeros_like(w) for w in expected[6:]]  # the seventh row: not written
+            cases[f"Cast2d {name} rows {k}"] = (two["dst"], expected)
     h.check(cases)
 
 
 def test_fill_and_fill2d_write_the_value_everywhere(vertices):
     h, cases = vertices(), {}
     for t, value, want in FILLS:
-        one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(5, t.dtype), initial={"value": value})
-        cases[f"Fill<{t}>"] = (one["out"], np.full(5, want, t.dtype))
-        two = h.vertex(templateVertex("popops::Fill2d", t), tile=2, initial={"value": value},
-                       out=[np.zeros(e - b, t.dtype) for b, e in ROWS])
-        cases[f"Fill2d<{t}>"] = (two["out"], [np.full(e - b, want, t.dtype) for b, e in ROWS])
+        for n in (5, 1):
+            one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(n, t.dtype),
+                           initial={"value": value})
+            cases[f"Fill<{t}> of {n}"] = (one["out"], np.full(n, want, t.dtype))
+        for k, runs in enumerate((ROWS, SEVEN)):
+            two = h.vertex(templateVertex("popops::Fill2d", t), tile=1 + k, initial={"value": value},
+                           out=[np.zeros(e - b, t.dtype) for b, e in runs])
+            expected = [np.full(e - b, want, t.dtype) for b, e in runs]
+            expected[6:] = [np.zeros(1, t.dtype) for _ in expected[6:]]  # the seventh row: not written
+            cases[f"Fill2d<{t}> rows {k}"] = (two["out"], expected)
     h.check(cases)
-
-
-def test_rows_past_the_workers_are_left_alone(vertices):
-    """Seven rows: the six workers take one each and the seventh is not written."""
-    h = vertices()
-    rows = [np.full(2, k, np.int32) for k in range(7)]
-    fill = h.vertex(templateVertex("popops::Fill2d", poplar.INT), out=rows, initial={"value": 9})
-    cast = h.vertex(templateVertex("popops::Cast2d", poplar.INT, poplar.FLOAT), src=rows,
-                    dst=[np.full(2, -1, np.float32) for _ in rows])
-    h.check({"Fill2d": (fill["out"], [np.full(2, 9)] * 6 + [rows[6]]),
-             "Cast2d": (cast["dst"], [r.astype(np.float32) for r in rows[:6]] + [np.full(2, -1.0)])})
 
 
 def quarter_values(fmt, scale: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 ForLoopCounter vertices, each alone on a tile, against numpy (codelets/popops/encoding.py,
 histogram.py, normalise_image.py, circ_buf.py, loop.py)."""
 
+import itertools
 import math
 
 import numpy as np
@@ -13,14 +14,17 @@ OUT = 0xFFFFFFFF  # MASKED_LABEL_CODE
 
 
 def test_iota_segments_count_from_their_starts(vertices):
-    """Segments of any length (empty too) from their own starts; UNSIGNED_INT wraps."""
+    """Segments (start, length) of any length (empty too) from their own starts; UNSIGNED_INT
+    wraps. Two vertices of each type."""
     h, cases = vertices(), {}
-    for t, segments in [(poplar.INT, [(-2, 3), (7, 0), (100, 5)]),
-                        (poplar.UNSIGNED_INT, [(OUT - 1, 4), (3, 2)])]:
-        v = h.vertex(templateVertex("popops::Iota", t), out=[np.zeros(n, t.dtype) for _, n in segments],
+    vertex_segments = [(poplar.INT, [(-2, 3), (7, 0)]), (poplar.INT, [(100, 5)]),
+                       (poplar.UNSIGNED_INT, [(OUT - 1, 4)]), (poplar.UNSIGNED_INT, [(3, 2)])]
+    for tile, (t, segments) in enumerate(vertex_segments):
+        v = h.vertex(templateVertex("popops::Iota", t), tile=tile,
+                     out=[np.zeros(n, t.dtype) for _, n in segments],
                      initial={"starts": np.array([s for s, _ in segments], np.int64).astype(t.dtype)})
         want = [((s + np.arange(n)) % 2**32).astype(np.int64).astype(t.dtype) for s, n in segments]
-        cases[f"Iota<{t}>"] = (v["out"], want)
+        cases[f"Iota<{t}> {segments}"] = (v["out"], want)
     h.check(cases)
 
 
@@ -30,22 +34,24 @@ ONE_HOT = [(2, 0, 4), (5, 4, 3), (1, 4, 3), (7, 4, 3), (OUT, 0, 4), (-1, 0, 2), 
 
 
 def test_encode_one_hot_marks_the_index_within_each_segment(vertices):
+    """The segments on two vertices of each type."""
     h, cases = vertices(), {}
-    for tile, (index_t, t) in enumerate([(poplar.UNSIGNED_INT, poplar.FLOAT), (poplar.INT, poplar.HALF)]):
-        indices = np.array([i for i, _, _ in ONE_HOT], np.int64).astype(index_t.dtype)
+    types = [(poplar.UNSIGNED_INT, poplar.FLOAT), (poplar.INT, poplar.HALF)]
+    for tile, ((index_t, t), part) in enumerate(itertools.product(types, (ONE_HOT[:4], ONE_HOT[4:]))):
+        indices = np.array([i for i, _, _ in part], np.int64).astype(index_t.dtype)
         v = h.vertex(templateVertex("popops::EncodeOneHot", index_t, t), tile=tile, indices=indices,
-                     out=[np.full(n, 9, t.dtype) for _, _, n in ONE_HOT], on=np.array(2.5, t.dtype),
+                     out=[np.full(n, 9, t.dtype) for _, _, n in part], on=np.array(2.5, t.dtype),
                      off=np.array(-1, t.dtype),
-                     initial={"columns": np.array([c for _, c, _ in ONE_HOT], np.uint32)})
+                     initial={"columns": np.array([c for _, c, _ in part], np.uint32)})
         want = []
-        for i, c, n in ONE_HOT:
+        for i, c, n in part:
             row = np.full(n, -1.0)
             if index_t == poplar.INT or i != OUT:
                 i = int(np.int64(i).astype(index_t.dtype))
                 if c <= i < c + n:
                     row[i - c] = 2.5
             want.append(row)
-        cases[f"EncodeOneHot<{index_t},{t}>"] = (v["out"], want)
+        cases[f"EncodeOneHot<{index_t},{t}> {part}"] = (v["out"], want)
     h.check(cases)
 
 
@@ -70,18 +76,19 @@ def test_histogram_counts_between_limits(vertices):
 
 def test_normalise_image_scales_three_channels_into_four(vertices):
     """Pixel values (chosen exact in half) times inScale, less the channel's offset, times its
-    scale; the fourth channel is 0."""
+    scale; the fourth channel is 0. Two pixels a vertex."""
     pixels = np.array([[0, 255, 17], [128, 3, 64], [1, 2, 250], [90, 0, 7]])
     offsets, scales, in_scale = np.array([0.5, 0.25, -1.0]), np.array([2.0, 4.0, 0.5]), 1 / 256
     want = np.concatenate([(pixels * in_scale - offsets) * scales, np.zeros((4, 1))], axis=1)
     h, cases = vertices(), {}
     for in_t, out_t in [(poplar.UNSIGNED_CHAR, poplar.HALF), (poplar.FLOAT, poplar.FLOAT),
                         (poplar.HALF, poplar.HALF)]:
-        v = h.vertex(templateVertex("popops::NormaliseImage", in_t, out_t),
-                     inT=pixels.ravel().astype(in_t.dtype), out=np.full(16, 9, out_t.dtype),
-                     scales=scales.astype(out_t.dtype), offsets=offsets.astype(out_t.dtype),
-                     initial={"inScale": in_scale})
-        cases[f"NormaliseImage<{in_t},{out_t}>"] = (v["out"], want.ravel())
+        for part in (slice(0, 2), slice(2, 4)):
+            v = h.vertex(templateVertex("popops::NormaliseImage", in_t, out_t),
+                         inT=pixels[part].ravel().astype(in_t.dtype), out=np.full(8, 9, out_t.dtype),
+                         scales=scales.astype(out_t.dtype), offsets=offsets.astype(out_t.dtype),
+                         initial={"inScale": in_scale})
+            cases[f"NormaliseImage<{in_t},{out_t}> pixels {part}"] = (v["out"], want[part].ravel())
     h.check(cases)
 
 

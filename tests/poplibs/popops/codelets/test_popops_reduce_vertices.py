@@ -75,23 +75,25 @@ def test_reduce_vertices(vertices, vertex):
     for tile, (name, op, t, acc, out_t, update) in enumerate(i for i in INSTANCES if i[0] == vertex):
         reduce, values, identity, int_identity = OPS[op]
         identity = identity if acc.dtype.kind in "fb" else int_identity
-        entries = [values(rng, n).astype(t.dtype) for _, lengths in REGIONS for n in lengths]
-        old = [ints(rng, w).astype(out_t.dtype) for w, _ in REGIONS]
         params = [f"popops::Reduce{op}", t, acc, out_t] if name != "ReduceAddInPlace" else [t, acc]
-        fields = dict(partials=entries, out=old, initial={"identity": identity, "numPartials": np.array(
-            [len(lengths) for _, lengths in REGIONS], np.int32)})
         if name == "ScaledReduce":
             params.append(update)
-            fields["k"] = np.array(K, np.float32)
-        v = h.vertex(templateVertex(f"popops::{name}", *params), tile=tile % 4, **fields)
-        want, it = [], iter(entries)
-        for (w, lengths), before in zip(REGIONS, old):
-            rows = [np.full(w, identity, np.float64)]
-            rows += [next(it).astype(np.float64).reshape(-1, w) for _ in lengths]
-            result = reduce(np.vstack(rows), axis=0)
+        label = f"{name}<{','.join(map(str, params))}>".replace("popops::Reduce", "")
+        for half, regions in enumerate((REGIONS[:3], REGIONS[3:])):  # two vertices, half each
+            entries = [values(rng, n).astype(t.dtype) for _, lengths in regions for n in lengths]
+            old = [ints(rng, w).astype(out_t.dtype) for w, _ in regions]
+            fields = dict(partials=entries, out=old, initial={"identity": identity, "numPartials": np.array(
+                [len(lengths) for _, lengths in regions], np.int32)})
             if name == "ScaledReduce":
-                result = scaled(op, result, before.astype(np.float64), update)
-            want.append(result.astype(out_t.dtype))
-        label = f"{name}<{op},{t},{acc},{out_t}{'' if update is None else f',{update}'}>"
-        cases[label] = (v["out"], want, 1e-6 if op == "LogAdd" else 0)
+                fields["k"] = np.array(K, np.float32)
+            v = h.vertex(templateVertex(f"popops::{name}", *params), tile=(tile + half) % 4, **fields)
+            want, it = [], iter(entries)
+            for (w, lengths), before in zip(regions, old):
+                rows = [np.full(w, identity, np.float64)]
+                rows += [next(it).astype(np.float64).reshape(-1, w) for _ in lengths]
+                result = reduce(np.vstack(rows), axis=0)
+                if name == "ScaledReduce":
+                    result = scaled(op, result, before.astype(np.float64), update)
+                want.append(result.astype(out_t.dtype))
+            cases[f"{label} half {half}"] = (v["out"], want, 1e-6 if op == "LogAdd" else 0)
     h.check(cases)

@@ -6,6 +6,7 @@ multi_update_op.py, sequence_slice.py, xla.py, select_scalar.py).
 ``baseT`` holds a run of ``regionSize`` columns of ``numBaseElements`` rows, flattened; ``subT``
 one run per lookup or slice row."""
 
+import itertools
 import math
 
 import numpy as np
@@ -110,21 +111,21 @@ def test_dynamic_slice_vertices(vertices, update):
 
 def test_sequence_slice_clips_each_run(vertices):
     """Runs (src, dst, n) of rows: within both, cut by the source's end, by the destination's
-    end, starting past either end (nothing), empty."""
+    end, starting past either end (nothing), empty; three runs a vertex."""
     runs = [(0, 1, 2), (3, 0, 4), (1, 3, 3), (5, 0, 1), (0, 4, 1), (2, 2, 0)]
     h, cases = vertices(), {}
-    for tile, t in enumerate((poplar.FLOAT, poplar.INT)):
+    for tile, (t, mine) in enumerate(itertools.product((poplar.FLOAT, poplar.INT), (runs[:3], runs[3:]))):
         src, dst = rows_of(t, 5, 2, 1), rows_of(t, 4, 2, 50)
         v = h.vertex(templateVertex("popops::SequenceSlice", t), tile=tile,
                      srcT=src.ravel(), dstT=dst.ravel(),
-                     srcOffsetT=np.array([s for s, _, _ in runs], np.uint32),
-                     dstOffsetT=np.array([d for _, d, _ in runs], np.uint32),
-                     nElementsT=np.array([n for _, _, n in runs], np.uint32),
+                     srcOffsetT=np.array([s for s, _, _ in mine], np.uint32),
+                     dstOffsetT=np.array([d for _, d, _ in mine], np.uint32),
+                     nElementsT=np.array([n for _, _, n in mine], np.uint32),
                      initial={"numSrcElements": 5, "numDstElements": 4, "regionSize": 2})
-        for s, d, n in runs:
+        for s, d, n in mine:
             n = min(n, 5 - s, 4 - d) if s < 5 and d < 4 else 0
             dst[d:d + n] = src[s:s + n]
-        cases[f"SequenceSlice<{t}>"] = (v["dstT"], dst.ravel())
+        cases[f"SequenceSlice<{t}> runs {mine}"] = (v["dstT"], dst.ravel())
     h.check(cases)
 
 
@@ -158,12 +159,13 @@ SCALAR_ROWS = [([1.5, -2.0, 3.0, 4.5], 2), ([7.0, 8.0], OUT), ([1.0, 2.0, 3.0], 
 
 def test_select_and_update_scalar_in_rows(vertices):
     h, cases = vertices(), {}
-    indices = np.array([i for _, i in SCALAR_ROWS], np.uint32)
-    for tile, t in enumerate((poplar.FLOAT, poplar.HALF)):
-        rows = [np.array(r, t.dtype) for r, _ in SCALAR_ROWS]
+    halves = (slice(0, 3), slice(3, None))  # rows of a vertex
+    for tile, (t, part) in enumerate(itertools.product((poplar.FLOAT, poplar.HALF), halves)):
+        rows = [np.array(r, t.dtype) for r, _ in SCALAR_ROWS[part]]
+        indices = np.array([i for _, i in SCALAR_ROWS[part]], np.uint32)
         select = h.vertex(templateVertex("popops::SelectScalarFromRows", t), tile=tile, params=rows,
                           indices=indices, out=np.zeros(len(rows), t.dtype))
-        update = h.vertex(templateVertex("popops::UpdateScalarInRows", t), tile=tile + 2, params=rows,
+        update = h.vertex(templateVertex("popops::UpdateScalarInRows", t), tile=tile, params=rows,
                           indices=indices)
         picked, updated = [], []
         for row, i in zip(rows, indices):
@@ -174,6 +176,6 @@ def test_select_and_update_scalar_in_rows(vertices):
             elif i != OUT:
                 new[:] = nan
             updated.append(new)
-        cases[f"SelectScalarFromRows<{t}>"] = (select["out"], np.array(picked, t.dtype))
-        cases[f"UpdateScalarInRows<{t}>"] = (update["params"], updated)
+        cases[f"SelectScalarFromRows<{t}> rows {part}"] = (select["out"], np.array(picked, t.dtype))
+        cases[f"UpdateScalarInRows<{t}> rows {part}"] = (update["params"], updated)
     h.check(cases)

@@ -14,7 +14,7 @@ import poplar_py as poplar
 from poplibs_py.poputil import templateVertex
 
 F, H, N = poplar.FLOAT, poplar.HALF, poplar.INT
-STATE = (0x0123456789ABCDEF, 0xFEDCBA9876543210)  # (s0, s1)
+STATES = [(0x0123456789ABCDEF, 0xFEDCBA9876543210), (1, 2)]  # (s0, s1): a vertex from each
 TWO_M32 = 2.0**-32
 
 
@@ -22,17 +22,18 @@ def words(s0: int, s1: int) -> np.ndarray:
     return np.array([s0 & 0xFFFFFFFF, s0 >> 32, s1 & 0xFFFFFFFF, s1 >> 32], np.uint32)
 
 
-def raw(n: int) -> list[int]:
-    """The generator's first ``n`` 64-bit outputs from STATE."""
-    return [int(r) for r in xoroshiro128plus([STATE[0]], [STATE[1]], n)[0]]
+def raw(state: tuple[int, int], n: int) -> list[int]:
+    """The generator's first ``n`` 64-bit outputs from ``state``."""
+    return [int(r) for r in xoroshiro128plus([state[0]], [state[1]], n)[0]]
 
 
-def continues(draws: int):
-    """A check that the state written back continues the sequence after ``draws`` outputs."""
-    def check(state):
-        s = [int(w) for w in state]
+def continues(state: tuple[int, int], draws: int):
+    """A check that the state written back continues the sequence from ``state`` after ``draws``
+    outputs."""
+    def check(after):
+        s = [int(w) for w in after]
         following = xoroshiro128plus([s[0] | s[1] << 32], [s[2] | s[3] << 32], 3)[0]
-        np.testing.assert_array_equal(following, np.array(raw(draws + 3)[draws:], np.uint64))
+        np.testing.assert_array_equal(following, np.array(raw(state, draws + 3)[draws:], np.uint64))
     return check
 
 
@@ -57,40 +58,46 @@ def normal(outputs: list[int], n: int, alpha: float, rounds: int) -> tuple[list[
     return z, len(outputs) - sum(1 for _ in it)
 
 
+def add(h, cases: dict, state: tuple[int, int], name: str, vertex: str, t: poplar.Type, want, used: int,
+        rtol: float = 0.0, **kw) -> None:
+    """A ``vertex<t>`` vertex drawing from ``state`` (its ``input`` and state values in ``kw``); its
+    values against ``want``, and the state it leaves after ``used`` outputs."""
+    fields = {f: v for f, v in kw.items() if f == "input"}
+    v = h.vertex(templateVertex(vertex, t), tile=len(cases) // 2 % 4, out=np.zeros(len(want), t.dtype),
+                 state=words(*state), initial={f: v for f, v in kw.items() if f != "input"}, **fields)
+    name = f"{name} from {state}"
+    cases[f"{name}: values"] = (v["out"], np.array(want, np.float64).astype(t.dtype), rtol)
+    cases[f"{name}: state"] = (v["state"], continues(state, used))
+
+
 def test_generator_vertices(vertices):
-    """Every distribution from one known state: values and the state left behind."""
+    """Every distribution from two known states: values and the state left behind."""
     h, cases, n = vertices("poprand"), {}, 9
-    r = raw(4 * n)
-    top24, top32 = [x >> 40 for x in r], [x >> 32 for x in r]
-
-    def add(name: str, vertex: str, t: poplar.Type, want, used: int, rtol: float = 0.0, **kw) -> None:
-        fields = {k: v for k, v in kw.items() if k == "input"}
-        v = h.vertex(templateVertex(vertex, t), tile=len(cases) // 2 % 4, out=np.zeros(n, t.dtype),
-                     state=words(*STATE), initial={k: v for k, v in kw.items() if k != "input"}, **fields)
-        cases[f"{name} values"] = (v["out"], np.array(want, np.float64).astype(t.dtype), rtol)
-        cases[f"{name} state"] = (v["state"], continues(used))
-
-    for t in (F, H):  # offset -1, scale 2: exact in float
-        add(f"Uniform<{t}>", "poprand::Uniform", t, [-1.0 + 2.0 * u * 2.0**-24 for u in top24[:n]], n,
-            offset=-1.0, scale=2.0)
-    for lo, hi in [(-5, 5), (-2**31, 2**31 - 1)]:
-        span = hi - lo + 1
-        want = (np.array([lo + (u * span >> 32) for u in top32[:n]]) % 2**32).astype(np.uint32).view(np.int32)
-        add(f"Uniform<int> [{lo}, {hi}]", "poprand::Uniform", N, want, n, base=np.uint64(lo % 2**32),
-            range=np.uint64(span))
-    for vertex, alpha, rounds in [("Normal", math.inf, 1), ("TruncatedNormal", 0.9, 3),
-                                  ("TruncatedNormal", 0.1, 2)]:  # the last mostly falls back to uniform
-        z, used = normal(r, n, alpha, rounds)
-        add(f"{vertex} alpha={alpha} rounds={rounds}", f"poprand::{vertex}", F, [0.5 + 2.0 * x for x in z],
-            used, 1e-6, mean=0.5, stdDev=2.0, alpha=alpha, rounds=rounds)
     x = np.arange(1, n + 1, dtype=np.float64)
-    for t, p in [(F, 0.5), (N, 0.0), (H, 1.0), (F, 0.3)]:
-        threshold = min(round(p * 2**32), 2**32)
-        keep = [u < threshold for u in top32[:n]]
-        add(f"Bernoulli<{t}> p={p}", "poprand::Bernoulli", t, keep, n, threshold=np.uint64(threshold))
-        if t != N:
-            add(f"Dropout<{t}> p={p}", "poprand::Dropout", t, np.where(keep, x * 4, 0), n,
-                input=x.astype(t.dtype), threshold=np.uint64(threshold), scale=4.0)
+    for state in STATES:
+        r = raw(state, 4 * n)
+        top24, top32 = [u >> 40 for u in r[:n]], [u >> 32 for u in r[:n]]
+        for t in (F, H):  # offset -1, scale 2: exact in float
+            want = [-1.0 + 2.0 * u * 2.0**-24 for u in top24]
+            add(h, cases, state, f"Uniform<{t}>", "poprand::Uniform", t, want, n, offset=-1.0, scale=2.0)
+        for lo, hi in [(-5, 5), (-2**31, 2**31 - 1)]:
+            span = hi - lo + 1
+            want = (np.array([lo + (u * span >> 32) for u in top32]) % 2**32).astype(np.uint32).view(np.int32)
+            add(h, cases, state, f"Uniform<int> [{lo}, {hi}]", "poprand::Uniform", N, want, n,
+                base=np.uint64(lo % 2**32), range=np.uint64(span))
+        for vertex, alpha, rounds in [("Normal", math.inf, 1), ("TruncatedNormal", 0.9, 3),
+                                      ("TruncatedNormal", 0.1, 2)]:  # the last mostly falls back to uniform
+            z, used = normal(r, n, alpha, rounds)
+            add(h, cases, state, f"{vertex} alpha={alpha} rounds={rounds}", f"poprand::{vertex}", F,
+                [0.5 + 2.0 * v for v in z], used, 1e-6, mean=0.5, stdDev=2.0, alpha=alpha, rounds=rounds)
+        for t, p in [(F, 0.5), (N, 0.0), (H, 1.0), (F, 0.3)]:
+            threshold = np.uint64(min(round(p * 2**32), 2**32))
+            keep = [u < threshold for u in top32]
+            add(h, cases, state, f"Bernoulli<{t}> p={p}", "poprand::Bernoulli", t, keep, n,
+                threshold=threshold)
+            if t != N:
+                add(h, cases, state, f"Dropout<{t}> p={p}", "poprand::Dropout", t, np.where(keep, x * 4, 0),
+                    n, input=x.astype(t.dtype), threshold=threshold, scale=4.0)
     h.check(cases)
 
 
