@@ -38,12 +38,13 @@ SEVEN = [(k, k + 1) for k in range(6)] + [(0, 1)]
 
 
 def test_cast_and_cast2d_convert_each_element(vertices):
-    """Two vertices of each: Cast on each half of the values; Cast2d on rows, then on seven rows."""
+    """Two vertices of each: Cast2d on rows, then on seven rows; Cast (which popops' operations do
+    not use) on each half of the values, for the first two type pairs."""
     h, cases = vertices(), {}
-    for src_t, dst_t, src, want in CASTS:
+    for c, (src_t, dst_t, src, want) in enumerate(CASTS):
         src, want = np.asarray(src, src_t.dtype), np.asarray(want, dst_t.dtype)
         name, half = f"{src_t}->{dst_t}", len(src) // 2
-        for k, part in enumerate((slice(0, half), slice(half, None))):
+        for k, part in enumerate((slice(0, half), slice(half, None)) if c < 2 else ()):
             one = h.vertex(templateVertex("popops::Cast", src_t, dst_t), src=src[part],
                            dst=np.zeros_like(want[part]))
             cases[f"Cast {name} part {k}"] = (one["dst"], want[part])
@@ -58,9 +59,11 @@ def test_cast_and_cast2d_convert_each_element(vertices):
 
 
 def test_fill_and_fill2d_write_the_value_everywhere(vertices):
+    """Fill2d on rows, then on seven rows; Fill (which popops' operations do not use) on 5 and 1
+    elements, for the first two types."""
     h, cases = vertices(), {}
-    for t, value, want in FILLS:
-        for n in (5, 1):
+    for f, (t, value, want) in enumerate(FILLS):
+        for n in (5, 1) if f < 2 else ():
             one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(n, t.dtype),
                            initial={"value": value})
             cases[f"Fill<{t}> of {n}"] = (one["out"], np.full(n, want, t.dtype))
