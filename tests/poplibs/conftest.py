@@ -13,6 +13,15 @@ from poplibs_py import popops, poputil
 from poplibs_py.codelets import add_library
 
 
+class Cases(dict):
+    """Named cases for ``Harness.check``: a name given twice is an error (it would hide a case)."""
+
+    def __setitem__(self, name: str, case: tuple) -> None:
+        if name in self:
+            raise KeyError(f"case {name!r} given twice")
+        super().__setitem__(name, case)
+
+
 class Harness:
     """A small device and graph with popops codelets (and those of ``libs``); inputs come from
     numpy arrays.
@@ -20,8 +29,8 @@ class Harness:
     ``h.tensor(array)`` makes a variable holding ``array`` (mapped linearly, to one tile,
     or by a custom function); ops append to ``h.seq``; ``h.run(t1, t2)`` builds the
     engine, writes the inputs, runs ``h.seq`` and returns the outputs as numpy arrays.
-    For the vertex-level tests, ``h.vertex(...)`` adds one library vertex alone and
-    ``h.check(...)`` runs and compares every case with its reference.
+    For the vertex-level tests, ``h.vertex(...)`` adds one library vertex alone, ``h.cases[name]
+    = (output, reference)`` names a check and ``h.check()`` runs and compares every case.
     """
 
     def __init__(self, tiles: int = 16, mode: str = "native", libs: Sequence[str] = ()) -> None:
@@ -36,6 +45,7 @@ class Harness:
         self.mode = mode
         self._inputs: list[tuple[str, np.ndarray]] = []
         self._cs: poplar.ComputeSet | None = None
+        self.cases = Cases()
         self.engine: poplar.Engine | None = None
 
     def tensor(self, array, type_=None, name: str | None = None, mapping="linear") -> poplar.Tensor:
@@ -99,11 +109,12 @@ class Harness:
         self.graph.setTileMapping(v, tile)
         return connections
 
-    def check(self, cases: dict, rtol: float = 0.0, atol: float = 0.0) -> None:
-        """Run once and compare each case's output (a tensor or list of tensors) with its
-        reference (an array or list of arrays): exactly (NaN equal to NaN), or within
+    def check(self, rtol: float = 0.0, atol: float = 0.0) -> None:
+        """Run once and compare the output of each of ``h.cases`` (a tensor or list of tensors)
+        with its reference (an array or list of arrays): exactly (NaN equal to NaN), or within
         ``rtol``/``atol`` (a case ``(output, reference, rtol)`` has its own); a callable
         reference checks the output itself. One failure names every case that differs."""
+        cases = self.cases
         outputs = list(cases.values())
         got = self.run(*(out for out, *_ in outputs))
         failures = []

@@ -15,7 +15,8 @@ ROTATIONS = [(3, 5, 1, 1, [2, 1, 0], False), (3, 4, 1, 0, [3, 1, 2], False), (4,
 
 
 def test_rotate_rows_by_the_ring_position(vertices):
-    h, cases, rng = vertices("gcl"), {}, np.random.default_rng(14)
+    h, rng = vertices("gcl"), np.random.default_rng(14)
+    cases = h.cases
     for k, (count, columns, runs, replica, positions, inverse) in enumerate(ROTATIONS):
         t = poplar.HALF if k % 2 else poplar.FLOAT
         data = rng.integers(-50, 50, (runs, count, columns)).astype(t.dtype)
@@ -27,4 +28,4 @@ def test_rotate_rows_by_the_ring_position(vertices):
         want = np.roll(data, -shift, axis=1)  # row j <- row j + shift
         name = f"<{t}> {runs} runs of {count} rows x {columns}, shift {shift}"
         cases[name] = (v["rows"], list(want.reshape(-1, columns)))
-    h.check(cases)
+    h.check()

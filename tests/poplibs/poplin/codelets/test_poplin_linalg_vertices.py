@@ -32,7 +32,8 @@ def test_cholesky_lu_and_forward_substitution(vertices):
     spreads to the later rows); LU without pivoting: U and L's multipliers, with ``L U = A``;
     forward substitution reads only the lower triangle (and not the diagonal when it is unit):
     NaN is put everywhere else."""
-    h, cases, rng = vertices("poplin"), {}, np.random.default_rng(7)
+    h, rng = vertices("poplin"), np.random.default_rng(7)
+    cases = h.cases
     for t, rtol, n in ((F, 1e-6, 4), (H, 2e-3, 4), (H, 2e-3, 3)):
         a = spd(rng, n)
         v = h.vertex(templateVertex("poplin::CholeskyBlock", t), rows=list(a.astype(t.dtype)))
@@ -52,13 +53,14 @@ def test_cholesky_lu_and_forward_substitution(vertices):
         v = h.vertex(templateVertex("poplin::ForwardSubstitution", t), tile=2 + tile % 2,
                      a=list(a.astype(t.dtype)), x=list(x.astype(t.dtype)), initial={"unitDiagonal": unit})
         cases[f"ForwardSubstitution<{t}> unitDiagonal={unit}"] = (v["x"], np.linalg.solve(solve, x.T).T, rtol)
-    h.check(cases, atol=1e-6)
+    h.check(atol=1e-6)
 
 
 def test_triangular_mask(vertices):
     """Rows 1..3 of a 5-column matrix (``firstRow`` 1): one triangle kept, the rest zero, the
     diagonal one with ``unitDiagonal``."""
-    h, cases = vertices("poplin"), {}
+    h = vertices("poplin")
+    cases = h.cases
     rows = np.arange(1, 16, dtype=np.float32).reshape(3, 5)
     full = np.vstack([np.zeros(5), rows])  # matrix rows 0..3: the vertex sees rows 1..3
     for lower in (True, False):
@@ -70,7 +72,7 @@ def test_triangular_mask(vertices):
             if unit:
                 np.fill_diagonal(want, 1)
             cases[f"lower={lower} unitDiagonal={unit}"] = (v["out"], list(want[1:]))
-    h.check(cases)
+    h.check()
 
 
 def householder(x: np.ndarray, i: int) -> np.ndarray:
@@ -100,7 +102,8 @@ def test_householder_steps(vertices):
     """Householder's reflector of each pivot; UpdateColumns on seven columns from ``first`` (the
     columns before the pivot left alone, the pivot's set to (r, 0, ...), the later ones
     reflected); UpdateRows reflects every row."""
-    h, cases, rng = vertices("poplin"), {}, np.random.default_rng(8)
+    h, rng = vertices("poplin"), np.random.default_rng(8)
+    cases = h.cases
     for tile, (x, i) in enumerate(PIVOTS):
         x = np.array(x)
         refl = householder(x, i)
@@ -120,4 +123,4 @@ def test_householder_steps(vertices):
         v = h.vertex("poplin::experimental::UpdateRows", tile=tile, rows=list(rows), **shared)
         want = [reflect(row, x, i, refl.astype(np.float32)) for row in rows]
         cases[f"UpdateRows x={x.tolist()} i={i}"] = (v["rows"], want, 1e-5)
-    h.check(cases, atol=1e-5)
+    h.check(atol=1e-5)

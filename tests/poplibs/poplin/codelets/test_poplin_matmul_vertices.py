@@ -18,14 +18,15 @@ BLOCKS = [(F, F, 13, 5, 19), (H, F, 2, 3, 10), (H, H, 4, 7, 1), (F, F, 3, 0, 4),
 
 
 def test_mat_mul_block(vertices):
-    h, cases, rng = vertices("poplin"), {}, np.random.default_rng(5)
+    h, rng = vertices("poplin"), np.random.default_rng(5)
+    cases = h.cases
     for tile, (in_t, out_t, m, k, n) in enumerate(BLOCKS):
         a, b = rng.integers(-3, 4, (m, k)), rng.integers(-3, 4, (k, n))  # products exact in half
         v = h.vertex(templateVertex("poplin::MatMulBlock", in_t, out_t, *TILE), tile=tile % 4,
                      a=a.ravel().astype(in_t.dtype), b=b.ravel().astype(in_t.dtype),
                      out=np.full(m * n, 9, out_t.dtype))
         cases[f"MatMulBlock<{in_t},{out_t}> {m}x{k} by {k}x{n}"] = (v["out"], (a @ b).ravel())
-    h.check(cases)
+    h.check()
 
 
 def test_mat_mul_block_sizes_that_fit_no_product_are_an_error(vertices):
@@ -46,7 +47,8 @@ REDUCTIONS = [("ReducePartials", F, H), ("ReducePartialsSameType", F, F), ("Scal
 def test_reduce_partials(vertices):
     """Three partials of 60 elements (workers take 10: a block of 8 and single elements) and of 5
     (fewer elements than workers); the scaled reduction adds ``scale * sum`` to the output."""
-    h, cases, rng = vertices("poplin"), {}, np.random.default_rng(6)
+    h, rng = vertices("poplin"), np.random.default_rng(6)
+    cases = h.cases
     for tile, (name, part_t, out_t) in enumerate(REDUCTIONS):
         for n in (60, 5):
             partials = rng.integers(-8, 9, (3, n)) * 0.25
@@ -58,4 +60,4 @@ def test_reduce_partials(vertices):
                          initial={"scale": 0.5} if scaled else None)
             want = old + 0.5 * partials.sum(0) if scaled else partials.sum(0)
             cases[f"{name}<{part_t},{out_t}> of {n}"] = (v["out"], want)
-    h.check(cases)
+    h.check()

@@ -63,7 +63,8 @@ def test_ctc_loss_and_gradient(vertices):
     log-softmax), occupancy[t][c] the share of P of the alignments through class c at step t;
     rows from ``dataLength`` on are 0; an impossible alignment gives an infinite loss, or 0 and
     a zero gradient with ``zeroInfinity``."""
-    h, cases, rng = vertices("popnn"), {}, np.random.default_rng(12)
+    h, rng = vertices("popnn"), np.random.default_rng(12)
+    cases = h.cases
     for k, (case, (buffer, n, max_t, steps, blank, softmax, zero_inf)) in enumerate(LOSS_CASES.items()):
         y = log_softmax(rng, max_t)
         total, occupancy = 0.0, np.zeros((max_t, CLASSES))
@@ -80,7 +81,7 @@ def test_ctc_loss_and_gradient(vertices):
                         zeroInfinity=zero_inf)
         cases[f"{case}: loss"] = (v["loss"], loss, 1e-5)
         cases[f"{case}: gradient"] = (v["grad"], list(grad), 1e-4)
-    h.check(cases, atol=1e-6)
+    h.check(atol=1e-6)
 
 
 # (maxTime, dataLength, beamwidth, paths out)
@@ -92,7 +93,8 @@ def test_ctc_beam_search(vertices):
     """The most probable label sequences, best first: their log probabilities, lengths and
     labels (0 past the length); a path never filled has probability 0 (-inf) and length 0.
     With a beam for every possible prefix the search is exact."""
-    h, cases, rng = vertices("popnn"), {}, np.random.default_rng(13)
+    h, rng = vertices("popnn"), np.random.default_rng(13)
+    cases = h.cases
     for k, (case, (max_t, steps, width, top)) in enumerate(BEAM_CASES.items()):
         y = log_softmax(rng, max_t)
         totals: dict = {}
@@ -105,7 +107,7 @@ def test_ctc_beam_search(vertices):
             cases[f"{case}: probabilities"] = (v["labelProbs"], np.log([p for _, p in best]), 1e-5)
         cases[f"{case}: lengths"] = (v["labelLengths"], [len(s) for s, _ in best])
         cases[f"{case}: labels"] = (v["decoded"], [list(s) + [0] * (max_t - len(s)) for s, _ in best])
-    h.check(cases)
+    h.check()
 
 
 @pytest.mark.parametrize("vertex", ["CTCLossAndGradient", "CTCBeamSearch"])

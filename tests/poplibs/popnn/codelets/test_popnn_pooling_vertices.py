@@ -49,7 +49,8 @@ def test_pooling_forward_and_gradients(vertices):
     """Max, average (over the non-padding positions) and sum; a window of padding only gives 0.
     Gradients: a window's gradient spread over its positions (divided between them when
     scaled), for max only to the positions equal to the pooled value."""
-    h, cases, rng = vertices("popnn"), {}, np.random.default_rng(9)
+    h, rng = vertices("popnn"), np.random.default_rng(9)
+    cases = h.cases
     for gi, geom in enumerate(GEOMS):
         planes, oh, ow = planes_for(geom, rng), geom[8], geom[9]
         pooled = {}
@@ -82,7 +83,7 @@ def test_pooling_forward_and_gradients(vertices):
                 v = h.vertex(templateVertex(f"popnn::{kind}PoolingGrad", F, scaled), tile=2 + gi,
                              initial={"geom": np.array(geom, np.int32)}, **fields)
                 cases[f"{kind}PoolingGrad scaled={scaled} geom {gi}"] = (v["inGrad"], rows(want), 1e-6)
-    h.check(cases)
+    h.check()
 
 
 def roi_align(plane: np.ndarray, roi, scale: float, aligned: bool, ah: int, aw: int, grid: int) -> np.ndarray:
@@ -122,7 +123,8 @@ def roi_fields(rng, aligned: bool, batch=None):
 def test_roi_align_forward_and_backward(vertices):
     """Forward against the bilinear samples; backward against the forward reference's transpose
     (each bin's gradient back through the same samples), both for aligned and not."""
-    h, cases, rng = vertices("popnn"), {}, np.random.default_rng(10)
+    h, rng = vertices("popnn"), np.random.default_rng(10)
+    cases = h.cases
     for tile, aligned in enumerate((False, True)):
         planes, rois, index, state = roi_fields(rng, aligned)
         forward = [roi_align(planes[b], r, 0.5, aligned, 2, 3, 2) for r, b in zip(rois, index)]
@@ -138,7 +140,7 @@ def test_roi_align_forward_and_backward(vertices):
         v = h.vertex(templateVertex("popnn::ROIAlignBackward", F), tile=2 + tile, topGrad=rows(top),
                      rois=list(rois), batchIndex=index, planeGrads=rows(np.full((2, 30), 9)), initial=state)
         cases[f"ROIAlignBackward aligned={aligned}"] = (v["planeGrads"], list(want), 1e-5)
-    h.check(cases, atol=1e-5)
+    h.check(atol=1e-5)
 
 
 @pytest.mark.parametrize(("vertex", "batch"), [("Forward", [0, 2, 1, 0]), ("Backward", [0, 1, -1, 1])])
@@ -160,7 +162,8 @@ def test_arg_max_min_rows_and_accuracy(vertices):
     label never matches."""
     table = [[1, 5, 5, -2], [3, np.nan, 7, 7], [-4], [0, -1, np.nan, -1], [2, 2, 2], [9, -9, 8, -9],
              [3, 1, 4, 1, 5]]
-    h, cases = vertices("popnn"), {}
+    h = vertices("popnn")
+    cases = h.cases
     for tile, (t, is_max) in enumerate([(F, True), (F, False), (H, True), (poplar.INT, False)]):
         for rows in (table, table[2:5]):  # two vertices of each
             data = [np.array(r, np.float64) for r in rows]
@@ -181,4 +184,4 @@ def test_arg_max_min_rows_and_accuracy(vertices):
                          expected=expected, numCorrect=np.array(before, np.uint32))
             matches = sum(0 <= int(e) != OUT and int(m) == int(e) for m, e in zip(max_index, expected))
             cases[f"CalcAccuracy<{label_t}> of {n}"] = (v["numCorrect"], before + matches)
-    h.check(cases)
+    h.check()

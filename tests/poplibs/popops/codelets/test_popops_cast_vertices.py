@@ -40,7 +40,8 @@ SEVEN = [(k, k + 1) for k in range(6)] + [(0, 1)]
 def test_cast_and_cast2d_convert_each_element(vertices):
     """Two vertices of each: Cast2d on rows, then on seven rows; Cast (which popops' operations do
     not use) on each half of the values, for the first two type pairs."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for c, (src_t, dst_t, src, want) in enumerate(CASTS):
         src, want = np.asarray(src, src_t.dtype), np.asarray(want, dst_t.dtype)
         name, half = f"{src_t}->{dst_t}", len(src) // 2
@@ -55,13 +56,14 @@ def test_cast_and_cast2d_convert_each_element(vertices):
             expected = [want[r] for r in rows]
             expected[6:] = [np.zeros_like(w) for w in expected[6:]]  # the seventh row: not written
             cases[f"Cast2d {name} rows {k}"] = (two["dst"], expected)
-    h.check(cases)
+    h.check()
 
 
 def test_fill_and_fill2d_write_the_value_everywhere(vertices):
     """Fill2d on rows, then on seven rows; Fill (which popops' operations do not use) on 5 and 1
     elements, for the first two types."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for f, (t, value, want) in enumerate(FILLS):
         for n in (5, 1) if f < 2 else ():
             one = h.vertex(templateVertex("popops::Fill", t), out=np.zeros(n, t.dtype),
@@ -73,7 +75,7 @@ def test_fill_and_fill2d_write_the_value_everywhere(vertices):
             expected = [np.full(e - b, want, t.dtype) for b, e in runs]
             expected[6:] = [np.zeros(1, t.dtype) for _ in expected[6:]]  # the seventh row: not written
             cases[f"Fill2d<{t}> rows {k}"] = (two["out"], expected)
-    h.check(cases)
+    h.check()
 
 
 def quarter_values(fmt, scale: int) -> np.ndarray:
@@ -109,7 +111,8 @@ def quarter_encode(x: np.ndarray, fmt, scale: int) -> np.ndarray:
 def test_quarter_casts_follow_the_metadata_on_the_tile(vertices):
     """Both formats at a scale each: every code decoded (float and half), and values around
     every code, ties, overflow, NaN and both zeros encoded (from float and half)."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for tile, (fmt, scale) in enumerate([(F143, 0), (F152, -3)]):
         md = poplar.createConstantMetadataTensor(h.graph, fmt, scale)
         h.graph.setTileMapping(md, tile)
@@ -135,4 +138,4 @@ def test_quarter_casts_follow_the_metadata_on_the_tile(vertices):
                            src=[xt[:7], xt[7:]], dst=[out.slice(0, 7), out.slice(7, xt.size)])
             want = np.split(quarter_encode(xt, fmt, scale), [7])
             cases[f"{t} to quarter, {fmt} scale {scale}"] = (enc["dst"], want)
-    h.check(cases)
+    h.check()

@@ -16,7 +16,8 @@ OUT = 0xFFFFFFFF  # MASKED_LABEL_CODE
 def test_iota_segments_count_from_their_starts(vertices):
     """Segments (start, length) of any length (empty too) from their own starts; UNSIGNED_INT
     wraps. Two vertices of each type."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     vertex_segments = [(poplar.INT, [(-2, 3), (7, 0)]), (poplar.INT, [(100, 5)]),
                        (poplar.UNSIGNED_INT, [(OUT - 1, 4)]), (poplar.UNSIGNED_INT, [(3, 2)])]
     for tile, (t, segments) in enumerate(vertex_segments):
@@ -25,7 +26,7 @@ def test_iota_segments_count_from_their_starts(vertices):
                      initial={"starts": np.array([s for s, _ in segments], np.int64).astype(t.dtype)})
         want = [((s + np.arange(n)) % 2**32).astype(np.int64).astype(t.dtype) for s, n in segments]
         cases[f"Iota<{t}> {segments}"] = (v["out"], want)
-    h.check(cases)
+    h.check()
 
 
 # segments (index, first column, length): the index inside, before and after the segment, masked,
@@ -35,7 +36,8 @@ ONE_HOT = [(2, 0, 4), (5, 4, 3), (1, 4, 3), (7, 4, 3), (OUT, 0, 4), (-1, 0, 2), 
 
 def test_encode_one_hot_marks_the_index_within_each_segment(vertices):
     """The segments on two vertices of each type."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     types = [(poplar.UNSIGNED_INT, poplar.FLOAT), (poplar.INT, poplar.HALF)]
     for tile, ((index_t, t), part) in enumerate(itertools.product(types, (ONE_HOT[:4], ONE_HOT[4:]))):
         indices = np.array([i for i, _, _ in part], np.int64).astype(index_t.dtype)
@@ -52,7 +54,7 @@ def test_encode_one_hot_marks_the_index_within_each_segment(vertices):
                     row[i - c] = 2.5
             want.append(row)
         cases[f"EncodeOneHot<{index_t},{t}> {part}"] = (v["out"], want)
-    h.check(cases)
+    h.check()
 
 
 def test_histogram_counts_between_limits(vertices):
@@ -60,7 +62,8 @@ def test_histogram_counts_between_limits(vertices):
     to bucket 0; ``absolute`` counts |x|. Data in several regions, one of them empty."""
     limits = np.array([-1.0, 0.0, 0.5, 2.0])
     data = np.array([-3.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0, 5.0, math.nan, -0.75, 2.0])
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for tile, (t, out_t) in enumerate([(poplar.FLOAT, poplar.UNSIGNED_INT), (poplar.HALF, poplar.FLOAT)]):
         for absolute in (0, 1):
             x = np.abs(data) if absolute else data
@@ -71,7 +74,7 @@ def test_histogram_counts_between_limits(vertices):
                          initial={"absolute": absolute})
             want = np.bincount(bucket, minlength=5)
             cases[f"Histogram<{t},{out_t}> absolute={absolute}"] = (v["histogram"], want)
-    h.check(cases)
+    h.check()
 
 
 def test_normalise_image_scales_three_channels_into_four(vertices):
@@ -80,7 +83,8 @@ def test_normalise_image_scales_three_channels_into_four(vertices):
     pixels = np.array([[0, 255, 17], [128, 3, 64], [1, 2, 250], [90, 0, 7]])
     offsets, scales, in_scale = np.array([0.5, 0.25, -1.0]), np.array([2.0, 4.0, 0.5]), 1 / 256
     want = np.concatenate([(pixels * in_scale - offsets) * scales, np.zeros((4, 1))], axis=1)
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for in_t, out_t in [(poplar.UNSIGNED_CHAR, poplar.HALF), (poplar.FLOAT, poplar.FLOAT),
                         (poplar.HALF, poplar.HALF)]:
         for part in (slice(0, 2), slice(2, 4)):
@@ -89,13 +93,14 @@ def test_normalise_image_scales_three_channels_into_four(vertices):
                          scales=scales.astype(out_t.dtype), offsets=offsets.astype(out_t.dtype),
                          initial={"inScale": in_scale})
             cases[f"NormaliseImage<{in_t},{out_t}> pixels {part}"] = (v["out"], want[part].ravel())
-    h.check(cases)
+    h.check()
 
 
 def test_counters(vertices):
     """CircBufIncrIndex (index + 1, back to 0 at hSize), CircOffset ((indexIn + offset) mod hSize)
     and ForLoopCounter (count += increment, then count != limit; UNSIGNED_INT wraps)."""
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for index, size in [(2, 5), (4, 5), (0, 1)]:
         v = h.vertex("popops::CircBufIncrIndex", index=np.array(index, np.uint32), initial={"hSize": size})
         cases[f"CircBufIncrIndex {index} of {size}"] = (v["index"], (index + 1) % size)
@@ -112,4 +117,4 @@ def test_counters(vertices):
         label = f"ForLoopCounter<{t}> {count} + {step} vs {limit}"
         cases[f"{label}: count"] = (v["count"], after)
         cases[f"{label}: result"] = (v["comparisonResult"], int(after != np.array(limit, t.dtype)))
-    h.check(cases)
+    h.check()

@@ -70,7 +70,8 @@ def scaled(op: str, value, old, update: bool):
 
 @pytest.mark.parametrize("vertex", ["Reduce", "ScaledReduce", "ReduceAddInPlace"])
 def test_reduce_vertices(vertices, vertex):
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     rng = np.random.default_rng(1)
     for tile, (name, op, t, acc, out_t, update) in enumerate(i for i in INSTANCES if i[0] == vertex):
         reduce, values, identity, int_identity = OPS[op]
@@ -96,4 +97,4 @@ def test_reduce_vertices(vertices, vertex):
                     result = scaled(op, result, before.astype(np.float64), update)
                 want.append(result.astype(out_t.dtype))
             cases[f"{label} half {half}"] = (v["out"], want, 1e-6 if op == "LogAdd" else 0)
-    h.check(cases)
+    h.check()

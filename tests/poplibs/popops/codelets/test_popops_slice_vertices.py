@@ -70,7 +70,8 @@ def rows_of(t: poplar.Type, n: int, r: int, first: float) -> np.ndarray:
 @pytest.mark.parametrize("vertex", MULTI)
 def test_multi_slice_and_update_vertices(vertices, vertex):
     reference, output, instances = MULTI[vertex]
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for types in instances:
         t = types[0]
         for k, (n, r, offsets) in enumerate(LOOKUPS):
@@ -83,7 +84,7 @@ def test_multi_slice_and_update_vertices(vertices, vertex):
                          **fields)
             want = reference(base.copy(), sub.copy(), offsets, scale)
             cases[f"{vertex}<{','.join(map(str, types))}> offsets {offsets}"] = (v[output], want.ravel())
-    h.check(cases)
+    h.check()
 
 
 # (numBaseElements, numSubElements, regionSize, offset): windows wrap past the last row, and an
@@ -93,7 +94,8 @@ DYNAMIC = [(5, 4, 2, 3), (5, 2, 1, 7), (4, 4, 3, 0), (3, 1, 2, 2)]
 
 @pytest.mark.parametrize("update", [False, True], ids=["DynamicSlice1D", "DynamicUpdateSlice1D"])
 def test_dynamic_slice_vertices(vertices, update):
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for t in (poplar.FLOAT, poplar.HALF):
         for k, (n, m, r, offset) in enumerate(DYNAMIC):
             base, sub = rows_of(t, n, r, 2), rows_of(t, m, r, 100)
@@ -106,14 +108,15 @@ def test_dynamic_slice_vertices(vertices, update):
                 base[rows] = sub
             want = base if update else base[rows]
             cases[f"<{t}> {n} rows, {m} from {offset}"] = (v["baseT" if update else "subT"], want.ravel())
-    h.check(cases)
+    h.check()
 
 
 def test_sequence_slice_clips_each_run(vertices):
     """Runs (src, dst, n) of rows: within both, cut by the source's end, by the destination's
     end, starting past either end (nothing), empty; three runs a vertex."""
     runs = [(0, 1, 2), (3, 0, 4), (1, 3, 3), (5, 0, 1), (0, 4, 1), (2, 2, 0)]
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for tile, (t, mine) in enumerate(itertools.product((poplar.FLOAT, poplar.INT), (runs[:3], runs[3:]))):
         src, dst = rows_of(t, 5, 2, 1), rows_of(t, 4, 2, 50)
         v = h.vertex(templateVertex("popops::SequenceSlice", t), tile=tile,
@@ -126,7 +129,7 @@ def test_sequence_slice_clips_each_run(vertices):
             n = min(n, 5 - s, 4 - d) if s < 5 and d < 4 else 0
             dst[d:d + n] = src[s:s + n]
         cases[f"SequenceSlice<{t}> runs {mine}"] = (v["dstT"], dst.ravel())
-    h.check(cases)
+    h.check()
 
 
 def test_xla_window_offsets(vertices):
@@ -135,7 +138,8 @@ def test_xla_window_offsets(vertices):
     or marked out of range (scatter). An UNSIGNED_INT index of 2**32 - 1 is past the limit."""
     limits, strides, window = [3, 4], [5, 1], [0, 1, 5]
     starts = [(1, 2), (-1, 2), (3, 4), (4, 0), (0, -3)]
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     for t in (poplar.INT, poplar.UNSIGNED_INT):
         indices = np.array(starts, np.int64).astype(t.dtype)
         for clamp in (0, 1):
@@ -150,7 +154,7 @@ def test_xla_window_offsets(vertices):
                                 "strides": np.array(strides, np.uint32),
                                 "windowOffsets": np.array(window, np.uint32)})
             cases[f"<{t}> clamp={clamp}"] = (v["offsets"], np.array(want, np.uint32))
-    h.check(cases)
+    h.check()
 
 
 # rows (their widths differ) and each row's index: inside, masked, one past the end, into an empty row
@@ -158,7 +162,8 @@ SCALAR_ROWS = [([1.5, -2.0, 3.0, 4.5], 2), ([7.0, 8.0], OUT), ([1.0, 2.0, 3.0], 
 
 
 def test_select_and_update_scalar_in_rows(vertices):
-    h, cases = vertices(), {}
+    h = vertices()
+    cases = h.cases
     halves = (slice(0, 3), slice(3, None))  # rows of a vertex
     for tile, (t, part) in enumerate(itertools.product((poplar.FLOAT, poplar.HALF), halves)):
         rows = [np.array(r, t.dtype) for r, _ in SCALAR_ROWS[part]]
@@ -178,4 +183,4 @@ def test_select_and_update_scalar_in_rows(vertices):
             updated.append(new)
         cases[f"SelectScalarFromRows<{t}> rows {part}"] = (select["out"], np.array(picked, t.dtype))
         cases[f"UpdateScalarInRows<{t}> rows {part}"] = (update["params"], updated)
-    h.check(cases)
+    h.check()

@@ -32,7 +32,8 @@ SORT_LENGTHS = [7, 0, 1, 16, 2]
 def test_sort_and_sort_key_value(vertices, types):
     """Each vertex sorts one row in place (odd, empty, one, a power of two, two); with values,
     a stable sort permutes them alike."""
-    h, cases, rng = vertices(), {}, np.random.default_rng(2)
+    h, rng = vertices(), np.random.default_rng(2)
+    cases = h.cases
     for tile, n in enumerate(SORT_LENGTHS):
         keys = keys_row(rng, n, types[0])
         order = np.argsort(keys, kind="stable")  # NaN last
@@ -46,7 +47,7 @@ def test_sort_and_sort_key_value(vertices, types):
                          values=values, scratchKeys=np.zeros_like(keys), scratchValues=np.zeros_like(values))
             cases[f"{n} keys"] = (v["keys"], keys[order])
             cases[f"{n} values"] = (v["values"], values[order])
-    h.check(cases)
+    h.check()
 
 
 def rank(x: float, largest: bool) -> tuple:
@@ -73,7 +74,8 @@ FLAGS = [(True, False, poplar.FLOAT), (False, False, poplar.FLOAT), (True, True,
 
 @pytest.mark.parametrize("vertex", ["TopK", "TopKKeyValue"])
 def test_top_k_vertices(vertices, vertex):
-    h, cases, rng = vertices(), {}, np.random.default_rng(3)
+    h, rng = vertices(), np.random.default_rng(3)
+    cases = h.cases
     for tile, (largest, reverse, t) in enumerate(FLAGS):
         if vertex == "TopKKeyValue":
             t = poplar.FLOAT
@@ -93,16 +95,17 @@ def test_top_k_vertices(vertices, vertex):
                          values=values, outKeys=out, outValues=[p.astype(np.int32) for p in positions],
                          positions=positions, initial=state)
             keys, second, want = v["outKeys"], v["outValues"], [val[c] for val, c in zip(values, chosen)]
-        label = f"<{t}> largest={largest} reverse={reverse}"
+        label = f"vertex {tile}: <{t}> largest={largest} reverse={reverse}"
         cases[f"{label} keys"] = (keys, [row[c] for row, c in zip(rows, chosen)])
         cases[f"{label} {'indices' if vertex == 'TopK' else 'values'}"] = (second, want)
-    h.check(cases)
+    h.check()
 
 
 def test_top_k_merge(vertices):
     """Two sorted results (a's from earlier in the row) merged into their best k: equal keys
     come from a first; k up to both lengths."""
-    h, cases, rng = vertices(), {}, np.random.default_rng(4)
+    h, rng = vertices(), np.random.default_rng(4)
+    cases = h.cases
     sizes = [(4, 3, 5), (3, 3, 6), (2, 0, 1), (0, 3, 2), (5, 4, 1), (3, 2, 4), (1, 1, 2)]  # len(a), len(b), k
     for tile, (largest, reverse, t) in enumerate(FLAGS):
         fields = {f: [] for f in ("aKeys", "aValues", "bKeys", "bValues", "outKeys", "outValues")}
@@ -125,4 +128,4 @@ def test_top_k_merge(vertices):
         label = f"<{t}> largest={largest} reverse={reverse}"
         cases[f"{label} keys"] = (v["outKeys"], want_keys)
         cases[f"{label} values"] = (v["outValues"], want_values)
-    h.check(cases)
+    h.check()
