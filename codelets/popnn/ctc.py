@@ -89,7 +89,7 @@ class CTCLossAndGradient(Vertex):
             for s in range(width):
                 b: float = -math.inf
                 if t == steps - 1:
-                    if s >= width - 2:
+                    if s + 2 >= width:  # the last two positions (width - 2 wraps when width is 1)
                         b = 0.0
                 else:
                     nxt = (t + 1) * width
