@@ -160,6 +160,9 @@ def test_the_steady_state_projects_a_longer_step(outlined):
     projected = breakdown.steady_state(short, trainer.pipeline, range(2), 2, 6)
     assert projected == pytest.approx(long["totalCycles"], rel=0.03)
     assert breakdown.steady_state(short, trainer.pipeline, range(2), 2, 2) == short["totalCycles"]
+    span, busy = breakdown.pipeline_busy(short, trainer.pipeline, range(2))
+    assert sorted(busy) == [0, 1] and 0 < min(busy.values()) <= max(busy.values()) < span
+    assert breakdown.pipeline_span(short, trainer.pipeline, range(2)) == (span, max(busy.values()))
 
 
 def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():

@@ -47,10 +47,10 @@ def work(execution: dict) -> dict[str, float]:
     return {**out, **{f"links: {k}": v for k, v in links.items()}}
 
 
-def pipeline_span(execution: dict, pipeline: set[str], ipus: range) -> tuple[int, int]:
+def pipeline_busy(execution: dict, pipeline: set[str], ipus: range) -> tuple[int, dict[int, int]]:
     """(the span from the first start to the last end of the steps named in ``pipeline`` on
-    ``ipus``, the cycles the busiest of ``ipus`` ran any step in that span: the functions the
-    pipelined passes call included): (0, 0) when none of them ran."""
+    ``ipus``, the cycles each of ``ipus`` ran any step in that span: the functions the pipelined
+    passes call included): (0, {}) when none of them ran."""
     names = [s["name"] for s in execution["steps"]]
     entries = execution.get("timeline", {}).get("entries", [])
     bounds = [
@@ -61,14 +61,21 @@ def pipeline_span(execution: dict, pipeline: set[str], ipus: range) -> tuple[int
         if ipu in ipus
     ]
     if not bounds:
-        return 0, 0
+        return 0, {}
     first, last = min(b[0] for b in bounds), max(b[1] for b in bounds)
     busy = dict.fromkeys(ipus, 0)
     for entry in entries:
         for ipu, start, end in zip(entry["ipus"], entry["start"], entry["end"]):
             if ipu in busy:
                 busy[ipu] += max(0, min(end, last) - max(start, first))
-    return last - first, max(busy.values())
+    return last - first, busy
+
+
+def pipeline_span(execution: dict, pipeline: set[str], ipus: range) -> tuple[int, int]:
+    """(the pipelined passes' span, the cycles the busiest of ``ipus`` ran in it): (0, 0) when
+    none of them ran (:func:`pipeline_busy`)."""
+    span, busy = pipeline_busy(execution, pipeline, ipus)
+    return span, max(busy.values(), default=0)
 
 
 def bubble(execution: dict, pipeline: set[str], ipus: range) -> float:

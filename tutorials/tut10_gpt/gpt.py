@@ -579,6 +579,9 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"steady state, {args.steady} micro-batches a step (each past the {split.accum} run at the "
               f"busiest stage's pace): {throughput(s, split, cycles, args.steady, target)}")
+        _, busy = breakdown.pipeline_busy(execution, trainer.pipeline, range(split.pp))
+        print("  the pace, busy cycles a micro-batch: " + ", ".join(
+            f"IPU {ipu} {cycles // split.accum:,}" for ipu, cycles in busy.items()))
     if args.bert_base:
         flops = s.flops_per_token * s.seq * GRAPHCORE_BERT_BASE_SEQUENCES
         print(f"Graphcore's Bow Pod16 (micro-batch 32, 512 micro-batches): "
