@@ -15,8 +15,8 @@ import click
 from . import target
 from .compiler.world import launched_rank
 from .engine import write_profile_reports
-from .profile import summary
-from .profile_html import write_html, write_html_from_json
+from .profile.html import write_html, write_html_from_json
+from .profile.report import summary
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

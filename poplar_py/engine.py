@@ -24,7 +24,6 @@ import numpy as np
 from .arguments import checked_file, checked_str, is_int
 from .codelet.interrupts import interruptible
 from .codelet.pipeline import NO_BUDGET
-from .compiler.costs import RunRecord
 from .compiler.fp_state import FpControl
 from .compiler.host_functions import HostFunctionStep
 from .compiler.pipeline import CompiledGraph, HostTransfer
@@ -32,6 +31,7 @@ from .compiler.steps import Machine
 from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
 from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
 from .csr_functions import initial_word
+from .cycles.costs import RunRecord
 from .debug import debug_name
 from .errors import (
     GraphReplicationError,
@@ -52,7 +52,7 @@ from .host_memory import release_freed_heap
 from .ir import GraphIR
 from .kernels import codelet_fingerprint
 from .options import EngineOptions, parseEngineOptions
-from .profile import Profile, summary
+from .profile.report import Profile, summary
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 
-from .compiler.costs import RunRecord
+from .cycles.costs import RunRecord
 
 
 @dataclass

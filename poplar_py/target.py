@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .arguments import checked_int
-from .calibration import HARDWARE, IPU_MODEL, Calibration
 from .codelet.repeat import RPT_MAX_COUNT
+from .cycles.calibration import HARDWARE, IPU_MODEL, Calibration
 from .errors import InvalidArgumentError, InvalidMachineModelError, PoplarError
 from .types import Type, asType
 from .version import __version__
@@ -135,7 +135,7 @@ class IPUModel:
         self.syncCycles = 150  # one internal barrier (an assumption: see docs/cycle_model.md)
         self.globalSyncCycles: int | None = None  # None: PopLibs' model, 2 x 15 ns x f x (1 + numIPUs // 4)
         self.ipuLinkBandwidth = 32e9  # bytes/s each way, per IPU-Link (Mk2: 10 links, 320 GB/s)
-        self.ipuLinkTopology = "ladder"  # or "torus" (compiler/fabric.py)
+        self.ipuLinkTopology = "ladder"  # or "torus" (cycles/fabric.py)
         self.ipusPerMachine = _STREAMING_PRESETS[version]["ipusPerMachine"]
         self.streamingMemoryBytesPerMachine = _STREAMING_PRESETS[version]["streamingMemoryBytesPerMachine"]
         self.streamingMemoryBandwidth = STREAMING_MEMORY_BANDWIDTH  # bytes/s each way, per IPU-Machine
@@ -525,7 +525,7 @@ class DeviceManager:
     thirty-twos, and 126 all 64. Each device is what ``IPUModel()`` describes (so ``poplar-py run
     --tiles/--arch`` apply) with its number of IPUs, reporting ``TargetType.IPU``: the hardware
     path, whose cycle model is calibrated against hardware measurements (host I/O, syncs, no
-    ``setPerfEstimate``; :mod:`poplar_py.calibration`)."""
+    ``setPerfEstimate``; :mod:`poplar_py.cycles.calibration`)."""
 
     @staticmethod
     def createDeviceManager() -> DeviceManager:

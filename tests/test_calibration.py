@@ -11,7 +11,7 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.calibration import (
+from poplar_py.cycles.calibration import (
     HARDWARE,
     HOST_BANDWIDTH,
     HOST_PREPARE_BANDWIDTH,
@@ -19,7 +19,7 @@ from poplar_py.calibration import (
     IPU_MODEL,
     LINK_LATENCY,
 )
-from poplar_py.profile import expand
+from poplar_py.profile.report import expand
 
 CLOCK = 1.33e9
 

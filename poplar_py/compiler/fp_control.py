@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..csr_functions import CSR_CYCLES, FloatingPointControl
-from .costs import CostModel, RunRecord, StepCost
+from ..cycles.costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan
 from .steps import Machine, Step
 from .world import GATHER, SCATTER, Move

@@ -2,7 +2,7 @@
 
 A leaf step (a copy, a stream copy, a compute set, a print, a sync) has a precomputed plan
 that knows how to run itself on a :class:`Machine` and what it costs
-(:class:`~poplar_py.compiler.costs.StepCost`); control steps (Sequence, Repeat, loops, If,
+(:class:`~poplar_py.cycles.costs.StepCost`); control steps (Sequence, Repeat, loops, If,
 Switch, Call) run their children. In a replicated graph a leaf step runs its one replica's plan
 on every replica's memories in turn (:mod:`replicas`), and raises the first error of any replica
 (on every MPI rank) once all have run. Consecutive leaves that touch only their own replica's
@@ -24,11 +24,11 @@ from typing import IO, TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..codelet.pipeline import NO_BUDGET
+from ..cycles.costs import CostModel, RunRecord, StepCost
 from ..errors import ApplicationRuntimeError, RemoteBufferError, StreamError
 from ..printing import format_tensor
 from ..streams import HostStream
 from ..types import Type
-from .costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan, TileTraffic
 from .streaming_memory import StreamingMemory
 from .vertex_tables import ComputeSetRunner

@@ -24,6 +24,7 @@ from ..codelet.pipeline import (
     VECTOR_LIST_ENTRY_DTYPE,
     KernelOptions,
 )
+from ..cycles.costs import RunRecord
 from ..errors import MissingCycleEstimateError, VertexError
 from ..introspector import VertexIntrospector
 from ..ir import GraphIR, PerfEstimator
@@ -35,7 +36,6 @@ from ..target import Target
 from ..vertex import Direction, FieldKind
 from . import threads
 from .computeset import ComputeSetPlan, state_vector_bytes
-from .costs import RunRecord
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
 from .fp_state import FpControl, vertex_env
 from .layout import MemoryLayout

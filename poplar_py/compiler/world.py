@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..cycles.costs import RunRecord
 from ..errors import PoplarError
 from ..regions import exclusive_cumsum
-from .costs import RunRecord
 from .exchange import CopyPlan, SharedGather
 from .partition import (
     HostGather,

@@ -9,7 +9,7 @@ import numpy as np
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.compiler.fabric import RAIL_LINKS, RUNG_LINKS, Fabric, fabric_graph
+from poplar_py.cycles.fabric import RAIL_LINKS, RUNG_LINKS, Fabric, fabric_graph
 
 
 def _target(ipus: int, topology: str = "ladder", tiles: int = 4) -> poplar.Target:

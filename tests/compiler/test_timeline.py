@@ -8,7 +8,7 @@ from pipelines import STAGE_CYCLES, pipeline_report
 import poplar_py as poplar
 from poplar_py import InOut, Vector, Vertex
 from poplar_py import program as prog
-from poplar_py.compiler.timeline import Span, replay
+from poplar_py.cycles.timeline import Span, replay
 
 
 class Bump(Vertex):

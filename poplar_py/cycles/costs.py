@@ -1,6 +1,6 @@
 """The cycle model's pieces that steps use: what a step costs, and what a run records.
 
-Every leaf step is costed per tile in three phases (see :mod:`poplar_py.profile`):
+Every leaf step is costed per tile in three phases (see :mod:`poplar_py.profile.report`):
 sync, exchange (on-chip or host) and compute. Each step computes its own
 :class:`StepCost` from a :class:`CostModel` (the target's figures) and from the
 :class:`RunRecord` the engine fills while it runs (how often each step ran, the
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..compiler.exchange import TileTraffic
+from ..compiler.replicas import Replication
 from ..target import Target
-from .exchange import TileTraffic
 from .fabric import Fabric
-from .replicas import Replication
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class StepCost:
     compute_active: np.ndarray  # cycles per tile, only slots that did work
     global_exchange: int = 0  # cycles of the bytes crossing IPUs, every tile waiting
     streaming: int = 0  # cycles of a Streaming Memory transfer, every tile waiting
-    ipus: np.ndarray | None = None  # the device's IPUs it involves (compiler/timeline.py); None: every one
+    ipus: np.ndarray | None = None  # the device's IPUs it involves (cycles/timeline.py); None: every one
     syncs: bool = False  # whether those IPUs synchronise before it
     prepare: int = 0  # cycles the host prepares a stream copy's data (StreamCopyBegin), every tile waiting
 
@@ -77,7 +77,7 @@ class CostModel:
         return self.replication.device_traffic(traffic)
 
     def global_exchange(self, traffic: TileTraffic) -> int:
-        """Cycles of the bytes that cross IPUs, over the IPU-Links (compiler/fabric.py)."""
+        """Cycles of the bytes that cross IPUs, over the IPU-Links (cycles/fabric.py)."""
         if self.fabric is None or traffic.ipu_bytes is None or not traffic.ipu_bytes.any():
             return 0
         return self.fabric.cycles(traffic.ipu_bytes)
@@ -154,7 +154,7 @@ class RunRecord:
     # for those would take steps x replicas x tiles)
     fixed_runs: dict[int, np.ndarray] = field(default_factory=dict)
     vertex_cycles: dict[str, list[int]] = field(default_factory=dict)  # vertex type -> [instances, cycles]
-    trace: array = field(default_factory=lambda: array("i"))  # leaf steps as they ran (compiler/timeline.py)
+    trace: array = field(default_factory=lambda: array("i"))  # leaf steps as they ran (cycles/timeline.py)
 
     def __post_init__(self) -> None:
         self.counts = [0] * self.num_leaves

@@ -1,7 +1,7 @@
 """The HTML profile viewer: one self-contained page from a JSON profile report.
 
 ``poplar-py profile report.json --html report.html`` and ``poplar-py run --profile-html``
-write it. The page's template, styles and script are files in ``poplar_py/viewer/``; they
+write it. The page's template, styles and script are files in ``poplar_py/profile/viewer/``; they
 are inlined, with the report and its printed summary, when the page is written, so it
 needs no network and no other file: plain JavaScript draws the charts on canvases.
 """
@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from .profile import summary
+from .report import summary
 
 _CSS, _JS, _DATA = "/*@css*/", "/*@js*/", "@data@"
 
 
 def _viewer_file(name: str) -> str:
-    return resources.files("poplar_py").joinpath("viewer", name).read_text(encoding="utf-8")
+    return resources.files("poplar_py.profile").joinpath("viewer", name).read_text(encoding="utf-8")
 
 
 def _script_json(data: Any) -> str:

@@ -20,7 +20,7 @@ every tile waits at the barrier. The engine counts how often each step runs; the
 report multiplies. The summary is printed from the report alone, so
 ``poplar-py profile FILE`` shows what ``engine.printProfileSummary()`` showed.
 
-For the HTML viewer (:mod:`poplar_py.profile_html`) the report also lists, per tile, the
+For the HTML viewer (:mod:`poplar_py.profile.html`) the report also lists, per tile, the
 bytes of each variable and constant (by name, largest first) and, per step, the cycles of
 each phase on every tile (``tileCycles``: one number when every tile takes the same, else
 a list, or ``{"runs": [value, count, ...]}`` when that is much shorter).
@@ -33,20 +33,20 @@ from typing import Any
 
 import numpy as np
 
-from .compiler.costs import CostModel, RunRecord, StepCost
-from .compiler.layout import MemoryLayout
-from .compiler.pipeline import CompiledGraph
-from .compiler.steps import ExecuteStep, Step
-from .compiler.timeline import Span, Timeline, replay
+from ..compiler.layout import MemoryLayout
+from ..compiler.pipeline import CompiledGraph
+from ..compiler.steps import ExecuteStep, Step
+from ..cycles.costs import CostModel, RunRecord, StepCost
+from ..cycles.timeline import Span, Timeline, replay
+from ..ir import GraphIR, VerticesIR
+from ..regions import unique_sorted
 from .flops import add_flops, run_flops, share_rows, summary_lines
-from .ir import GraphIR, VerticesIR
-from .regions import unique_sorted
 
 # Per tile, the largest variables (and constants) listed by name; the rest are summed.
 MAX_NAMES_PER_TILE = 48
 # Per-tile cycle arrays of the steps, in numbers: later steps go without once it is spent.
 TILE_CYCLES_BUDGET = 400_000
-# The runs whose places on every IPU the report keeps (compiler/timeline.py), in IPUs involved.
+# The runs whose places on every IPU the report keeps (cycles/timeline.py), in IPUs involved.
 TIMELINE_BUDGET = 50_000
 _PHASES = ("sync", "exchange", "host", "compute")
 KIB, MIB = 1024, 1024 * 1024  # the summary's units, as Poplar's (KiB, MiB)
@@ -98,7 +98,7 @@ class Profile:
                 yield step, step.cost(self.model, self.record)
 
     def span(self, cost: StepCost) -> Span:
-        """How a step's runs occupy the IPUs (:mod:`~poplar_py.compiler.timeline`)."""
+        """How a step's runs occupy the IPUs (:mod:`~poplar_py.cycles.timeline`)."""
         return Span(self.model.every_ipu if cost.ipus is None else cost.ipus, cost.syncs, cost.cycles)
 
     def timeline(self, spans: dict[int, Span], keep: int = 0) -> Timeline:
