@@ -4,7 +4,6 @@ from . import program
 from .array_ref import ArrayRef, StringRef
 from .cdivision import cdiv, cmod
 from .codelet_loading import CodeletFileType
-from .compiler.world import abort_every_rank_on_uncaught
 from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,
@@ -108,6 +107,7 @@ from .quarter import (
                      createVariableMetadataTensor,
 )
 from .random_seed import getHwSeeds, setHwSeeds
+from .runtime.mpi_world import abort_every_rank_on_uncaught
 from .short_vectors import (
                      float2,
                      float4,

@@ -13,7 +13,7 @@ from types import TracebackType
 import click
 
 from . import target
-from .compiler.world import launched_rank
+from .compiler.partition import launched_rank
 from .engine import write_profile_reports
 from .profile.html import write_html, write_html_from_json
 from .profile.report import summary

@@ -24,12 +24,9 @@ import numpy as np
 from .arguments import checked_file, checked_str, is_int
 from .codelet.interrupts import interruptible
 from .codelet.pipeline import NO_BUDGET
-from .compiler.fp_state import FpControl
-from .compiler.host_functions import HostFunctionStep
+from .compiler.partition import GATHER, SCATTER, Move, ir_digest
 from .compiler.pipeline import CompiledGraph, HostTransfer
-from .compiler.steps import Machine
-from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
-from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
+from .compiler.steps import HostFunctionStep
 from .csr_functions import initial_word
 from .cycles.costs import RunRecord
 from .debug import debug_name
@@ -44,16 +41,22 @@ from .errors import (
     StreamError,
 )
 from .executable import Executable, checked_progress, compileGraph
-from .execution_profiling import ExecutionProfiling
 from .graph import Graph
 from .handles import DataStream
-from .host_buffers import host_values, read_into, stream_array
-from .host_memory import release_freed_heap
 from .ir import GraphIR
 from .kernels import codelet_fingerprint
 from .options import EngineOptions, parseEngineOptions
 from .profile.report import Profile, summary
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
+from .runtime.copies import execute
+from .runtime.execution_profiling import ExecutionProfiling
+from .runtime.fp_state import FpControl
+from .runtime.host_buffers import host_values, read_into, stream_array
+from .runtime.host_memory import release_freed_heap
+from .runtime.machine import Machine
+from .runtime.mpi_world import make_world
+from .runtime.step_runners import run
+from .runtime.streaming_memory import StreamingMemory, checked_row, row_array
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
 
@@ -96,7 +99,7 @@ class Engine:
         arena, shared = self._exe.layout.arena, self._exe.layout.shared
         assert arena is not None and shared is not None and self._exe.layout.tile_base is not None
         world = make_world(self._exe.replication, self._exe.layout.tile_base)
-        world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.runners,
+        world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.tables,
                    _moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world,
@@ -118,7 +121,7 @@ class Engine:
         self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
         # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
         checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
-        self._interruptible = interruptible if checked and self._exe.lowered.runners else _UNINTERRUPTIBLE
+        self._interruptible = interruptible if checked and self._exe.lowered.tables else _UNINTERRUPTIBLE
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
@@ -161,14 +164,14 @@ class Engine:
             if exe.index_constants is not None:
                 index = np.full(len(exe.replication.index_constants), r, np.uint32)
                 m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
-            for runner in exe.lowered.runners:  # vertex state compute writes: each replica its own
-                state = runner.tile_state
+            for tables in exe.lowered.tables:  # vertex state compute writes: each replica its own
+                state = tables.tile_state
                 if state.plan is not None:
                     m.world.scatter(state.plan, state.data.ctypes.data, m.base, r)
-        for runner in exe.lowered.runners:  # list tables and state vectors: once, for every replica
-            image = runner.image
+        for tables in exe.lowered.tables:  # list tables and state vectors: once, for every replica
+            image = tables.image
             if image.plan is not None:
-                image.plan.execute(image.data.ctypes.data, m.shared.ctypes.data)
+                execute(image.plan, image.data.ctypes.data, m.shared.ctypes.data)
         self._loaded = True
         m.fp.reset()  # the tiles' floating-point control registers (csr_functions)
         seeds = self._exe.host_transfers.get(HW_SEEDS_HANDLE)
@@ -209,7 +212,7 @@ class Engine:
         with self._profiling.run():
             m.record.runs.append(programIndex)
             with self._interruptible:
-                programs[programIndex].run(m)
+                run(programs[programIndex], m)
             m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
@@ -351,7 +354,7 @@ class Engine:
         """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
         ``replicaIndex``, or (None) on every replica. Data of another element type is converted, or
         taken as raw bytes when it is an array of the tensor's size in bytes (see
-        :mod:`poplar_py.host_buffers`)."""
+        :mod:`poplar_py.runtime.host_buffers`)."""
         t = self._transfer(handle, write=True)
         replicas = range(self._exe.replication.factor) if replicaIndex is None \
             else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
@@ -440,7 +443,7 @@ class Engine:
 
     def enableExecutionProfiling(self) -> None:
         """Record later runs in the execution profile again (the default; see
-        :mod:`poplar_py.execution_profiling`)."""
+        :mod:`poplar_py.runtime.execution_profiling`)."""
         self._profiling.enabled = True
 
     def disableExecutionProfiling(self) -> None:
@@ -507,8 +510,8 @@ def _moves(compiled: CompiledGraph) -> Iterator[Move]:
     yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
     if compiled.index_constants is not None:
         yield SCATTER, compiled.index_constants, True
-    yield from ((SCATTER, runner.tile_state.plan, True) for runner in compiled.lowered.runners
-                if runner.tile_state.plan is not None)
+    yield from ((SCATTER, tables.tile_state.plan, True) for tables in compiled.lowered.tables
+                if tables.tile_state.plan is not None)
 
 
 def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:

@@ -36,16 +36,17 @@ from .conforms import mismatch
 from .debug import debug_name
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
-from .host_memory import release_freed_heap
 from .inline_codelets import inline_source, is_inline, module_name
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
+from .runtime.host_memory import release_freed_heap
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
 #: 2: one compiled replica for every replica; 3: liveness as intervals, value constants in the IR;
 #: 4: shared exchange buffers (list entries flagged), cross-replica copies by replica pairs;
-#: 5: remote buffers (their declarations, and remote copy steps)
-FORMAT_VERSION = 5
+#: 5: remote buffers (their declarations, and remote copy steps);
+#: 6: steps as data, compute sets as ComputeSetTables, the cycle model in poplar_py.cycles
+FORMAT_VERSION = 6
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]
@@ -115,8 +116,8 @@ class Executable:
         except Exception as exc:
             raise ExecutableError(f"'{name}' could not be loaded: {type(exc).__name__}: {exc}") from exc
         ir, compiled, options = _checked_parts(loaded, name)
-        for runner in compiled.lowered.runners:
-            runner.rebase(compiled.layout.arena.ctypes.data, compiled.layout.shared.ctypes.data)
+        for tables in compiled.lowered.tables:
+            tables.rebase(compiled.layout.arena.ctypes.data, compiled.layout.shared.ctypes.data)
         return Executable(ir, compiled, options)
 
 

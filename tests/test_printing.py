@@ -11,7 +11,7 @@ from support import make_graph
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.printing import format_tensor
+from poplar_py.runtime.printing import format_tensor
 
 
 def printed(type_, shape, values, title="t", view=lambda t: t, tiles=4) -> str:

@@ -34,9 +34,9 @@ from .layout import MemoryLayout, layout_memory
 from .liveness import Liveness, analyse_liveness
 from .lower import LoweredPrograms, host_plan, lower_programs
 from .mapping import TileMapping, complete_mapping
+from .partition import ir_digest, launched_ranks
 from .passes import CompilerPass, run_passes
 from .replicas import Replication
-from .world import ir_digest, launched_ranks
 
 _I64 = np.int64
 

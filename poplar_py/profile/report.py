@@ -149,9 +149,9 @@ class Profile:
                               "host": int(cost.host.max(initial=0)), "streamingMemory": cost.streaming,
                               "compute": int(cost.compute.max(initial=0)), "streamCopyBegin": cost.prepare})
             if isinstance(step, ExecuteStep):
-                step_rows[-1]["computeSet"] = step.runner.name
-                if step.runner.flops:  # one run on one replica: every replica runs it
-                    add_flops(step_rows[-1], step.runner.flops, replicas)
+                step_rows[-1]["computeSet"] = step.compute_set.name
+                if step.compute_set.flops:  # one run on one replica: every replica runs it
+                    add_flops(step_rows[-1], step.compute_set.flops, replicas)
             tile_cycles = {key: compact(sync if key == "sync" else getattr(cost, key)) for key in _PHASES}
             numbers = sum(len(v) if isinstance(v, list) else len(v["runs"]) if isinstance(v, dict) else 1
                           for v in tile_cycles.values())

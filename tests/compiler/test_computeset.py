@@ -630,12 +630,13 @@ def _offset_graph(tiles):
 
 def test_interpreter_mode_compiles_no_codelet(monkeypatch):
     from poplar_py.codelet import pipeline as codelets
-    from poplar_py.compiler import vertex_tables
+    from poplar_py.compiler import compute_set_tables
+    from poplar_py.runtime import compute_sets
 
     def no_llvm(*args, **kwargs):
         raise AssertionError("a codelet was compiled")
 
-    for module in (codelets, vertex_tables):
+    for module in (codelets, compute_set_tables, compute_sets):
         monkeypatch.setattr(module, "compile_codelet", no_llvm)
     monkeypatch.setattr(codelets, "generate_ir", no_llvm)
     monkeypatch.setattr(codelets.CompiledCodelet, "__init__", no_llvm)

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 
-from .cycles.costs import RunRecord
+from ..cycles.costs import RunRecord
 
 
 @dataclass

@@ -10,74 +10,42 @@ is raised on every rank.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..cycles.costs import RunRecord
-from ..errors import PoplarError
-from ..regions import exclusive_cumsum
-from .exchange import CopyPlan, SharedGather
-from .partition import (
+from ..compiler.compute_set_tables import ComputeSetTables
+from ..compiler.exchange import CopyPlan, SharedGather
+from ..compiler.partition import (
+    COPY,
+    GATHER,
+    SCATTER,
     HostGather,
     HostScatter,
+    Move,
     RankBlocks,
     RankCopy,
     full_pieces,
     host_gather,
     host_scatter,
+    launched_ranks,
     rank_blocks,
     rank_copy,
     tile_copies,
 )
-from .replicas import Replication
+from ..compiler.replicas import Replication
+from ..cycles.costs import RunRecord
+from ..errors import PoplarError
+from ..regions import exclusive_cumsum
+from .copies import execute
 
 #: how long a rank waits between writing why it ends the job and MPI_Abort: the launcher forwards
 #: the ranks' output on its own time, and an abort at once can drop the message
 ABORT_GRACE_SECONDS = 0.3
-
-#: environment variables by which MPI launchers (MPICH's Hydra, Open MPI, Slurm's srun) give
-#: the number of ranks, and this process's rank
-LAUNCH_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
-LAUNCH_RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
-
-
-def _launch_value(names: tuple[str, ...], default: int) -> int:
-    for name in names:
-        value = os.environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return default
-
-
-def launched_ranks() -> int:
-    """How many ranks an MPI launcher started (1 without one): read from the environment, so
-    that a program run without mpiexec never imports mpi4py."""
-    return _launch_value(LAUNCH_SIZE, 1)
-
-
-def launched_rank() -> int:
-    """This process's rank, as the MPI launcher gave it (0 without one)."""
-    return _launch_value(LAUNCH_RANK, 0) if launched_ranks() > 1 else 0
-
-
-#: the moves a plan makes: tile to tile, host to tiles, tiles to host
-COPY, SCATTER, GATHER = "copy", "scatter", "gather"
-#: a plan a step runs: its kind of move, the plan, and whether it runs on every replica's
-#: memories (else it spans the device: a CrossReplicaCopy)
-Move = tuple[str, Any, bool]
-
-
-class Restrictable(Protocol):
-    """A compute set's runner, which can run some tiles only of a replica."""
-
-    def share(self, replica: int, own: np.ndarray) -> None: ...
 
 
 class World:
@@ -92,7 +60,8 @@ class World:
         self.stride = 0 if replication is None else replication.stride
         self.replicas: list[int] = list(range(self.replica_count))  # the replicas this process runs
 
-    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable], moves: Iterable[Move]) -> None:
+    def join(self, digest: Callable[[], str], compute_sets: Iterable[ComputeSetTables],
+             moves: Iterable[Move]) -> None:
         """Take up a compiled graph: check that every rank built the same (``digest``), keep
         each compute set's own vertices, and plan every move over the ranks. One process has
         nothing to do."""
@@ -112,7 +81,7 @@ class World:
         ``dst``: where the memories its source or destination addresses are in start instead
         (the exchange buffers a whole replica uses)."""
         at = base + self.offset(replica)
-        plan.execute(at if src is None else src, at if dst is None else dst)
+        execute(plan, at if src is None else src, at if dst is None else dst)
 
     def cross_copy(self, plan: CopyPlan, base: int, pairs: tuple[tuple[int, int], ...]) -> None:
         """Run ``plan`` from each pair's source replica's memories to its destination's (the
@@ -120,7 +89,7 @@ class World:
         every source is read before any destination is written."""
         if not plan.staged:
             for s, d in pairs:
-                plan.execute(base + self.offset(s), base + self.offset(d))
+                execute(plan, base + self.offset(s), base + self.offset(d))
             return
         temp = self._packed(plan, base, [s for s, _ in pairs])
         self._unpacked(plan, base, temp, [d for _, d in pairs])
@@ -130,7 +99,7 @@ class World:
         pack, n = plan.staging[0], plan.nbytes
         packed = np.empty(len(replicas) * n, np.uint8)
         for k, r in enumerate(replicas):
-            pack.execute(base + self.offset(r), packed.ctypes.data + k * n)
+            execute(pack, base + self.offset(r), packed.ctypes.data + k * n)
         return packed
 
     def _unpacked(self, plan: CopyPlan, base: int, packed: np.ndarray, replicas: list[int]) -> None:
@@ -138,11 +107,11 @@ class World:
         these replicas in turn."""
         unpack, n = plan.staging[1], plan.nbytes
         for k, r in enumerate(replicas):
-            unpack.execute(packed.ctypes.data + k * n, base + self.offset(r))
+            execute(unpack, packed.ctypes.data + k * n, base + self.offset(r))
 
     def scatter(self, plan: CopyPlan, host: int, base: int, replica: int) -> None:
         """Host buffer to ``replica``'s tiles."""
-        plan.execute(host, base + self.offset(replica))
+        execute(plan, host, base + self.offset(replica))
 
     def gather(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
         """``replica``'s tiles to a host buffer: every rank's buffer receives all of it."""
@@ -157,7 +126,7 @@ class World:
     def gather_local(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
         """``replica``'s tiles to a host buffer, on the processes that take part in ``replica``
         only (each of them receives all of it)."""
-        plan.execute(base + self.offset(replica), out.ctypes.data)
+        execute(plan, base + self.offset(replica), out.ctypes.data)
 
     def from_holders(self, replica: int, out: np.ndarray) -> None:
         """``out`` on every process as the processes taking part in ``replica`` filled it."""
@@ -217,13 +186,14 @@ class MpiWorld(World):
     def _split(self) -> list[int]:
         return [r for r in range(self.replica_count) if self.owner[r] < 0]
 
-    def join(self, digest: Callable[[], str], runners: Iterable[Restrictable], moves: Iterable[Move]) -> None:
+    def join(self, digest: Callable[[], str], compute_sets: Iterable[ComputeSetTables],
+             moves: Iterable[Move]) -> None:
         self._check_same(digest())
         split = self._split()
         own = self.blocks.own_tiles().reshape(self.replica_count, self.tiles)
-        for runner in runners:
+        for tables in compute_sets:
             for r in split:
-                runner.share(r, own[r])
+                tables.share(r, own[r])
         for kind, plan, replicated in moves:
             for r in split if replicated else [None]:
                 self._share_of(kind, plan, r)
@@ -252,15 +222,15 @@ class MpiWorld(World):
         parts: list[RankCopy] = self._share_of(COPY, plan, replica)
         for part in parts:
             if not part.crossing:
-                part.local.execute(base, base)
+                execute(part.local, base, base)
                 continue
             send = np.empty(int(part.send.sum()), np.uint8)
             receive = np.empty(int(part.receive.sum()), np.uint8)
-            part.pack.execute(base, send.ctypes.data)
+            execute(part.pack, base, send.ctypes.data)
             self.comm.Alltoallv(self._spec(send, part.send), self._spec(receive, part.receive))
             self._sent += send.size
-            part.local.execute(base, base)
-            part.unpack.execute(receive.ctypes.data, base)
+            execute(part.local, base, base)
+            execute(part.unpack, receive.ctypes.data, base)
 
     def cross_copy(self, plan: CopyPlan, base: int, pairs: tuple[tuple[int, int], ...]) -> None:
         """Between whole replicas: each rank copies between the replicas it holds, packs what
@@ -304,7 +274,7 @@ class MpiWorld(World):
                 super().scatter(plan, host, base, replica)
             return
         part: HostScatter = self._share_of(SCATTER, plan, replica)
-        part.own.execute(host, base)
+        execute(part.own, host, base)
 
     def gather_local(self, plan: CopyPlan, base: int, out: np.ndarray, replica: int) -> None:
         if self._whole(replica):  # its owner alone
@@ -312,10 +282,10 @@ class MpiWorld(World):
             return
         part: HostGather = self._share_of(GATHER, plan, replica)
         mine = np.empty(part.pack.nbytes, np.uint8)
-        part.pack.execute(base, mine.ctypes.data)
+        execute(part.pack, base, mine.ctypes.data)
         every = np.empty(int(part.counts.sum()), np.uint8)
         self.comm.Allgatherv(mine, self._spec(every, part.counts))
-        part.unpack.execute(every.ctypes.data, out.ctypes.data)
+        execute(part.unpack, every.ctypes.data, out.ctypes.data)
 
     def from_holders(self, replica: int, out: np.ndarray) -> None:
         if self._whole(replica):  # (a replica split over ranks is held by every rank)
@@ -446,11 +416,3 @@ def _end_job(comm: Any, rank: int, exc: BaseException, code: int) -> None:
           flush=True)
     time.sleep(ABORT_GRACE_SECONDS)
     comm.Abort(code)
-
-
-def ir_digest(parts: list[Any]) -> str:
-    """A hash of what the ranks must agree on (arrays by their bytes, the rest by repr)."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode())
-    return h.hexdigest()

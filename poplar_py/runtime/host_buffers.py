@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_values
-from .errors import InvalidArgumentError, StreamArgumentError, StreamError
+from ..arguments import checked_values
+from ..errors import InvalidArgumentError, StreamArgumentError, StreamError
 
 
 def host_values(data: Any, dtype: np.dtype, size: int, what: str) -> np.ndarray:
