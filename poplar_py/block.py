@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import boxes as bx
-from .regions import Runs
+from .regions.runs import Runs
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

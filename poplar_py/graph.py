@@ -69,7 +69,8 @@ from .handles import (
 from .host_function import HostFunction, checked_arguments
 from .mapping_table import MappingTable
 from .program import Program
-from .regions import in_order_of, unique_sorted
+from .regions.arrays import unique_sorted
+from .regions.runs import in_order_of
 from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat

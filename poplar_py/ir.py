@@ -19,7 +19,8 @@ import numpy as np
 from .field_store import FieldColumns
 from .handles import DataStream, RemoteBuffer
 from .program import Program
-from .regions import IntervalMap, Runs
+from .regions.interval_map import IntervalMap
+from .regions.runs import Runs
 from .target import Target
 from .types import Type
 from .variables import VariableTable

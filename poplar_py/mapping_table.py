@@ -13,7 +13,9 @@ import struct
 
 import numpy as np
 
-from .regions import IntervalMap, Pieces, Runs, paint, unique_sorted
+from .regions.arrays import paint, unique_sorted
+from .regions.interval_map import IntervalMap, Pieces
+from .regions.runs import Runs
 from .variables import VariableTable
 
 _I64 = np.int64

@@ -13,7 +13,7 @@ import numpy as np
 
 from .arguments import checked_bool, checked_intervals
 from .errors import InvalidArgumentError
-from .regions import expand_ranges
+from .regions.arrays import expand_ranges
 from .tensor import Interval, Tensor
 
 _I64 = np.int64

@@ -5,7 +5,7 @@ views, in order. Nearly every view is one strided block of one variable (an offs
 a stride per dimension, as a numpy view is), and views of it are plain arithmetic.
 Concatenations and a few other views are a set of blocks (:mod:`poplar_py.boxes`).
 What needs the elements in flattened order gets them as runs
-(:class:`~poplar_py.regions.Runs`): metadata grows with regions, never with elements.
+(:class:`~poplar_py.regions.runs.Runs`): metadata grows with regions, never with elements.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from . import block
 from . import boxes as bx
 from .arguments import checked_ints, checked_shape, is_int
 from .errors import InvalidArgumentError, PoplarTypeError, TensorArgumentError, TensorCreationError
-from .regions import SMALL_RUNS, Runs, merge_rows, union, unique_sorted
+from .regions.arrays import union, unique_sorted
+from .regions.runs import SMALL_RUNS, Runs, merge_rows
 from .types import Type, asType
 from .variables import VariableRef, VariableTable
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .field_store import FieldStore
-from .regions import Runs
+from .regions.runs import Runs
 from .types import Type
 from .vertex import Direction, FieldKind, FieldSpec, Vertex
 

@@ -20,7 +20,7 @@ from ..cycles.costs import RunRecord
 from ..ir import GraphIR
 from ..kernels import Compiled, Info, codelet_info, compile_codelet, written_state
 from ..options import EngineOptions
-from ..regions import exclusive_cumsum
+from ..regions.arrays import exclusive_cumsum
 from ..vertex import Direction, FieldKind
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic

@@ -21,7 +21,8 @@ from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..kernels import Info, codelet_info, written_state
 from ..options import EngineOptions
-from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
+from ..regions.arrays import exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
+from ..regions.runs import Runs
 from ..vertex import Direction, FieldKind
 from .layout import Located, MemoryLayout
 from .mapping import busiest_tiles

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import (
+from ..regions.arrays import (
     exclusive_cumsum,
     expand_ranges,
     first_alike,

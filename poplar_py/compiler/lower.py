@@ -24,7 +24,8 @@ from ..csr_functions import FloatingPointControl
 from ..errors import GraphReplicationError, ProgramError, RemoteBufferError
 from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
-from ..regions import Runs, unique_sorted
+from ..regions.arrays import unique_sorted
+from ..regions.runs import Runs
 from ..tensor import Tensor
 from .compute_set_tables import ComputeSetTables
 from .computeset import ComputeSetPlans

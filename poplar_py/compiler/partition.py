@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..regions import exclusive_cumsum
+from ..regions.arrays import exclusive_cumsum
 from .exchange import CopyPlan, SharedGather, TileTraffic
 
 _I64 = np.int64

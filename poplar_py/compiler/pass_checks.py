@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import IntervalMap, expand_ranges
+from ..regions.arrays import expand_ranges
+from ..regions.interval_map import IntervalMap
 from .computeset import ComputeSetPlans
 from .layout import ALIGN, MemoryLayout
 from .liveness import Liveness

@@ -25,7 +25,7 @@ from ..errors import GraphMemoryAllocationError, ProgramArgumentError
 from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
 from ..options import EngineOptions
-from ..regions import Runs
+from ..regions.runs import Runs
 from ..target import Target
 from . import pass_checks, pass_dumps
 from .computeset import ComputeSetPlans, plan_compute_sets

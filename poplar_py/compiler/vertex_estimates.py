@@ -10,7 +10,7 @@ from ..errors import MissingCycleEstimateError
 from ..introspector import VertexIntrospector
 from ..ir import GraphIR, PerfEstimator
 from ..perf_estimate import VertexPerfEstimate
-from ..regions import expand_ranges, first_alike
+from ..regions.arrays import expand_ranges, first_alike
 from ..target import Target
 from ..vertex import Direction
 from .computeset import ComputeSetPlan

@@ -39,7 +39,7 @@ from ..compiler.steps import ExecuteStep, Step
 from ..cycles.costs import CostModel, RunRecord, StepCost
 from ..cycles.timeline import Span, Timeline, replay
 from ..ir import GraphIR, VerticesIR
-from ..regions import unique_sorted
+from ..regions.arrays import unique_sorted
 from .flops import add_flops, run_flops, share_rows, summary_lines
 
 # Per tile, the largest variables (and constants) listed by name; the rest are summed.

@@ -40,7 +40,7 @@ from ..compiler.partition import (
 from ..compiler.replicas import Replication
 from ..cycles.costs import RunRecord
 from ..errors import PoplarError
-from ..regions import exclusive_cumsum
+from ..regions.arrays import exclusive_cumsum
 from .copies import execute
 
 #: how long a rank waits between writing why it ends the job and MPI_Abort: the launcher forwards

@@ -14,7 +14,8 @@ import numpy as np
 
 from poplar_py import Graph, Tensor, Type, boxes, concat
 from poplar_py.bulk import Rows
-from poplar_py.regions import Runs, exclusive_cumsum, expand_ranges
+from poplar_py.regions.arrays import exclusive_cumsum, expand_ranges
+from poplar_py.regions.runs import Runs
 
 from .plan import MatMulPlan
 

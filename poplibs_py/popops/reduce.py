@@ -41,7 +41,7 @@ from poplar_py import program as prog
 from poplar_py.arguments import is_int
 from poplar_py.bulk import Rows
 from poplar_py.debug import debug_name
-from poplar_py.regions import expand_ranges
+from poplar_py.regions.arrays import expand_ranges
 from poplar_py.types import asType
 
 from ..poputil import (

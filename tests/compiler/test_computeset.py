@@ -540,11 +540,11 @@ def test_readers_share_only_equal_elements_when_fingerprints_collide():
 def test_segments_of_several_runs_share_a_placement_only_when_their_runs_are_equal(monkeypatch, collide):
     """Every multi-run segment made a candidate of the first (a hash collision everywhere):
     the runs are compared, and each vertex still reads its own elements."""
-    from poplar_py import regions
+    from poplar_py.regions import arrays
 
     if collide:  # only the search among rows of different lengths (two columns: length, hash)
-        first_equal = regions.first_equal
-        monkeypatch.setattr(regions, "first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
+        first_equal = arrays.first_equal
+        monkeypatch.setattr(arrays, "first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
                             if len(columns) == 2 else first_equal(columns))
     device, graph = make(tiles=2)
     x = graph.addVariable(poplar.FLOAT, [8], "x")
