@@ -2,8 +2,8 @@
 
 from . import program
 from .array_ref import ArrayRef, StringRef
+from .builder.graph_dump import SerializationFormat
 from .cdivision import cdiv, cmod
-from .codelet_loading import CodeletFileType
 from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,
@@ -87,7 +87,6 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
-from .graph_dump import SerializationFormat
 from .host_function import HostFunction
 from .host_half import (
                      copyDeviceHalfToDouble,
@@ -159,6 +158,7 @@ from .vertex import (
                      VectorList,
                      Vertex,
 )
+from .vertex_types.loading import CodeletFileType
 
 abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 

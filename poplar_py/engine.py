@@ -21,11 +21,11 @@ from typing import IO, Any
 
 import numpy as np
 
-from .arguments import checked_file, checked_str, is_int
+from .checks.arguments import checked_file, checked_str, is_int
+from .codelet.codelet_compiler import NO_BUDGET
 from .codelet.interrupts import interruptible
-from .codelet.pipeline import NO_BUDGET
+from .compiler.graph_compiler import CompiledGraph, HostTransfer
 from .compiler.partition import GATHER, SCATTER, Move, ir_digest
-from .compiler.pipeline import CompiledGraph, HostTransfer
 from .compiler.steps import HostFunctionStep
 from .csr_functions import initial_word
 from .cycles.costs import RunRecord
@@ -44,7 +44,6 @@ from .executable import Executable, checked_progress, compileGraph
 from .graph import Graph
 from .handles import DataStream
 from .ir import GraphIR
-from .kernels import codelet_fingerprint
 from .options import EngineOptions, parseEngineOptions
 from .profile.report import Profile, summary
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
@@ -59,6 +58,7 @@ from .runtime.step_runners import run
 from .runtime.streaming_memory import StreamingMemory, checked_row, row_array
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
+from .vertex_types.backends import codelet_fingerprint
 
 
 class Engine:

@@ -2,7 +2,7 @@
 
 A graph records what lives on which tile and which vertices run where, in tables that
 grow with the regions mapped and the vertices added, not with elements
-(:mod:`~poplar_py.mapping_table`, :mod:`~poplar_py.vertex_table`). Nothing runs until an
+(:mod:`~poplar_py.builder.mapping_table`, :mod:`~poplar_py.builder.vertex_table`). Nothing runs until an
 :class:`~poplar_py.engine.Engine` freezes the graph into the IR (:meth:`Graph.freeze`)
 and compiles it with its programs.
 """
@@ -18,8 +18,24 @@ from typing import Any
 
 import numpy as np
 
-from . import boxes, constant_pool, graph_dump, ir
-from .arguments import (
+from . import ir
+from .builder import box_views, constant_pool, graph_dump
+from .builder.bulk_vertices import (
+    Rows,
+    add_list_vertices,
+    add_shared_edges,
+    set_perf_estimates,
+    set_shared_state,
+    set_vector_state,
+)
+from .builder.field_connections import FieldConnector, unknown_field
+from .builder.half_values import checked_half, half_bits
+from .builder.mapping_table import MappingTable
+from .builder.sorted_regions import sorted_contiguous_regions
+from .builder.strided_block import contiguous_strides
+from .builder.variable_table import VariableRef, VariableTable
+from .builder.vertex_table import PERF, TILE, FieldSlot, VertexTable
+from .checks.arguments import (
     cast_values,
     checked_bool,
     checked_int,
@@ -30,18 +46,6 @@ from .arguments import (
     checked_tile,
     checked_values,
 )
-from .block import contiguous_strides
-from .bulk import (
-    Rows,
-    add_list_vertices,
-    add_shared_edges,
-    set_perf_estimates,
-    set_shared_state,
-    set_vector_state,
-)
-from .codelet_loading import CodeletFileType, caller_location
-from .codelet_registry import CodeletRegistry
-from .connections import FieldConnector, unknown_field
 from .debug import debug_name, label
 from .errors import (
     GraphConnectionError,
@@ -54,7 +58,6 @@ from .errors import (
     RemoteBufferError,
     TensorCreationError,
 )
-from .half_values import checked_half, half_bits
 from .handles import (
     ComputeSet,
     DataStream,
@@ -67,16 +70,14 @@ from .handles import (
     VertexRef,
 )
 from .host_function import HostFunction, checked_arguments
-from .mapping_table import MappingTable
 from .program import Program
 from .regions.arrays import unique_sorted
 from .regions.runs import in_order_of
-from .sorted_regions import sorted_contiguous_regions
 from .target import Device, Target
 from .tensor import Interval, Tensor, concat
 from .types import HALF, QUARTER_METADATA, UNSIGNED_INT, Type, asType
-from .variables import VariableRef, VariableTable
-from .vertex_table import PERF, TILE, FieldSlot, VertexTable
+from .vertex_types.loading import CodeletFileType, caller_location
+from .vertex_types.registry import CodeletRegistry
 
 __all__ = ["ComputeSet", "DataStream", "DataStreamType", "FieldRef", "Function", "Graph", "HostHandle",
            "RemoteBuffer", "ReplicatedStreamMode",
@@ -313,7 +314,7 @@ class Graph:
             ordered = in_order_of(t.runs(), int(new.runs().var[0]))
             if len(ordered) > 1:  # (one run: the row-major order of new)
                 shape = tuple(t.shape())
-                new = Tensor.from_boxes(self._vars, type_, shape, boxes.from_runs(ordered, shape), name)
+                new = Tensor.from_boxes(self._vars, type_, shape, box_views.from_runs(ordered, shape), name)
         pieces, tiles = self._mapping.tiles_of(t.runs())
         mapped = tiles >= 0
         if mapped.any():
@@ -383,7 +384,7 @@ class Graph:
 
     def setInitialValueHalf(self, t: Tensor, values: Any) -> None:
         """``setInitialValue`` of a HALF tensor from its elements' 16-bit patterns (see
-        :mod:`poplar_py.half_values`)."""
+        :mod:`poplar_py.builder.half_values`)."""
         self._check_own(t, "setInitialValueHalf")
         checked_half(t.elementType(), f"setInitialValueHalf of tensor '{t.name}'")
         self.setInitialValue(t, half_bits(values, f"setInitialValueHalf of tensor '{t.name}'"))
@@ -405,7 +406,7 @@ class Graph:
     def getSortedContiguousRegions(self, t: Tensor, regions: Any, removeAliasedIntervals: Any = False,
                                    aliases: list[int] | None = None) -> list[list[Interval]]:
         """Intervals of ``t`` grouped into sequences contiguous in memory, in memory order (see
-        :func:`~poplar_py.sorted_regions.sorted_contiguous_regions`)."""
+        :func:`~poplar_py.builder.sorted_regions.sorted_contiguous_regions`)."""
         self._check_own(t, "getSortedContiguousRegions")
         return sorted_contiguous_regions(t, regions, removeAliasedIntervals, aliases)
 
@@ -807,7 +808,7 @@ class Graph:
     def outputVertexGraph(self, file: Any, progs: Any = None) -> None:
         """Write the vertex graph (each vertex, the variables it is connected to, an edge per field)
         as Graphviz dot to ``file``, a path or an open file; given programs, only the compute sets
-        they execute (:mod:`poplar_py.graph_dump`)."""
+        they execute (:mod:`poplar_py.builder.graph_dump`)."""
         self._dump(file, progs, graph_dump.vertex_graph, "outputVertexGraph")
 
     def outputComputeGraph(self, file: Any, progs: Any = None) -> None:
@@ -822,7 +823,7 @@ class Graph:
     def serialize(self, file: Any, *args: Any) -> None:
         """Write the graph to ``file`` (a path or an open file): ``serialize(file[, progs][,
         format])`` with ``poplar.SerializationFormat.JSON`` (the default) or ``Binary``. The format
-        is described in :mod:`poplar_py.graph_dump`."""
+        is described in :mod:`poplar_py.builder.graph_dump`."""
         programs, fmt = graph_dump.programs_and_format(args, "serialize")
         graph_dump.write(file, graph_dump.serialized(self.freeze(), programs, fmt), "serialize")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .arguments import checked_int
+from .checks.arguments import checked_int
 from .codelet.repeat import RPT_MAX_COUNT
 from .cycles.calibration import HARDWARE, IPU_MODEL, Calibration
 from .errors import InvalidArgumentError, InvalidMachineModelError, PoplarError

@@ -3,7 +3,7 @@
 A tensor is an element type, a shape and a description of which variable elements it
 views, in order. Nearly every view is one strided block of one variable (an offset and
 a stride per dimension, as a numpy view is), and views of it are plain arithmetic.
-Concatenations and a few other views are a set of blocks (:mod:`poplar_py.boxes`).
+Concatenations and a few other views are a set of blocks (:mod:`poplar_py.builder.box_views`).
 What needs the elements in flattened order gets them as runs
 (:class:`~poplar_py.regions.runs.Runs`): metadata grows with regions, never with elements.
 """
@@ -16,14 +16,14 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from . import block
-from . import boxes as bx
-from .arguments import checked_ints, checked_shape, is_int
+from .builder import box_views as bx
+from .builder import strided_block
+from .builder.variable_table import VariableRef, VariableTable
+from .checks.arguments import checked_ints, checked_shape, is_int
 from .errors import InvalidArgumentError, PoplarTypeError, TensorArgumentError, TensorCreationError
 from .regions.arrays import union, unique_sorted
 from .regions.runs import SMALL_RUNS, Runs, merge_rows
 from .types import Type, asType
-from .variables import VariableRef, VariableTable
 
 __all__ = ["Interval", "Tensor", "UpsampleMethod", "VariableRef", "VariableTable", "append", "concat"]
 
@@ -228,7 +228,7 @@ class Tensor:
             return self._runs
         except AttributeError:
             if self._var >= 0:
-                self._runs = block.block_runs(self._var, self._offset, self._shape, self._strides)
+                self._runs = strided_block.block_runs(self._var, self._offset, self._shape, self._strides)
             else:
                 self._runs = bx.to_runs(self._boxes, self._shape)
             return self._runs
@@ -581,7 +581,7 @@ class Tensor:
 
     def _reshaped(self, new: tuple[int, ...], name: str | tuple) -> Tensor:
         if self._var >= 0:
-            strides = block.nocopy_strides(self._shape, self._strides, new)
+            strides = strided_block.nocopy_strides(self._shape, self._strides, new)
             if strides is not None:
                 return self._block_view(new, self._offset, strides, name)
         if len(new) <= 1:
@@ -797,7 +797,7 @@ def concat(tensors: Sequence[Tensor] | Tensor, dim: int | Tensor = 0, dim2: int 
         return _concat_runs(ts, variables, type_, shape, name)
     blocks = all(t._var >= 0 for t in ts)
     if blocks:
-        joined = block.join([(t._var, t._offset, t._shape, t._strides) for t in ts], d)
+        joined = strided_block.join([(t._var, t._offset, t._shape, t._strides) for t in ts], d)
         if joined is not None:
             return Tensor(variables, type_, shape, *joined, name)
     if len(ts) <= _FEW_BOXES and sum(1 if t._var >= 0 else len(t._boxes) for t in ts) <= _FEW_BOXES:

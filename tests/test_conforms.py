@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py.conforms import mismatch
+from poplar_py.checks.annotations import mismatch
 
 
 @dataclass

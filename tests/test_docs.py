@@ -186,9 +186,9 @@ def test_docs_index_lists_every_page():
 
 
 def test_architecture_walks_every_compiler_pass():
-    """Every pass of compiler/pipeline.py's PASSES is named in the walk-through (read from the
+    """Every pass of compiler/graph_compiler.py's PASSES is named in the walk-through (read from the
     source, not imported: importing poplar_py would take most of a second)."""
-    source = (ROOT / "poplar_py/compiler/pipeline.py").read_text(encoding="utf-8")
+    source = (ROOT / "poplar_py/compiler/graph_compiler.py").read_text(encoding="utf-8")
     table = source[source.index("\nPASSES"):]
     names = re.findall(r'^\s+\("([^"]+)", _\w+', table[:table.index("\n]")], re.M)
     assert len(names) >= 10

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..vertex import Direction, FieldKind, FieldSpec
 from .budget import BudgetLowering, check_vertex
+from .code_size import code_bytes
 from .exprs import (
     ERR_STRUCT,
     I1,
@@ -57,8 +58,7 @@ from .lanes import LANES, LaneBuilder, lane_states, lockstep_ok, signature_colum
 from .ops import MathLib, ScalarOps
 from .prints import CALLBACK_SYMBOL, PRINT_CYCLES, PRINT_VALUE_CYCLES, Field, encode, is_print, kind, layout
 from .repeat import repeatable
-from .size import code_bytes
-from .types import (
+from .type_rules import (
     ERR_ASSERTION,
     ERR_RANGE_STEP,
     ERR_RETURNED_FALSE,

@@ -3,7 +3,7 @@
 Helpers are typed once per tuple of argument types (a specialisation, inlined by the codegen).
 Local types are found by a fixpoint: the function body is walked until no local's type changes
 (a loop can widen a local assigned after its first use), then once more to record the final type
-of every expression and report errors. The rules are those of :mod:`poplar_py.codelet.types`.
+of every expression and report errors. The rules are those of :mod:`poplar_py.codelet.type_rules`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .frontend import check_helper
 from .prints import is_print, values
 from .short_vec import binop_vector_type, vector_type
 from .source import MATH_CONSTANTS, FunctionSource, ParsedCodelet, compile_error
-from .types import (
+from .type_rules import (
     BOOL,
     F64,
     NONE,

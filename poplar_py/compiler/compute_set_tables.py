@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..codelet.codelet_compiler import BUFFER_ENTRY, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..codelet.lanes import LANES
-from ..codelet.pipeline import BUFFER_ENTRY, VECTOR_LIST_ENTRY_DTYPE, KernelOptions
 from ..cycles.costs import RunRecord
 from ..ir import GraphIR
-from ..kernels import Compiled, Info, codelet_info, compile_codelet, written_state
 from ..options import EngineOptions
 from ..regions.arrays import exclusive_cumsum
 from ..vertex import Direction, FieldKind
+from ..vertex_types.backends import Compiled, Info, codelet_info, compile_codelet, written_state
 from .computeset import ComputeSetPlan, state_vector_bytes
 from .exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
 from .layout import MemoryLayout

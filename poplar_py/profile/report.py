@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.graph_compiler import CompiledGraph
 from ..compiler.layout import MemoryLayout
-from ..compiler.pipeline import CompiledGraph
 from ..compiler.steps import ExecuteStep, Step
 from ..cycles.costs import CostModel, RunRecord, StepCost
 from ..cycles.timeline import Span, Timeline, replay

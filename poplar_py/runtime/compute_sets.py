@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..codelet import prints
+from ..codelet.codelet_compiler import ERR_DTYPE, ERR_INTERRUPTED
 from ..codelet.fp_rules import kernel_features
-from ..codelet.pipeline import ERR_DTYPE, ERR_INTERRUPTED
 from ..compiler.compute_set_tables import ComputeSetTables, VertexGroup, VertexShare
 from ..errors import VertexError
-from ..kernels import compile_codelet, error_message, is_cxx
+from ..vertex_types.backends import compile_codelet, error_message, is_cxx
 from . import threads
 from .fp_state import FpControl, vertex_env
 from .machine import Machine

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import checked_values
+from ..checks.arguments import checked_values
 from ..errors import InvalidArgumentError, StreamArgumentError, StreamError
 
 

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 
-from ..codelet.pipeline import NO_BUDGET
+from ..codelet.codelet_compiler import NO_BUDGET
 from ..compiler.steps import Step
 from ..cycles.costs import RunRecord
 from .fp_state import FpControl

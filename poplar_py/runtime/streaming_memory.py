@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arguments import checked_str, is_int
+from ..checks.arguments import checked_str, is_int
 from ..errors import InvalidArgumentError, RemoteBufferError
 from ..handles import RemoteBuffer
 

@@ -629,7 +629,7 @@ def _offset_graph(tiles):
 
 
 def test_interpreter_mode_compiles_no_codelet(monkeypatch):
-    from poplar_py.codelet import pipeline as codelets
+    from poplar_py.codelet import codelet_compiler as codelets
     from poplar_py.compiler import compute_set_tables
     from poplar_py.runtime import compute_sets
 
@@ -649,7 +649,7 @@ def test_interpreter_mode_compiles_no_codelet(monkeypatch):
 
 
 def test_vertex_code_is_charged_once_per_tile_from_the_modelled_size():
-    from poplar_py.codelet.pipeline import codelet_info
+    from poplar_py.codelet.codelet_compiler import codelet_info
 
     _, graph, _, cs = _offset_graph(3)
     engine = poplar.Engine(graph, prog.Execute(cs))

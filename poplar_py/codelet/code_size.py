@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 
 from .inference import FunctionTypes, TypedCodelet
-from .types import CType, ScalarType, VectorType
+from .type_rules import CType, ScalarType, VectorType
 from .unroll import Unroller
 
 BYTES_PER_INSTRUCTION = 4

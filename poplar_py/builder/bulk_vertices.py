@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
-from .regions.arrays import exclusive_cumsum
-from .regions.runs import arithmetic_groups
-from .tensor import Tensor
-from .vertex import FieldKind
+from ..errors import GraphConnectionError, PoplarTypeError, UnknownFieldError
+from ..regions.arrays import exclusive_cumsum
+from ..regions.runs import arithmetic_groups
+from ..tensor import Tensor
+from ..vertex import FieldKind
 from .vertex_table import EDGE_COLUMNS, NO_ROW, PERF, VERTEX_COLUMNS, FieldSlot, VertexTable
 
 _I64 = np.int64

@@ -10,11 +10,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .codelet_loading import CodeletFileType, codelet_classes
-from .errors import CodeletCompileError, CodeletError, UnknownVertexTypeError
-from .kernels import check_codelet, is_cxx
-from .templates import parse_argument, split_arguments
-from .vertex import Vertex
+from ..errors import CodeletCompileError, CodeletError, UnknownVertexTypeError
+from ..templates import parse_argument, split_arguments
+from ..vertex import Vertex
+from .backends import check_codelet, is_cxx
+from .loading import CodeletFileType, codelet_classes
 
 _EXAMPLES = {None: "float", int: "4", bool: "true"}  # template arguments in error messages
 

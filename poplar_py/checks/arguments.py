@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgumentError, InvalidTileMappingError, TensorArgumentError, TensorCreationError
+from ..errors import InvalidArgumentError, InvalidTileMappingError, TensorArgumentError, TensorCreationError
 
 
 def is_int(x: object) -> bool:

@@ -18,9 +18,9 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from .cxx import module as cxx
-from .errors import CodeletCompileError, CodeletError, InvalidArgumentError, PoplarError
-from .vertex import Vertex
+from ..cxx import module as cxx
+from ..errors import CodeletCompileError, CodeletError, InvalidArgumentError, PoplarError
+from ..vertex import Vertex
 
 
 class CodeletFileType(enum.Enum):

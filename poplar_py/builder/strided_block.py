@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import boxes as bx
-from .regions.runs import Runs
+from ..regions.runs import Runs
+from . import box_views as bx
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -77,7 +77,10 @@ class CompiledGraph:
 
 
 @dataclass
-class _State:
+class Compilation:
+    """One graph being compiled: its frozen IR, programs, options and replication, and what the
+    passes have made of them so far (each pass reads earlier products and adds its own)."""
+
     graph: GraphIR
     programs: list[prog.Program]
     options: EngineOptions
@@ -90,31 +93,31 @@ class _State:
     edges_digest: str = ""
 
 
-def _complete_mapping(s: _State) -> None:
-    s.mapping = complete_mapping(s.graph, s.options.flag("tileMapping.strict"))
+def _complete_mapping(c: Compilation) -> None:
+    c.mapping = complete_mapping(c.graph, c.options.flag("tileMapping.strict"))
 
 
-def _analyse_liveness(s: _State) -> None:
-    s.liveness = analyse_liveness(s.graph, s.programs)
+def _analyse_liveness(c: Compilation) -> None:
+    c.liveness = analyse_liveness(c.graph, c.programs)
 
 
-def _lay_out_variables(s: _State) -> None:
-    assert s.mapping is not None
-    s.layout = layout_memory(s.graph, s.mapping, s.liveness)
+def _lay_out_variables(c: Compilation) -> None:
+    assert c.mapping is not None
+    c.layout = layout_memory(c.graph, c.mapping, c.liveness)
 
 
-def _plan_compute_sets(s: _State) -> None:
-    assert s.layout is not None
-    s.compute_sets = plan_compute_sets(s.graph, s.programs, s.layout, s.options)
+def _plan_compute_sets(c: Compilation) -> None:
+    assert c.layout is not None
+    c.compute_sets = plan_compute_sets(c.graph, c.programs, c.layout, c.options)
 
 
-def _release_edges(s: _State) -> None:
+def _release_edges(c: Compilation) -> None:
     """The plans hold what the edges said: the rest of the build goes without them (under MPI,
     their digest stays, for the ranks to check they built alike)."""
     if launched_ranks() > 1:
-        e = s.graph.edges
-        s.edges_digest = ir_digest([e.vertex, e.field, e.var, e.offset, e.count])
-    s.graph = s.graph.without_edges()
+        e = c.graph.edges
+        c.edges_digest = ir_digest([e.vertex, e.field, e.var, e.offset, e.count])
+    c.graph = c.graph.without_edges()
 
 
 # Control code: a sync, a branch or a step descriptor per program on every tile (an
@@ -122,24 +125,24 @@ def _release_edges(s: _State) -> None:
 CONTROL_BYTES_PER_PROGRAM = 16
 
 
-def _account_control_code(s: _State) -> None:
-    assert s.layout is not None
-    programs = len(prog.walk([*s.programs, *s.graph.functions]))
-    tiles = s.graph.target.getNumTiles()
-    s.layout.account(np.full(tiles, CONTROL_BYTES_PER_PROGRAM * programs, dtype=_I64), "control code")
+def _account_control_code(c: Compilation) -> None:
+    assert c.layout is not None
+    programs = len(prog.walk([*c.programs, *c.graph.functions]))
+    tiles = c.graph.target.getNumTiles()
+    c.layout.account(np.full(tiles, CONTROL_BYTES_PER_PROGRAM * programs, dtype=_I64), "control code")
 
 
-def _check_memory(s: _State) -> None:
-    assert s.layout is not None
-    limit = s.graph.target.getBytesPerTile()
-    total = s.layout.tile_total
+def _check_memory(c: Compilation) -> None:
+    assert c.layout is not None
+    limit = c.graph.target.getBytesPerTile()
+    total = c.layout.tile_total
     over = np.flatnonzero(total > limit)
-    if over.size == 0 or s.options.flag("debug.allowOutOfMemory"):
+    if over.size == 0 or c.options.flag("debug.allowOutOfMemory"):
         return
     worst = over[np.argsort(-total[over], kind="stable")][:5]
     lines = []
     for tile in worst.tolist():
-        parts = ", ".join(f"{name} {int(b[tile]):,}" for name, b in s.layout.usage.items() if b[tile])
+        parts = ", ".join(f"{name} {int(b[tile]):,}" for name, b in c.layout.usage.items() if b[tile])
         lines.append(f"  tile {tile}: {int(total[tile]):,} bytes ({parts})")
     raise GraphMemoryAllocationError(
         f"Out of memory: {over.size} tile(s) need more than the {limit:,} bytes a tile has; worst:\n"
@@ -147,13 +150,13 @@ def _check_memory(s: _State) -> None:
         "and inspect the profile.")
 
 
-def _check_streaming_memory(s: _State) -> None:
+def _check_streaming_memory(c: Compilation) -> None:
     """Each replica's remote buffers fit its IPUs' share of their IPU-Machines' Streaming Memory."""
-    buffers = sorted(s.graph.remote_buffers.values(), key=lambda b: -b.nbytes)
-    target = s.graph.target  # one replica's IPUs
+    buffers = sorted(c.graph.remote_buffers.values(), key=lambda b: -b.nbytes)
+    target = c.graph.target  # one replica's IPUs
     capacity = target.getStreamingMemoryBytesPerIPU() * target.getNumIPUs()
     need = sum(b.nbytes for b in buffers)
-    if need <= capacity or s.options.flag("debug.allowOutOfMemory"):
+    if need <= capacity or c.options.flag("debug.allowOutOfMemory"):
         return
     largest = ", ".join(f"'{b.handle()}' {b.nbytes:,} ({b.getRepeats():,} x {b.numElements():,} "
                         f"{b.elementType()})" for b in buffers[:5])
@@ -163,79 +166,79 @@ def _check_streaming_memory(s: _State) -> None:
         f"their share of an IPU-Machine's); largest: {largest}")
 
 
-def _fix_addresses(s: _State) -> None:
-    assert s.layout is not None
-    s.layout.finalise(s.replication.factor)
-    s.replication = dataclasses.replace(s.replication, stride=s.layout.arena_size)
+def _fix_addresses(c: Compilation) -> None:
+    assert c.layout is not None
+    c.layout.finalise(c.replication.factor)
+    c.replication = dataclasses.replace(c.replication, stride=c.layout.arena_size)
 
 
-def _lower_programs(s: _State) -> None:
-    assert s.layout is not None and s.compute_sets is not None
-    s.lowered = lower_programs(s.graph, s.programs, s.layout, s.compute_sets, s.replication)
+def _lower_programs(c: Compilation) -> None:
+    assert c.layout is not None and c.compute_sets is not None
+    c.lowered = lower_programs(c.graph, c.programs, c.layout, c.compute_sets, c.replication)
 
 
-def _dump_ir(s: _State) -> str:
-    return pass_dumps.ir_text(s.graph, s.mapping)
+def _dump_ir(c: Compilation) -> str:
+    return pass_dumps.ir_text(c.graph, c.mapping)
 
 
-def _dump_layout(s: _State) -> str:
-    assert s.layout is not None
-    return pass_dumps.layout_text(s.layout)
+def _dump_layout(c: Compilation) -> str:
+    assert c.layout is not None
+    return pass_dumps.layout_text(c.layout)
 
 
-def _dump_liveness(s: _State) -> str:
-    return "liveness: every variable always live\n" if s.liveness is None else \
-        pass_dumps.liveness_text(s.graph, s.liveness)
+def _dump_liveness(c: Compilation) -> str:
+    return "liveness: every variable always live\n" if c.liveness is None else \
+        pass_dumps.liveness_text(c.graph, c.liveness)
 
 
-def _dump_plans(s: _State) -> str:
-    assert s.layout is not None and s.compute_sets is not None
-    return pass_dumps.plans_text(s.layout, s.compute_sets)
+def _dump_plans(c: Compilation) -> str:
+    assert c.layout is not None and c.compute_sets is not None
+    return pass_dumps.plans_text(c.layout, c.compute_sets)
 
 
-def _dump_lowered(s: _State) -> str:
-    assert s.lowered is not None
-    return pass_dumps.lowered_text(s.lowered)
+def _dump_lowered(c: Compilation) -> str:
+    assert c.lowered is not None
+    return pass_dumps.lowered_text(c.lowered)
 
 
-def _check_ir(s: _State) -> None:
-    pass_checks.check_ir(s.graph)
+def _check_ir(c: Compilation) -> None:
+    pass_checks.check_ir(c.graph)
 
 
-def _check_mapping(s: _State) -> None:
-    assert s.mapping is not None
-    pass_checks.check_mapping(s.graph, s.mapping)
+def _check_mapping(c: Compilation) -> None:
+    assert c.mapping is not None
+    pass_checks.check_mapping(c.graph, c.mapping)
 
 
-def _check_layout(s: _State) -> None:
-    assert s.layout is not None
-    pass_checks.check_layout(s.graph, s.layout, s.liveness)
+def _check_layout(c: Compilation) -> None:
+    assert c.layout is not None
+    pass_checks.check_layout(c.graph, c.layout, c.liveness)
 
 
-def _check_plans(s: _State) -> None:
-    assert s.layout is not None and s.compute_sets is not None
-    _check_layout(s)
-    pass_checks.check_plans(s.layout, s.compute_sets)
+def _check_plans(c: Compilation) -> None:
+    assert c.layout is not None and c.compute_sets is not None
+    _check_layout(c)
+    pass_checks.check_plans(c.layout, c.compute_sets)
 
 
-def _check_memory_fits(s: _State) -> None:
-    assert s.layout is not None
-    pass_checks.check_memory(s.layout, s.graph.target.getBytesPerTile(),
-                             s.options.flag("debug.allowOutOfMemory"))
+def _check_memory_fits(c: Compilation) -> None:
+    assert c.layout is not None
+    pass_checks.check_memory(c.layout, c.graph.target.getBytesPerTile(),
+                             c.options.flag("debug.allowOutOfMemory"))
 
 
-def _check_addresses(s: _State) -> None:
-    assert s.layout is not None
-    pass_checks.check_addresses(s.layout)
+def _check_addresses(c: Compilation) -> None:
+    assert c.layout is not None
+    pass_checks.check_addresses(c.layout)
 
 
-def _check_lowered(s: _State) -> None:
-    assert s.lowered is not None and s.compute_sets is not None
-    pass_checks.check_lowered(s.lowered, s.compute_sets)
+def _check_lowered(c: Compilation) -> None:
+    assert c.lowered is not None and c.compute_sets is not None
+    pass_checks.check_lowered(c.lowered, c.compute_sets)
 
 
 #: (name, pass, its result as text, the invariants its result keeps)
-PASSES: list[CompilerPass[_State]] = [CompilerPass(*p) for p in [
+PASSES: list[CompilerPass[Compilation]] = [CompilerPass(*p) for p in [
     ("complete tile mapping", _complete_mapping, _dump_ir, _check_mapping),
     ("analyse liveness", _analyse_liveness, _dump_liveness, None),
     ("lay out variables", _lay_out_variables, _dump_layout, _check_layout),
@@ -260,17 +263,17 @@ def compile_graph(graph: GraphIR, programs: list[prog.Program], options: EngineO
             raise ProgramArgumentError(f"Engine program {i} is not a program: {type(p).__name__}")
     replication = Replication(graph.replication_factor, graph.target.getNumTiles(),
                               graph.device_target or graph.target, graph.replica_index_constants)
-    state = _State(graph, programs, options, replication)
-    del graph  # the state's is the one the passes change
-    times = run_passes(PASSES, state, _check_ir, progress_callback)
-    graph, layout, replication = state.graph, state.layout, state.replication
-    assert layout is not None and state.lowered is not None and state.mapping is not None
+    c = Compilation(graph, programs, options, replication)
+    del graph  # the compilation's is the one the passes change
+    times = run_passes(PASSES, c, _check_ir, progress_callback)
+    graph, layout, replication = c.graph, c.layout, c.replication
+    assert layout is not None and c.lowered is not None and c.mapping is not None
     transfers = {name: HostTransfer(h.write, host_plan(layout, h.runs, h.type.size, h.write)[0], h.type.dtype,
                                     h.shape) for name, h in graph.host_handles.items()}
-    compiled = CompiledGraph(replication.device, graph.streams, graph.remote_buffers, options, state.mapping,
-                             layout, state.lowered,
+    compiled = CompiledGraph(replication.device, graph.streams, graph.remote_buffers, options, c.mapping,
+                             layout, c.lowered,
                              _initial_values(graph, layout), _index_constants(graph, layout), transfers,
-                             replication, state.liveness, times, state.edges_digest)
+                             replication, c.liveness, times, c.edges_digest)
     return graph, compiled
 
 

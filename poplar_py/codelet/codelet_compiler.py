@@ -11,8 +11,8 @@ The pipeline is a visible list of passes, each taking and returning a small data
     link       load_object(obj, ...)         -> address         (ORC LLJIT)
 
 ``check_codelet`` runs the first two (no LLVM), ``codelet_info`` adds the state record and the
-modelled code size (:mod:`poplar_py.codelet.size`) that planning and the interpreter need; ``compile_codelet``
-runs them all, memoised in the process and on disk (see :mod:`jit`).
+modelled code size (:mod:`poplar_py.codelet.code_size`) that planning and the interpreter need;
+``compile_codelet`` runs them all, memoised in the process and on disk (see :mod:`jit`).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ import numpy as np
 
 from ..errors import CodeletCompileError
 from . import interrupts, jit
-from .assigned import check_assigned
 from .budget import NO_BUDGET
+from .code_size import code_bytes
 from .codegen import KernelBuilder, state_layout
+from .definite_assignment import check_assigned
 from .fp_rules import ERR_FP_EXCEPTION, FpRun, describe
 from .frontend import parse_codelet
 from .inference import TypedCodelet, infer_types
 from .interpreter import Interpreter
-from .size import code_bytes
 from .source import ParsedCodelet
-from .types import (
+from .type_rules import (
     BUFFER_ENTRY,
     ERR_ASSERTION,
     ERR_CYCLE_BUDGET,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .types import Type
+from ..types import Type
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import ast
 
 from .inference import FunctionTypes, TypedCodelet, is_range
 from .source import compile_error
-from .types import ScalarType
+from .type_rules import ScalarType
 
 #: the state of a point in the function: the names surely assigned there, or None (unreachable)
 State = frozenset[str] | None

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..regions.runs import Runs
+from ..types import Type
+from ..vertex import Direction, FieldKind, FieldSpec, Vertex
 from .field_store import FieldStore
-from .regions.runs import Runs
-from .types import Type
-from .vertex import Direction, FieldKind, FieldSpec, Vertex
 
 #: the columns of a vertex row, and of an edge row (one per run of the connected tensor)
 VERTEX_COLUMNS = ("class", "compute set", "tile", "perf estimate", "source")

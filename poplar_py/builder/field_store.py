@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .regions.arrays import expand_ranges
+from ..regions.arrays import expand_ranges
 
 _I64 = np.int64
 _ALIGN = 8  # values start 8-byte aligned in the heap

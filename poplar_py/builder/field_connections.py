@@ -12,19 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import cast_values, checked_int, checked_values
-from .errors import (
+from ..checks.arguments import cast_values, checked_int, checked_values
+from ..errors import (
     ConnectionArgumentError,
     GraphConnectionError,
     PoplarTypeError,
     TensorCreationError,
     UnknownFieldError,
 )
-from .handles import RemoteBuffer
-from .tensor import Tensor
-from .types import Type
-from .variables import VariableTable
-from .vertex import Direction, FieldKind
+from ..handles import RemoteBuffer
+from ..tensor import Tensor
+from ..types import Type
+from ..vertex import Direction, FieldKind
+from .variable_table import VariableTable
 from .vertex_table import NO_ROW, FieldSlot, VertexTable
 
 #: makes the constant for a field of a vertex connected to a value: (type, shape, values (checked

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_values
-from .errors import InvalidArgumentError, PoplarTypeError
-from .types import HALF, Type, asType
+from ..checks.arguments import checked_values
+from ..errors import InvalidArgumentError, PoplarTypeError
+from ..types import HALF, Type, asType
 
 
 def half_bits(values: Any, what: str) -> np.ndarray:

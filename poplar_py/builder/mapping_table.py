@@ -13,10 +13,10 @@ import struct
 
 import numpy as np
 
-from .regions.arrays import paint, unique_sorted
-from .regions.interval_map import IntervalMap, Pieces
-from .regions.runs import Runs
-from .variables import VariableTable
+from ..regions.arrays import paint, unique_sorted
+from ..regions.interval_map import IntervalMap, Pieces
+from ..regions.runs import Runs
+from .variable_table import VariableTable
 
 _I64 = np.int64
 _RECORD = struct.Struct("4q").pack

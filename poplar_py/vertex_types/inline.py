@@ -23,7 +23,7 @@ import symtable
 import types
 from typing import Any
 
-from .errors import ExecutableError
+from ..errors import ExecutableError
 
 #: module names of classes rebuilt from their ``__main__`` source
 INLINE_PREFIX = "poplar_inline_codelets_"

@@ -45,10 +45,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from .arguments import checked_file
-from .errors import InvalidArgumentError
-from .ir import GraphIR
-from .program import Call, Execute, Program, Repeat, Switch, children, walk
+from ..checks.arguments import checked_file
+from ..errors import InvalidArgumentError
+from ..ir import GraphIR
+from ..program import Call, Execute, Program, Repeat, Switch, children, walk
 
 File = str | os.PathLike | IO
 

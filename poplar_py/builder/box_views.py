@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .regions.arrays import expand_ranges, unique_sorted
-from .regions.runs import EMPTY_RUNS, Runs, arithmetic_groups
+from ..regions.arrays import expand_ranges, unique_sorted
+from ..regions.runs import EMPTY_RUNS, Runs, arithmetic_groups
 
 _I64 = np.int64
 _INDEXED = 64  # windows into more boxes than this go through an index

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import cast_values
-from .types import Type
+from ..checks.arguments import cast_values
+from ..types import Type
 
 _INT64 = (-(1 << 63), 1 << 63)  # Python ints numpy holds exactly as int64
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_bool, checked_intervals
-from .errors import InvalidArgumentError
-from .regions.arrays import expand_ranges
-from .tensor import Interval, Tensor
+from ..checks.arguments import checked_bool, checked_intervals
+from ..errors import InvalidArgumentError
+from ..regions.arrays import expand_ranges
+from ..tensor import Interval, Tensor
 
 _I64 = np.int64
 
