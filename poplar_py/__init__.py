@@ -94,6 +94,7 @@ from .host_half import (
                      copyDoubleToDeviceHalf,
                      copyFloatToDeviceHalf,
 )
+from .interval import Interval
 from .introspector import FieldData, VertexIntrospector
 from .option_flags import OptionFlags, readJSON, readJSONFromEnv
 from .perf_estimate import VertexPerfEstimate
@@ -124,7 +125,7 @@ from .short_vectors import (
 from .streams import StreamCallback
 from .target import Device, DeviceManager, IPUModel, Target, TargetType
 from .templates import Policy
-from .tensor import Interval, Tensor, UpsampleMethod, VariableRef, append, concat
+from .tensor import Tensor, UpsampleMethod, VariableRef, append, concat
 from .types import (
                      BOOL,
                      CHAR,

@@ -13,8 +13,9 @@ import numpy as np
 
 from ..checks.arguments import checked_bool, checked_intervals
 from ..errors import InvalidArgumentError
+from ..interval import Interval
 from ..regions.arrays import expand_ranges
-from ..tensor import Interval, Tensor
+from ..tensor import Tensor
 
 _I64 = np.int64
 
