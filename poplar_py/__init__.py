@@ -15,6 +15,7 @@ from .csr_functions import (
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .debug_info import DebugInfo, DebugSerializationFormat, ProfileValue, SourceLocation
+from .device_manager import DeviceManager
 from .engine import Engine
 from .errors import (
                      ApplicationRuntimeError,
@@ -123,7 +124,7 @@ from .short_vectors import (
                      ushort4,
 )
 from .streams import StreamCallback
-from .target import Device, DeviceManager, IPUModel, Target, TargetType
+from .target import Device, IPUModel, Target, TargetType
 from .templates import Policy
 from .tensor import Tensor, UpsampleMethod, VariableRef, append, concat
 from .types import (

@@ -14,9 +14,9 @@ import click
 
 from . import target
 from .compiler.partition import launched_rank
-from .engine import write_profile_reports
 from .profile.html import write_html, write_html_from_json
 from .profile.report import summary
+from .profile.report_files import write_profile_reports
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

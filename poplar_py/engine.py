@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import os
 import sys
-import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import numpy as np
@@ -25,7 +22,6 @@ from .checks.arguments import checked_file, checked_str, is_int
 from .codelet.codelet_compiler import NO_BUDGET
 from .codelet.interrupts import interruptible
 from .compiler.graph_compiler import CompiledGraph, HostTransfer
-from .compiler.partition import GATHER, SCATTER, Move, ir_digest
 from .compiler.steps import HostFunctionStep
 from .csr_functions import initial_word
 from .cycles.costs import RunRecord
@@ -43,9 +39,9 @@ from .errors import (
 from .executable import Executable, checked_progress, compileGraph
 from .graph import Graph
 from .handles import DataStream
-from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
 from .profile.report import Profile, summary
+from .profile.report_files import keep_report, report_path
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
 from .runtime.copies import execute
 from .runtime.execution_profiling import ExecutionProfiling
@@ -54,11 +50,11 @@ from .runtime.host_buffers import host_values, read_into, stream_array
 from .runtime.host_memory import release_freed_heap
 from .runtime.machine import Machine
 from .runtime.mpi_world import make_world
+from .runtime.rank_agreement import compiled_digest, compiled_moves
 from .runtime.step_runners import run
 from .runtime.streaming_memory import StreamingMemory, checked_row, row_array
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
-from .vertex_types.backends import codelet_fingerprint
 
 
 class Engine:
@@ -93,14 +89,14 @@ class Engine:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
         name = debug_name(name, "Engine: the name") or debug_name(debugContext, "Engine: debugContext")
-        path = _report_path(self._options, name)
+        path = report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
         arena, shared = self._exe.layout.arena, self._exe.layout.shared
         assert arena is not None and shared is not None and self._exe.layout.tile_base is not None
         world = make_world(self._exe.replication, self._exe.layout.tile_base)
-        world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.tables,
-                   _moves(self._exe))
+        world.join(functools.partial(compiled_digest, exe.ir, self._exe), self._exe.lowered.tables,
+                   compiled_moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world,
                                 remote=StreamingMemory(self._exe.remote_buffers))
@@ -125,9 +121,7 @@ class Engine:
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
-            _write_report(self._profile, path)
-            _REPORTS[:] = [f for f in _REPORTS if f.alive]
-            _REPORTS.append(weakref.finalize(self, _write_report, self._profile, path))
+            keep_report(self, self._profile, path)
 
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
@@ -484,65 +478,3 @@ def _clock(m: Machine, record: RunRecord, profile: Profile) -> Callable[[], int]
         return profile.total_cycles()
 
     return clock
-
-
-def _report_path(options: EngineOptions, name: str) -> str | None:
-    """Where the JSON report goes: `poplar-py run --profile FILE`, else autoReport.directory.
-    A directory that names an existing file is an InvalidOptionError, raised when the Engine is built."""
-    path = os.environ.get("POPLAR_PY_PROFILE_FILE")
-    if path is None and (options.flag("autoReport.all") or options.flag("autoReport.outputGraphProfile")
-                         or options.flag("autoReport.outputExecutionProfile")):
-        directory = os.path.join(options["autoReport.directory"], name) if name else \
-            options["autoReport.directory"]
-        for parent in (options["autoReport.directory"], directory):
-            if os.path.exists(parent) and not os.path.isdir(parent):
-                raise InvalidOptionError(f"autoReport.directory: '{parent}' is a file, not a directory")
-        path = os.path.join(directory, "profile.json")
-    return path
-
-
-def _moves(compiled: CompiledGraph) -> Iterator[Move]:
-    """Every plan the engine runs, with its kind of move (for the world to plan over ranks)."""
-    for leaf in compiled.lowered.leaves:
-        yield from leaf.moves()
-    for transfer in compiled.host_transfers.values():
-        yield SCATTER if transfer.write else GATHER, transfer.plan, True
-    yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
-    if compiled.index_constants is not None:
-        yield SCATTER, compiled.index_constants, True
-    yield from ((SCATTER, tables.tile_state.plan, True) for tables in compiled.lowered.tables
-                if tables.tile_state.plan is not None)
-
-
-def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
-    """What every MPI rank must have built alike: the frozen IR's columns, initial values, vertex
-    state and codelet code, the step trees and the layout."""
-    v = ir.vertices
-    values = [(var, values) for var, values in ir.initial]
-    remote = sorted((b.handle(), str(b.elementType()), b.numElements(), b.getRepeats())
-                    for b in compiled.remote_buffers.values())
-    state = [x for field, vids, rows in v.store.items() for x in (np.asarray([field]), vids, rows)]
-    return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
-                      v.tile, v.compute_set, compiled.edges_digest, ir.compute_sets,
-                      [codelet_fingerprint(c) for c in v.classes], *(x for pair in values for x in pair),
-                      *state, np.frombuffer(v.store.heap, np.uint8),
-                      [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
-                      compiled.layout.tile_base, remote])
-
-
-_REPORTS: list[weakref.finalize] = []  # each live engine's report writer, in the order built
-
-
-def write_profile_reports() -> None:
-    """Write the JSON report of every live engine that writes one, now (they are written again
-    when the engines go away): ``poplar-py run --profile-html`` renders them after the program."""
-    for writer in _REPORTS:
-        pending = writer.peek()
-        if pending is not None:
-            pending[1](*pending[2])
-
-
-def _write_report(profile: Profile, path: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(json.dumps(profile.report()))  # dumps: the C encoder (dump streams in Python)
