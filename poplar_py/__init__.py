@@ -3,7 +3,7 @@
 from . import program
 from .array_ref import ArrayRef, StringRef
 from .builder.graph_dump import SerializationFormat
-from .cdivision import cdiv, cmod
+from .codelet.c_division import cdiv, cmod
 from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,

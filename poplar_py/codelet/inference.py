@@ -14,10 +14,10 @@ import itertools
 import types
 from dataclasses import dataclass, field
 
-from ..cdivision import cdiv, cmod
 from ..short_vectors import ShortVector
 from ..types import Type, asType
 from ..vertex import Direction, FieldKind
+from .c_division import cdiv, cmod
 from .frontend import check_helper
 from .prints import is_print, values
 from .short_vec import binop_vector_type, vector_type
