@@ -60,10 +60,8 @@ USER_API = {"poplar_py.graph", "poplar_py.tensor", "poplar_py.vertex", "poplar_p
 MAX_LINES = 500
 #: modules over MAX_LINES that each hold one concern (a pass of the codelet compiler)
 LONG_MODULES = {
-    "codelet/codegen.py",  # LLVM IR of a typed codelet's statements
-    "codelet/exprs.py",  # LLVM IR of its expressions
+    "codelet/exprs.py",  # LLVM IR of a typed codelet's expressions
     "codelet/frontend.py",  # the codelet subset's check and name resolution
-    "codelet/inference.py",  # the typing pass
 }
 
 
