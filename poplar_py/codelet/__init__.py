@@ -2,5 +2,5 @@
 (``codelet_compiler.py``): frontend (``source``, ``frontend``), types (``type_rules``,
 ``inference``, ``expression_types``, ``typed_locals``, ``definite_assignment``), loop
 transformations (``unroll``, ``versioning``, ``loop_versioning``, ``lanes``), LLVM code generation
-(``codegen``, ``statements``, ``exprs``, ``ops``, ``fastmath``), code size (``code_size``), JIT and cache (``jit``); ``interpreter`` runs
-the same codelets in Python for debugging."""
+(``codegen``, ``statements``, ``exprs``, ``ops``, ``fastmath``), code size (``code_size``), JIT and
+cache (``jit``); ``interpreter`` runs the same codelets in Python for debugging."""

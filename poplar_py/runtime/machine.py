@@ -14,13 +14,13 @@ import numpy as np
 from ..codelet.codelet_compiler import NO_BUDGET
 from ..compiler.steps import Step
 from ..cycles.costs import RunRecord
+from ..streams import HostStream
 from .fp_state import FpControl
 from .mpi_world import World
 from .streaming_memory import StreamingMemory
 
 if TYPE_CHECKING:  # (compute_sets runs on a Machine)
     from .compute_sets import KernelRun
-from ..streams import HostStream
 
 
 @dataclass
