@@ -1,4 +1,4 @@
-"""conforms.mismatch: an object tree against its annotations."""
+"""checks.annotations.mismatch: an object tree against its annotations."""
 
 from __future__ import annotations
 
