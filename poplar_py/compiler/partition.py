@@ -1,4 +1,5 @@
-"""Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank.
+"""Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank; with
+how many ranks the launcher started, the kinds of move a plan makes and the digest ranks compare.
 
 Under MPI each of K ranks holds the memories of one contiguous block
 of the device's tiles: whole IPUs when the device has at least K, else an even split of the
