@@ -19,7 +19,7 @@ replicas of one IPU): CONSECUTIVE and ORTHOGONAL groups of 4, 1 MB to 16 MB per 
 the ring bound of a group: ``2 (k - 1) / k x bytes / (the per-flow bandwidth of the most loaded
 directed link group)`` plus the sync of each of the 2 (k - 1) steps, where every group's ring hop
 runs at once and a link group of ``links`` links carries ``links x ipuLinkBandwidth / flows`` per
-flow crossing it (routes as compiler/fabric.py takes them); 1472 tiles per IPU unless ``--tiles``
+flow crossing it (routes as cycles/fabric.py takes them); 1472 tiles per IPU unless ``--tiles``
 says otherwise (about 8 s and 1.1 GB in all). ``group_all_reduce`` gives one such figure to
 other scripts.
 """
@@ -29,7 +29,7 @@ import time
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.compiler.fabric import Fabric, fabric_graph
+from poplar_py.cycles.fabric import Fabric, fabric_graph
 from poplibs_py import gcl, popops, poputil
 from poplibs_py.gcl.ring import Ring
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import poplar_py as poplar
 from poplar_py import Vertex
 from poplar_py import program as prog
-from poplar_py.codelet.pipeline import KernelOptions, compile_codelet
+from poplar_py.codelet.codelet_compiler import KernelOptions, compile_codelet
 from poplibs_py import poplin, popnn, popops, poprand, poputil
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -63,9 +63,9 @@ def _peak_mb() -> float:
 def _compile_child(path: str) -> None:
     """addCodelets of one file, then its kernel: seconds, and peak RSS."""
     import poplar_py as poplar
-    from poplar_py.codelet.pipeline import KernelOptions
+    from poplar_py.codelet.codelet_compiler import KernelOptions
     from poplar_py.cxx import module
-    from poplar_py.kernels import compile_codelet
+    from poplar_py.vertex_types.backends import compile_codelet
 
     graph = poplar.Graph(poplar.IPUModel().createDevice().getTarget())
     start = time.perf_counter()

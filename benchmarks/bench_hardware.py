@@ -3,7 +3,7 @@
     python benchmarks/bench_hardware.py [--bert]
 
 Runs each microbenchmark as a user would, on a device from ``DeviceManager`` (the hardware path,
-``poplar_py/calibration.py``) of the architecture the measurement was made on, and prints the
+``poplar_py/cycles/calibration.py``) of the architecture the measurement was made on, and prints the
 published figure, its source, the simulated figure and their ratio. Rows 1-9 are what the
 calibration was fitted on or checked against (target: every ratio 0.8-1.25); the all-reduce row
 checks that big transfers keep the links' bandwidth with the links' latency (target: within 1.3x

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 from timing import best
 
-from poplar_py.codelet.pipeline import ERR_DTYPE, KernelOptions, compile_codelet
+from poplar_py.codelet.codelet_compiler import ERR_DTYPE, KernelOptions, compile_codelet
 from poplar_py.vertex import Input, Output, Vector, Vertex
 
 N = 1 << 20

@@ -5,7 +5,7 @@
 Under ``mpiexec -n K`` every rank builds the same graph, holds the memories of one contiguous
 block of tiles (whole IPUs when the device has at least K, else an even split) and runs only
 its own vertices; data crossing ranks moves in one MPI ``Alltoallv`` per exchange phase
-(``poplar_py/compiler/world.py``, ``partition.py``).
+(``poplar_py/runtime/mpi_world.py``, ``partition.py``).
 
 Workloads:
 
@@ -84,7 +84,7 @@ def _child(workload: str, quick: bool) -> None:
 
     from timing import best
 
-    from poplar_py.compiler.world import launched_ranks
+    from poplar_py.compiler.partition import launched_ranks
 
     comm = None
     if launched_ranks() > 1:

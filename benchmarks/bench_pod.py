@@ -42,7 +42,7 @@ def _child(replicas: int, quick: bool) -> None:
     from workloads import BERT_BASE, BertSizes, bert_layer
 
     import poplar_py as poplar
-    from poplar_py.compiler.world import launched_ranks
+    from poplar_py.compiler.partition import launched_ranks
 
     comm = None
     if launched_ranks() > 1:

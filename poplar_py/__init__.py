@@ -2,9 +2,8 @@
 
 from . import program
 from .array_ref import ArrayRef, StringRef
-from .cdivision import cdiv, cmod
-from .codelet_loading import CodeletFileType
-from .compiler.world import abort_every_rank_on_uncaught
+from .builder.graph_dump import SerializationFormat
+from .codelet.c_division import cdiv, cmod
 from .constraints import constraint
 from .csr_functions import (
                      FloatingPointBehaviour,
@@ -16,6 +15,7 @@ from .csr_functions import (
 from .cycle_count import cycleCount, cycleStamp
 from .debug import DebugContext, DebugNameAndId
 from .debug_info import DebugInfo, DebugSerializationFormat, ProfileValue, SourceLocation
+from .device_manager import DeviceManager
 from .engine import Engine
 from .errors import (
                      ApplicationRuntimeError,
@@ -88,7 +88,6 @@ from .graph import (
                      VertexRef,
                      replication_factor,
 )
-from .graph_dump import SerializationFormat
 from .host_function import HostFunction
 from .host_half import (
                      copyDeviceHalfToDouble,
@@ -96,6 +95,7 @@ from .host_half import (
                      copyDoubleToDeviceHalf,
                      copyFloatToDeviceHalf,
 )
+from .interval import Interval
 from .introspector import FieldData, VertexIntrospector
 from .option_flags import OptionFlags, readJSON, readJSONFromEnv
 from .perf_estimate import VertexPerfEstimate
@@ -108,6 +108,7 @@ from .quarter import (
                      createVariableMetadataTensor,
 )
 from .random_seed import getHwSeeds, setHwSeeds
+from .runtime.mpi_world import abort_every_rank_on_uncaught
 from .short_vectors import (
                      float2,
                      float4,
@@ -123,9 +124,9 @@ from .short_vectors import (
                      ushort4,
 )
 from .streams import StreamCallback
-from .target import Device, DeviceManager, IPUModel, Target, TargetType
+from .target import Device, IPUModel, Target, TargetType
 from .templates import Policy
-from .tensor import Interval, Tensor, UpsampleMethod, VariableRef, append, concat
+from .tensor import Tensor, UpsampleMethod, VariableRef, append, concat
 from .types import (
                      BOOL,
                      CHAR,
@@ -159,6 +160,7 @@ from .vertex import (
                      VectorList,
                      Vertex,
 )
+from .vertex_types.loading import CodeletFileType
 
 abort_every_rank_on_uncaught()  # under mpiexec: an error on one rank ends them all, even before an Engine
 

@@ -13,10 +13,10 @@ from types import TracebackType
 import click
 
 from . import target
-from .compiler.world import launched_rank
-from .engine import write_profile_reports
-from .profile import summary
-from .profile_html import write_html, write_html_from_json
+from .compiler.partition import launched_rank
+from .profile.html import write_html, write_html_from_json
+from .profile.report import summary
+from .profile.report_files import write_profile_reports
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from . import program as prog_
-from .arguments import checked_bool
+from .checks.arguments import checked_bool
 from .codelet.fp_rules import DIV0, ESR, INV, NANOO, OFLO
 from .debug import debug_name
 from .errors import InvalidArgumentError

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import program as prog
-from .arguments import checked_int
+from .checks.arguments import checked_int
 from .debug import DebugContext, DebugNameAndId, debug_name
 from .errors import InvalidArgumentError
 from .graph import Graph

@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import os
 import sys
-import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, Any
 
 import numpy as np
 
-from .arguments import checked_file, checked_str, is_int
+from .checks.arguments import checked_file, checked_str, is_int
+from .codelet.codelet_compiler import NO_BUDGET
 from .codelet.interrupts import interruptible
-from .codelet.pipeline import NO_BUDGET
-from .compiler.costs import RunRecord
-from .compiler.fp_state import FpControl
-from .compiler.host_functions import HostFunctionStep
-from .compiler.pipeline import CompiledGraph, HostTransfer
-from .compiler.steps import Machine
-from .compiler.streaming_memory import StreamingMemory, checked_row, row_array
-from .compiler.world import GATHER, SCATTER, Move, ir_digest, make_world
+from .compiler.graph_compiler import CompiledGraph, HostTransfer
+from .compiler.steps import HostFunctionStep
 from .csr_functions import initial_word
+from .cycles.costs import RunRecord
 from .debug import debug_name
 from .errors import (
     GraphReplicationError,
@@ -44,16 +37,22 @@ from .errors import (
     StreamError,
 )
 from .executable import Executable, checked_progress, compileGraph
-from .execution_profiling import ExecutionProfiling
 from .graph import Graph
 from .handles import DataStream
-from .host_buffers import host_values, read_into, stream_array
-from .host_memory import release_freed_heap
-from .ir import GraphIR
-from .kernels import codelet_fingerprint
 from .options import EngineOptions, parseEngineOptions
-from .profile import Profile, summary
+from .profile.report import Profile, summary
+from .profile.report_files import keep_report, report_path
 from .random_seed import HW_SEEDS_HANDLE, initialHwSeeds
+from .runtime.copies import execute
+from .runtime.execution_profiling import ExecutionProfiling
+from .runtime.fp_state import FpControl
+from .runtime.host_buffers import host_values, read_into, stream_array
+from .runtime.host_memory import release_freed_heap
+from .runtime.machine import Machine
+from .runtime.mpi_world import make_world
+from .runtime.rank_agreement import compiled_digest, compiled_moves
+from .runtime.step_runners import run
+from .runtime.streaming_memory import StreamingMemory, checked_row, row_array
 from .streams import ArrayStream, CallbackStream, FunctionStream, HostStream, StreamCallback
 from .target import Device
 
@@ -90,14 +89,14 @@ class Engine:
             raise InvalidArgumentError(f"Engine needs a Graph or an Executable, got {type(graph).__name__} "
                                        f"{graph!r:.40}")
         name = debug_name(name, "Engine: the name") or debug_name(debugContext, "Engine: debugContext")
-        path = _report_path(self._options, name)
+        path = report_path(self._options, name)
         self._exe: CompiledGraph = exe.take()
         self.name = name
         arena, shared = self._exe.layout.arena, self._exe.layout.shared
         assert arena is not None and shared is not None and self._exe.layout.tile_base is not None
         world = make_world(self._exe.replication, self._exe.layout.tile_base)
-        world.join(functools.partial(_digest, exe.ir, self._exe), self._exe.lowered.runners,
-                   _moves(self._exe))
+        world.join(functools.partial(compiled_digest, exe.ir, self._exe), self._exe.lowered.tables,
+                   compiled_moves(self._exe))
         leaves = len(self._exe.lowered.leaves)
         self._machine = Machine(arena, shared, RunRecord(leaves), self._exe.lowered.functions, world,
                                 remote=StreamingMemory(self._exe.remote_buffers))
@@ -118,13 +117,11 @@ class Engine:
         self._machine.cycle_budget = min(self._options.integer("codelets.cycleBudget"), NO_BUDGET)
         # Ctrl-C stops checked kernels (the others never look): a run of some is interruptible
         checked = self._options["codelets.mode"] == "native" and self._options.flag("codelets.checkBounds")
-        self._interruptible = interruptible if checked and self._exe.lowered.runners else _UNINTERRUPTIBLE
+        self._interruptible = interruptible if checked and self._exe.lowered.tables else _UNINTERRUPTIBLE
         if path is not None and world.rank == 0:
             # The report is written now (compilation) and again when the engine goes away or
             # the program exits, with everything that ran (under MPI, by rank 0).
-            _write_report(self._profile, path)
-            _REPORTS[:] = [f for f in _REPORTS if f.alive]
-            _REPORTS.append(weakref.finalize(self, _write_report, self._profile, path))
+            keep_report(self, self._profile, path)
 
     # ---- loading and running -----------------------------------------------------------------
     def load(self, device: Device) -> None:
@@ -161,14 +158,14 @@ class Engine:
             if exe.index_constants is not None:
                 index = np.full(len(exe.replication.index_constants), r, np.uint32)
                 m.world.scatter(exe.index_constants, index.ctypes.data, m.base, r)
-            for runner in exe.lowered.runners:  # vertex state compute writes: each replica its own
-                state = runner.tile_state
+            for tables in exe.lowered.tables:  # vertex state compute writes: each replica its own
+                state = tables.tile_state
                 if state.plan is not None:
                     m.world.scatter(state.plan, state.data.ctypes.data, m.base, r)
-        for runner in exe.lowered.runners:  # list tables and state vectors: once, for every replica
-            image = runner.image
+        for tables in exe.lowered.tables:  # list tables and state vectors: once, for every replica
+            image = tables.image
             if image.plan is not None:
-                image.plan.execute(image.data.ctypes.data, m.shared.ctypes.data)
+                execute(image.plan, image.data.ctypes.data, m.shared.ctypes.data)
         self._loaded = True
         m.fp.reset()  # the tiles' floating-point control registers (csr_functions)
         seeds = self._exe.host_transfers.get(HW_SEEDS_HANDLE)
@@ -209,7 +206,7 @@ class Engine:
         with self._profiling.run():
             m.record.runs.append(programIndex)
             with self._interruptible:
-                programs[programIndex].run(m)
+                run(programs[programIndex], m)
             m.world.combine(m.record, self._record)  # (not after a failure: a rank alone may have failed)
 
     # ---- streams -----------------------------------------------------------------------------
@@ -351,7 +348,7 @@ class Engine:
         """Write host data into the tensor behind a ``createHostWrite`` handle: on replica
         ``replicaIndex``, or (None) on every replica. Data of another element type is converted, or
         taken as raw bytes when it is an array of the tensor's size in bytes (see
-        :mod:`poplar_py.host_buffers`)."""
+        :mod:`poplar_py.runtime.host_buffers`)."""
         t = self._transfer(handle, write=True)
         replicas = range(self._exe.replication.factor) if replicaIndex is None \
             else [self._replica(replicaIndex, f"writeTensor('{handle}')")]
@@ -440,7 +437,7 @@ class Engine:
 
     def enableExecutionProfiling(self) -> None:
         """Record later runs in the execution profile again (the default; see
-        :mod:`poplar_py.execution_profiling`)."""
+        :mod:`poplar_py.runtime.execution_profiling`)."""
         self._profiling.enabled = True
 
     def disableExecutionProfiling(self) -> None:
@@ -481,65 +478,3 @@ def _clock(m: Machine, record: RunRecord, profile: Profile) -> Callable[[], int]
         return profile.total_cycles()
 
     return clock
-
-
-def _report_path(options: EngineOptions, name: str) -> str | None:
-    """Where the JSON report goes: `poplar-py run --profile FILE`, else autoReport.directory.
-    A directory that names an existing file is an InvalidOptionError, raised when the Engine is built."""
-    path = os.environ.get("POPLAR_PY_PROFILE_FILE")
-    if path is None and (options.flag("autoReport.all") or options.flag("autoReport.outputGraphProfile")
-                         or options.flag("autoReport.outputExecutionProfile")):
-        directory = os.path.join(options["autoReport.directory"], name) if name else \
-            options["autoReport.directory"]
-        for parent in (options["autoReport.directory"], directory):
-            if os.path.exists(parent) and not os.path.isdir(parent):
-                raise InvalidOptionError(f"autoReport.directory: '{parent}' is a file, not a directory")
-        path = os.path.join(directory, "profile.json")
-    return path
-
-
-def _moves(compiled: CompiledGraph) -> Iterator[Move]:
-    """Every plan the engine runs, with its kind of move (for the world to plan over ranks)."""
-    for leaf in compiled.lowered.leaves:
-        yield from leaf.moves()
-    for transfer in compiled.host_transfers.values():
-        yield SCATTER if transfer.write else GATHER, transfer.plan, True
-    yield from ((SCATTER, plan, True) for _, plan in compiled.initial_values)
-    if compiled.index_constants is not None:
-        yield SCATTER, compiled.index_constants, True
-    yield from ((SCATTER, runner.tile_state.plan, True) for runner in compiled.lowered.runners
-                if runner.tile_state.plan is not None)
-
-
-def _digest(ir: GraphIR, compiled: CompiledGraph) -> str:
-    """What every MPI rank must have built alike: the frozen IR's columns, initial values, vertex
-    state and codelet code, the step trees and the layout."""
-    v = ir.vertices
-    values = [(var, values) for var, values in ir.initial]
-    remote = sorted((b.handle(), str(b.elementType()), b.numElements(), b.getRepeats())
-                    for b in compiled.remote_buffers.values())
-    state = [x for field, vids, rows in v.store.items() for x in (np.asarray([field]), vids, rows)]
-    return ir_digest([ir.variables.names, ir.variables.sizes, [c.__qualname__ for c in v.classes], v.cls,
-                      v.tile, v.compute_set, compiled.edges_digest, ir.compute_sets,
-                      [codelet_fingerprint(c) for c in v.classes], *(x for pair in values for x in pair),
-                      *state, np.frombuffer(v.store.heap, np.uint8),
-                      [step.outline() for step in compiled.lowered.programs + compiled.lowered.functions],
-                      compiled.layout.tile_base, remote])
-
-
-_REPORTS: list[weakref.finalize] = []  # each live engine's report writer, in the order built
-
-
-def write_profile_reports() -> None:
-    """Write the JSON report of every live engine that writes one, now (they are written again
-    when the engines go away): ``poplar-py run --profile-html`` renders them after the program."""
-    for writer in _REPORTS:
-        pending = writer.peek()
-        if pending is not None:
-            pending[1](*pending[2])
-
-
-def _write_report(profile: Profile, path: str) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(json.dumps(profile.report()))  # dumps: the C encoder (dump streams in Python)

@@ -10,7 +10,7 @@ to one process is left out and rebuilt on loading: the tile memories (zeroed), t
 kernels (from the on-disk kernel cache, or compiled again) and the addresses in the state
 tables (moved to the new memories).
 Codelet classes loaded from a ``.py`` file travel as that file's source; classes of the
-program's ``__main__`` as the source of what they need from it (:mod:`poplar_py.inline_codelets`);
+program's ``__main__`` as the source of what they need from it (:mod:`poplar_py.vertex_types.inline`);
 template instances as their template and arguments; classes of importable modules by name.
 """
 
@@ -30,22 +30,23 @@ from typing import IO, Any
 import numpy as np
 
 from . import program as prog
-from .codelet_loading import codelet_source, import_codelet_source
-from .compiler.pipeline import CompiledGraph, compile_graph
-from .conforms import mismatch
+from .checks.annotations import mismatch
+from .compiler.graph_compiler import CompiledGraph, compile_graph
 from .debug import debug_name
 from .errors import ExecutableError, InvalidArgumentError
 from .graph import Graph
-from .host_memory import release_freed_heap
-from .inline_codelets import inline_source, is_inline, module_name
 from .ir import GraphIR
 from .options import EngineOptions, parseEngineOptions
+from .runtime.host_memory import release_freed_heap
+from .vertex_types.inline import inline_source, is_inline, module_name
+from .vertex_types.loading import codelet_source, import_codelet_source
 
 _MAGIC = b"POPLAR_PY_EXECUTABLE\n"
 #: 2: one compiled replica for every replica; 3: liveness as intervals, value constants in the IR;
 #: 4: shared exchange buffers (list entries flagged), cross-replica copies by replica pairs;
-#: 5: remote buffers (their declarations, and remote copy steps)
-FORMAT_VERSION = 5
+#: 5: remote buffers (their declarations, and remote copy steps);
+#: 6: steps as data, compute sets as ComputeSetTables, the cycle model in poplar_py.cycles
+FORMAT_VERSION = 6
 _HEADER = struct.Struct("<IIQ")  # format version, CRC-32 of the payload, payload length
 
 File = str | os.PathLike | IO[bytes]
@@ -115,8 +116,8 @@ class Executable:
         except Exception as exc:
             raise ExecutableError(f"'{name}' could not be loaded: {type(exc).__name__}: {exc}") from exc
         ir, compiled, options = _checked_parts(loaded, name)
-        for runner in compiled.lowered.runners:
-            runner.rebase(compiled.layout.arena.ctypes.data, compiled.layout.shared.ctypes.data)
+        for tables in compiled.lowered.tables:
+            tables.rebase(compiled.layout.arena.ctypes.data, compiled.layout.shared.ctypes.data)
         return Executable(ir, compiled, options)
 
 
@@ -198,7 +199,7 @@ def _file_name(file: Any, method: str, what: str) -> str:
 
 def _checked_parts(loaded: Any, name: str) -> tuple[GraphIR, CompiledGraph, EngineOptions]:
     """The (IR, compiled graph, options) a payload unpickled to, once it is known to be one: each
-    object holding fields of their declared types (:mod:`.conforms`), the tile memory there."""
+    object holding fields of their declared types (:mod:`.checks.annotations`), the tile memory there."""
     parts = tuple[GraphIR, CompiledGraph, EngineOptions]
     problem = mismatch(loaded, parts, "payload")
     if problem is None and not isinstance(loaded[1].layout.arena, np.ndarray):

@@ -2,7 +2,7 @@
 
 A graph records what lives on which tile and which vertices run where, in tables that
 grow with the regions mapped and the vertices added, not with elements
-(:mod:`~poplar_py.mapping_table`, :mod:`~poplar_py.vertex_table`). Nothing runs until an
+(:mod:`~poplar_py.builder.mapping_table`, :mod:`~poplar_py.builder.vertex_table`). Nothing runs until an
 :class:`~poplar_py.engine.Engine` freezes the graph into the IR (:meth:`Graph.freeze`)
 and compiles it with its programs.
 """
@@ -18,43 +18,36 @@ from typing import Any
 
 import numpy as np
 
-from . import boxes, constant_pool, graph_dump, ir
-from .arguments import (
+from . import ir
+from .builder import box_views, constant_pool, graph_dump
+from .builder.field_connections import FieldConnector
+from .builder.graph_host import GraphHostExchange
+from .builder.graph_mapping import GraphTileMapping
+from .builder.graph_vertices import GraphVertices
+from .builder.half_values import checked_half, half_bits
+from .builder.mapping_table import MappingTable
+from .builder.sorted_regions import sorted_contiguous_regions
+from .builder.strided_block import contiguous_strides
+from .builder.variable_table import VariableRef, VariableTable
+from .builder.vertex_table import VertexTable
+from .checks.arguments import (
     cast_values,
-    checked_bool,
     checked_int,
-    checked_intervals,
     checked_ints,
     checked_shape,
-    checked_str,
     checked_tile,
     checked_values,
 )
-from .block import contiguous_strides
-from .bulk import (
-    Rows,
-    add_list_vertices,
-    add_shared_edges,
-    set_perf_estimates,
-    set_shared_state,
-    set_vector_state,
-)
-from .codelet_loading import CodeletFileType, caller_location
-from .codelet_registry import CodeletRegistry
-from .connections import FieldConnector, unknown_field
 from .debug import debug_name, label
 from .errors import (
-    GraphConnectionError,
     GraphMemoryAllocationError,
     GraphReplicationError,
     InvalidArgumentError,
     InvalidTileMappingError,
     PoplarError,
     PoplarTypeError,
-    RemoteBufferError,
     TensorCreationError,
 )
-from .half_values import checked_half, half_bits
 from .handles import (
     ComputeSet,
     DataStream,
@@ -66,16 +59,15 @@ from .handles import (
     ReplicatedStreamMode,
     VertexRef,
 )
-from .host_function import HostFunction, checked_arguments
-from .mapping_table import MappingTable
+from .host_function import HostFunction
+from .interval import Interval
 from .program import Program
-from .regions import in_order_of, unique_sorted
-from .sorted_regions import sorted_contiguous_regions
+from .regions.arrays import unique_sorted
+from .regions.runs import in_order_of
 from .target import Device, Target
-from .tensor import Interval, Tensor, concat
+from .tensor import Tensor, concat
 from .types import HALF, QUARTER_METADATA, UNSIGNED_INT, Type, asType
-from .variables import VariableRef, VariableTable
-from .vertex_table import PERF, TILE, FieldSlot, VertexTable
+from .vertex_types.registry import CodeletRegistry
 
 __all__ = ["ComputeSet", "DataStream", "DataStreamType", "FieldRef", "Function", "Graph", "HostHandle",
            "RemoteBuffer", "ReplicatedStreamMode",
@@ -110,7 +102,7 @@ def _values(values: Any, n: int, type_: Type, what: str) -> np.ndarray:
     return cast_values(arr, type_.dtype)
 
 
-class Graph:
+class Graph(GraphTileMapping, GraphVertices, GraphHostExchange):
     """A graph of tensors and vertices for one target.
 
     ``Graph(target)`` or ``Graph(device)``. Variables start unmapped; map them with
@@ -312,7 +304,7 @@ class Graph:
             ordered = in_order_of(t.runs(), int(new.runs().var[0]))
             if len(ordered) > 1:  # (one run: the row-major order of new)
                 shape = tuple(t.shape())
-                new = Tensor.from_boxes(self._vars, type_, shape, boxes.from_runs(ordered, shape), name)
+                new = Tensor.from_boxes(self._vars, type_, shape, box_views.from_runs(ordered, shape), name)
         pieces, tiles = self._mapping.tiles_of(t.runs())
         mapped = tiles >= 0
         if mapped.any():
@@ -382,7 +374,7 @@ class Graph:
 
     def setInitialValueHalf(self, t: Tensor, values: Any) -> None:
         """``setInitialValue`` of a HALF tensor from its elements' 16-bit patterns (see
-        :mod:`poplar_py.half_values`)."""
+        :mod:`poplar_py.builder.half_values`)."""
         self._check_own(t, "setInitialValueHalf")
         checked_half(t.elementType(), f"setInitialValueHalf of tensor '{t.name}'")
         self.setInitialValue(t, half_bits(values, f"setInitialValueHalf of tensor '{t.name}'"))
@@ -404,409 +396,15 @@ class Graph:
     def getSortedContiguousRegions(self, t: Tensor, regions: Any, removeAliasedIntervals: Any = False,
                                    aliases: list[int] | None = None) -> list[list[Interval]]:
         """Intervals of ``t`` grouped into sequences contiguous in memory, in memory order (see
-        :func:`~poplar_py.sorted_regions.sorted_contiguous_regions`)."""
+        :func:`~poplar_py.builder.sorted_regions.sorted_contiguous_regions`)."""
         self._check_own(t, "getSortedContiguousRegions")
         return sorted_contiguous_regions(t, regions, removeAliasedIntervals, aliases)
-
-    # ---- tile mapping ------------------------------------------------------------------------
-    def _check_tile(self, tile: object, what: str) -> int:
-        """A tile of this graph (relative in a virtual graph), as an absolute tile."""
-        return self._absolute(checked_tile(tile, self._num_tiles, what))
-
-    def _absolute(self, tiles: Any) -> Any:
-        """Tile ids of this graph (an int or an array) as the top-level graph's."""
-        if self._tiles is None:
-            return tiles
-        if isinstance(tiles, np.ndarray):
-            return np.asarray(self._tiles, dtype=np.int64)[tiles]
-        return self._tiles[tiles]
-
-    def setTileMapping(self, target: Tensor | VertexRef, mapping: Any) -> None:
-        """Place a vertex on a tile, or map tensor elements: to one tile, or by a per-tile
-        list of intervals over the flattened tensor."""
-        if type(mapping) is int and 0 <= mapping < self._num_tiles:  # the common cases, first
-            tile = mapping if self._tiles is None else self._tiles[mapping]
-            if type(target) is VertexRef and target.graph is self:
-                self._vertices.put(target.id, TILE, tile)
-                return
-            run = target.as_run() if type(target) is Tensor else None
-            if run is not None and (run[3] == 1 or run[2] == 1) and target.variables is self._vars:
-                self._mapping.set(run[0], run[1], run[1] + run[2], tile)
-                return
-        if type(target) is VertexRef:
-            vid = self._own_vertex(target, "setTileMapping")
-            self._vertices.put(vid, TILE, self._check_tile(mapping, self._vertices.describe(vid)))
-            return
-        if not isinstance(target, Tensor):
-            raise InvalidArgumentError(f"setTileMapping: expected a Tensor or a VertexRef, got "
-                                       f"{target!r:.60}")
-        if target.variables is not self._vars:
-            self._check_own(target, "setTileMapping")
-        if isinstance(mapping, (int, np.integer)):
-            tile = self._check_tile(mapping, f"tensor '{target.name}'")
-            runs = target.runs()
-            self._mapping.set_runs(runs, np.full(len(runs), tile, dtype=np.int64))
-            return
-        per_tile = checked_intervals(mapping, f"setTileMapping of tensor '{target.name}'")
-        try:
-            pairs = np.array([iv for ivs in per_tile for iv in ivs], dtype=np.int64).reshape(-1, 2)
-        except OverflowError:
-            raise InvalidTileMappingError(f"tensor '{target.name}': an interval is outside its "
-                                          f"{target.numElements()} elements") from None
-        tiles = np.repeat(np.arange(len(per_tile), dtype=np.int64), [len(ivs) for ivs in per_tile])
-        self.map_intervals(target, pairs[:, 0], pairs[:, 1], tiles)
-
-    def map_intervals(self, t: Tensor, begin: np.ndarray, end: np.ndarray, tiles: np.ndarray) -> None:
-        """The libraries' bulk ``setTileMapping``: elements ``[begin[j], end[j])`` of flattened ``t``
-        to tile ``tiles[j]`` (numpy arrays; where intervals overlap, the later one wins)."""
-        self._check_own(t, "setTileMapping")
-        begin, end, tiles = (np.asarray(a, dtype=np.int64) for a in (begin, end, tiles))
-        n = t.numElements()
-        bad_tile = (tiles < 0) | (tiles >= self._num_tiles)
-        bad = np.flatnonzero(bad_tile | (begin < 0) | (begin > end) | (end > n))
-        if bad.size:  # the first bad interval, or its tile
-            j = int(bad[0])
-            if bad_tile[j]:
-                self._check_tile(int(tiles[j]), f"tensor '{t.name}'")
-            raise InvalidTileMappingError(f"tensor '{t.name}': interval [{int(begin[j])}, {int(end[j])}) is "
-                                          f"outside its {n} elements")
-        if begin.size:
-            runs, owner = t.runs().take_ranges(begin, end)
-            self._mapping.set_runs(runs, self._absolute(tiles)[owner])
-
-    def getTileMapping(self, t: Tensor, requireComplete: bool = True) -> list[list[Interval]]:
-        """Per tile, the intervals of the flattened tensor that live there (maximal runs)."""
-        if not isinstance(requireComplete, (bool, np.bool_)):
-            raise InvalidArgumentError(f"getTileMapping: requireComplete must be a bool, got "
-                                       f"{requireComplete!r:.40}")
-        result: list[list[Interval]] = [[] for _ in range(self._num_tiles)]
-        for b, e, tile in zip(*(a.tolist() for a in self.tile_intervals(t, requireComplete))):
-            result[tile].append(Interval(b, e))
-        return result
-
-    def tile_intervals(self, t: Tensor, requireComplete: bool = True
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``getTileMapping`` as arrays: the maximal intervals ``[begin, end)`` of the flattened
-        tensor on one tile each, in order, and their tiles (unmapped elements left out)."""
-        self._check_own(t, "getTileMapping")
-        runs = t.runs()
-        if not len(runs):
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        pieces, tiles = self._mapping.tiles_of(runs)
-        start = pieces.flat_start(runs)
-        if self._tiles is not None:  # relative ids; -1 for tiles outside this virtual graph
-            relative = np.full(self._top.getTarget().getNumTiles() + 1, -1, dtype=np.int64)
-            relative[np.asarray(self._tiles)] = np.arange(self._num_tiles)
-            tiles = relative[tiles]
-        if requireComplete and (tiles < 0).any():
-            first = int(start[np.flatnonzero(tiles < 0)[0]])
-            where = "has no tile" if self._tiles is None else "has no tile in this virtual graph"
-            raise InvalidTileMappingError(
-                f"tensor '{t.name}' is not completely mapped: element {first} (flattened) {where}")
-        first = np.flatnonzero(np.concatenate(([True], tiles[1:] != tiles[:-1])))
-        ends = np.append(start[first[1:]], t.numElements())
-        keep = tiles[first] >= 0
-        return start[first][keep], ends[keep], tiles[first][keep]
-
-    # ---- codelets and vertices ---------------------------------------------------------------
-    def addCodelets(self, src: Any, fileType: CodeletFileType | str = CodeletFileType.Auto,
-                    compileFlags: str = "", *_: Any) -> bool:
-        """Register vertex classes: a ``.py`` path, a module, a class, or a list of them; or a C++
-        file (``.cpp``), or C++ source text with ``CodeletFileType.CppSource`` (or an
-        ``io.StringIO``), compiled with clang and ``compileFlags`` as Poplar's ``popc`` would.
-
-        Each class is checked (parsed and typed) now; unsupported Python raises
-        CodeletCompileError naming the file and line, C++ that cannot run a CodeletError. A
-        class with type parameters is a template: ``addVertex(cs, "Name<float>")`` instantiates
-        and checks it. The second argument may be the compile flags, as Poplar's overloads allow.
-        A vertex type has one definition per graph, as in Poplar: another class (or C++ vertex)
-        under a name already added raises CodeletCompileError naming both; adding the same class
-        again does nothing. Returns whether any class was new.
-        """
-        if isinstance(fileType, str):
-            fileType, compileFlags = CodeletFileType.Auto, fileType or compileFlags
-        if not isinstance(fileType, CodeletFileType) or not isinstance(compileFlags, str):
-            raise InvalidArgumentError(
-                f"addCodelets: the file type must be a CodeletFileType and compileFlags a string, got "
-                f"{fileType!r:.40} and {compileFlags!r:.40}")
-        return self._codelets.add(src, fileType, compileFlags)
-
-    def hasCodelet(self, name: str) -> bool:
-        name = checked_str(name, "hasCodelet: the vertex type")
-        return self._codelets.lookup(name, required=False) is not None
-
-    def addComputeSet(self, debugName: Any = "", debugContext: Any = None) -> ComputeSet:
-        name = label(debugName, debugContext, "addComputeSet")
-        cs = ComputeSet(len(self._compute_sets), name or f"cs{len(self._compute_sets)}", self._vars.token)
-        self._compute_sets.append(cs.name)
-        return cs
-
-    def _class_id(self, vertexType: str, cs: ComputeSet) -> int:
-        """The vertex table's class id of a registered codelet, checking ``cs`` is this graph's."""
-        cid = self._vertex_types.get(vertexType) if type(vertexType) is str else None
-        if cid is None:
-            if not isinstance(vertexType, str):
-                raise InvalidArgumentError(f"addVertex: the vertex type must be a name, got "
-                                           f"{vertexType!r:.60}")
-            cid = self._vertex_types[vertexType] = self._vertices.class_id(self._codelets.lookup(vertexType))  # type: ignore[arg-type]
-        if type(cs) is not ComputeSet:
-            raise InvalidArgumentError(f"addVertex: expected a ComputeSet, got {type(cs).__name__} "
-                                       f"{cs!r:.40}")
-        if cs.owner != self._vars.token or cs.id >= len(self._compute_sets):
-            raise PoplarError(f"addVertex: {cs!r} is not a compute set of this graph")
-        return cid
-
-    def addVertex(self, cs: ComputeSet, vertexType: str, connections: dict | None = None) -> VertexRef:
-        """Add an instance of a registered codelet to ``cs``, optionally connecting fields."""
-        cid = self._class_id(vertexType, cs)
-        table = self._vertices
-        if connections is not None and type(connections) is not dict:
-            raise InvalidArgumentError(f"addVertex: connections must be a dict of field name to tensor, "
-                                       f"got {type(connections).__name__}")
-        edge_bytes = len(table.edges)
-        vid = table.add(cid, cs.id, caller_location())
-        if connections:
-            slots = table.fields[cid]
-            try:
-                for name, value in connections.items():
-                    slot = slots.get(name)
-                    if slot is not None and slot.plain and type(value) is Tensor:  # the common case, inline
-                        run = value.edge_run(self._vars, slot.type, slot.rank, slot.writes)
-                        if run is not None and table.connect_run(vid, slot.index, run):
-                            continue
-                    self._fields.connect(vid, slots, name, None, value)
-            except PoplarError:
-                table.remove_last(vid, edge_bytes)
-                raise
-        return VertexRef(self, vid)
-
-    def add_vertices(self, cs: ComputeSet, vertexType: str, tiles: np.ndarray,
-                     lists: dict[str, tuple[Tensor, Rows]], shared: dict[str, Tensor] | None = None,
-                     state: dict[str, Any] | None = None,
-                     vector_state: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                     each: dict[str, tuple[Sequence[Tensor], np.ndarray]] | None = None,
-                     perf: np.ndarray | None = None) -> range:
-        """The libraries' bulk ``addVertex``: ``len(tiles)`` vertices of ``vertexType`` in ``cs``,
-        vertex ``v`` on tile ``tiles[v]``, whose list and vector fields ``lists`` connect to rows of
-        tensors (``(tensor, bulk.Rows)``; a vector takes one row), fields ``shared`` to one tensor
-        each and state fields ``state`` to one value each, the same for every vertex;
-        ``vector_state`` gives state vectors as ``(values, per_vertex)``, vertex ``v`` taking the
-        next ``per_vertex[v]`` values; fields ``each`` (not lists) as ``(tensors, which)``, vertex
-        ``v`` connected to ``tensors[which[v]]``; ``perf`` the vertices' perf estimates, as
-        ``setPerfEstimate`` on each. Returns the new vertices' ids; on an error the graph is left
-        as it was."""
-        cid = self._class_id(vertexType, cs)
-        for name, (t, _) in lists.items():
-            self._check_own(t, f"add_vertices: field '{name}'")
-        tiles = np.asarray(tiles, dtype=np.int64)
-        bad = tiles[(tiles < 0) | (tiles >= self._num_tiles)]
-        if bad.size:
-            raise InvalidTileMappingError(f"add_vertices of {vertexType}: tile {int(bad[0])} is out of range "
-                                          f"for {self._num_tiles} tiles")
-        perf = None if perf is None else self._bulk_perf(perf, tiles.size, vertexType)
-        plain = {name: ([t], np.zeros(tiles.size, np.int64)) for name, t in (shared or {}).items()}
-        plain.update((name, (ts, np.asarray(which, np.int64))) for name, (ts, which) in (each or {}).items())
-        table = self._vertices
-        edge_bytes, first = len(table.edges), table.num_vertices
-        vids = range(first, first + tiles.size)
-        try:
-            add_list_vertices(table, cid, cs.id, caller_location(), self._absolute(tiles), lists,
-                              lambda: f"vertices {first}.. ({vertexType})")
-            slots = table.fields[cid]
-            for name, (values, per_vertex) in (vector_state or {}).items():
-                set_vector_state(table, first, self._fields.state_slot(first, name), values, per_vertex)
-            for name, value in (state or {}).items():
-                set_shared_state(table, first, tiles.size, *self._fields.state_values(first, name, value))
-            for name, (ts, which) in plain.items():
-                slot = slots.get(name)
-                runs = [t.edge_run(self._vars, slot.type, slot.rank, slot.writes)
-                        if slot is not None and slot.plain and type(t) is Tensor else None for t in ts]
-                if which.shape != tiles.shape or ((which < 0) | (which >= len(ts))).any():
-                    raise GraphConnectionError(f"add_vertices of {vertexType}: field '{name}' must name one "
-                                               f"of its {len(ts)} tensors for each of the {tiles.size} "
-                                               "vertices")
-                if None not in runs:
-                    add_shared_edges(table, first, tiles.size, slot.index,
-                                     np.asarray(runs, np.int64).reshape(-1, 4)[which])
-                    continue
-                for vid, k in zip(vids, which.tolist()):  # the checks and the general case
-                    self._fields.connect(vid, slots, name, None, ts[k])
-            if perf is not None:
-                set_perf_estimates(table, first, perf)
-        except PoplarError:
-            table.remove_last(first, edge_bytes)
-            raise
-        return vids
-
-    @staticmethod
-    def _bulk_perf(perf: Any, n: int, vertexType: str) -> np.ndarray:
-        """``add_vertices``' perf estimates checked: ``n`` integers, none negative."""
-        cycles = np.asarray(perf)
-        if cycles.shape != (n,) or not (cycles.dtype.kind in "iu" and (cycles >= 0).all()):
-            raise InvalidArgumentError(f"add_vertices of {vertexType}: perf must be {n} integers of at least "
-                                       f"0, one per vertex, got {cycles.dtype} of shape {cycles.shape}")
-        return cycles.astype(np.int64)
-
-    def getNumVertices(self) -> int:
-        return self._vertices.num_vertices
-
-    def vertex_fields(self, vid: int) -> dict[str, FieldSlot]:
-        """The fields of vertex ``vid``'s class (for handles)."""
-        return self._vertices.slots(vid)
-
-    def describe_vertex(self, vid: int) -> str:
-        return self._vertices.describe(vid)
-
-    def unknown_field(self, vid: int, name: str) -> str:
-        return unknown_field(self._vertices, vid, name)
-
-    def _own_vertex(self, v: object, what: str) -> int:
-        """The id of vertex ``v`` (a VertexRef, or a FieldRef's vertex) of this graph."""
-        ref = v.vertex if isinstance(v, FieldRef) else v
-        if not isinstance(ref, VertexRef):
-            raise InvalidArgumentError(f"{what}: expected a vertex or a vertex field, got {type(v).__name__}")
-        if not (isinstance(ref.graph, Graph) and ref.graph._vertices is self._vertices):
-            raise GraphConnectionError(f"{what}: {ref!r} belongs to another graph")
-        return ref.id
-
-    def connect(self, ref: FieldRef, value: Any) -> None:
-        """Connect a field to a tensor, a list of tensors, or (Input fields) a constant value."""
-        vid = self._own_vertex(ref, "connect")
-        self._fields.connect(vid, self._vertices.slots(vid), ref.name, ref.index, value)
-
-    def setFieldSize(self, ref: FieldRef, size: int) -> None:
-        vid = self._own_vertex(ref, "setFieldSize")
-        self._fields.set_size(vid, ref.name, size)
-
-    def getFieldSize(self, ref: FieldRef) -> int:
-        vid = self._own_vertex(ref, "getFieldSize")
-        return self._fields.size(vid, ref.name)
-
-    def _set_state(self, ref: FieldRef, values: Any) -> None:
-        self._fields.set_state(self._own_vertex(ref, "setInitialValue"), ref.name, values)
-
-    def _value_constant(self, type_: Type, shape: list[int], values: Any, name: str, vid: int) -> Tensor:
-        """The constant for a field of vertex ``vid`` connected to ``values`` (checked numbers): a
-        variable, its values and its vertex, no more (the Engine maps it to the vertex's tile)."""
-        shape_t = tuple(shape)
-        var = self._vars.add(name, type_, shape_t, True)
-        if constant_pool.takes(values):
-            self._pool.add(var, type_, values)
-        else:
-            self._initial[var] = cast_values(values, type_.dtype)
-        self._vertices.add_value(var, vid)
-        return Tensor(self._vars, type_, shape_t, var, 0, contiguous_strides(shape_t), name)
-
-    def setPerfEstimate(self, v: VertexRef, cycles: int, flops: int = 0) -> None:
-        """Cycles this vertex takes (worker cycles for a Vertex, tile cycles for a MultiVertex)."""
-        vid = self._own_vertex(v, "setPerfEstimate")
-        cycles = checked_int(cycles, f"setPerfEstimate of {self._vertices.describe(vid)}")
-        self._vertices.put(vid, PERF, cycles)
-
-    setCycleEstimate = setPerfEstimate
-
-    def registerPerfEstimator(self, vertexType: str, estimator: PerfEstimator) -> None:
-        """Per-type estimator ``f(vertex_introspector, target) -> cycles | (cycles, flops) |
-        VertexPerfEstimate``; it replaces one registered before for the type (PopLibs' own
-        included), and ``setPerfEstimate`` on a vertex wins over both."""
-        checked_str(vertexType, "registerPerfEstimator: the vertex type")
-        if not callable(estimator):
-            raise InvalidArgumentError(f"registerPerfEstimator('{vertexType}'): the estimator must be a "
-                                       f"function, got {type(estimator).__name__} {estimator!r:.40}")
-        self._perf_estimators[vertexType] = estimator
-
-    def hasPerfEstimator(self, vertexType: str) -> bool:
-        """Whether an estimator is registered for ``vertexType`` (a poplar-py addition: libraries
-        register theirs only where the user has not)."""
-        return vertexType in self._perf_estimators
-
-    # ---- host exchange -----------------------------------------------------------------------
-    def _new_handle(self, handle: str, what: str, error: type[PoplarError] = PoplarError) -> None:
-        checked_str(handle, f"{what}: the handle")
-        if handle in self._host_handles or handle in self._streams or handle in self._remote_buffers \
-                or handle in self._host_functions:
-            raise error(f"{what}: handle '{handle}' is already used by another stream, host read/write or "
-                        "remote buffer")
-
-    def createHostWrite(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
-        """Let ``engine.writeTensor(handle, array)`` write ``t`` from the host."""
-        self._new_handle(handle, "createHostWrite")
-        self._check_own(t, f"createHostWrite('{handle}')")
-        if t.containsConstant():
-            raise PoplarError(f"createHostWrite('{handle}'): tensor '{t.name}' contains constants")
-        self._host_handles[handle] = HostHandle(handle, t, write=True)
-
-    def createHostRead(self, handle: str, t: Tensor, rearrangeOnHost: bool = False) -> None:
-        """Let ``engine.readTensor(handle)`` read ``t`` back to the host."""
-        self._new_handle(handle, "createHostRead")
-        self._check_own(t, f"createHostRead('{handle}')")
-        self._host_handles[handle] = HostHandle(handle, t, write=False)
-
-    def addHostToDeviceFIFO(self, handle: str, type_: Type | object, numElements: int, *args: Any,
-                            replicatedMode: ReplicatedStreamMode | None = None, options: Any = None
-                            ) -> DataStream:
-        """A host-to-device FIFO: ``(handle, type, numElements[, replicatedMode][, options])``. In a
-        replicated graph each replica reads its own host stream (``REPLICATE``, the default), or
-        all read one (``BROADCAST``)."""
-        self._new_handle(handle, "addHostToDeviceFIFO")
-        modes = [a for a in (*args, replicatedMode) if isinstance(a, ReplicatedStreamMode)]
-        s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
-                       toDevice=True, replicatedMode_=modes[0] if modes else ReplicatedStreamMode.REPLICATE,
-                       replicationFactor_=self._replicas)
-        self._streams[handle] = s
-        return s
-
-    def addDeviceToHostFIFO(self, handle: str, type_: Type | object, numElements: int, *_: Any) -> DataStream:
-        self._new_handle(handle, "addDeviceToHostFIFO")
-        s = DataStream(handle, asType(type_), checked_int(numElements, f"stream '{handle}': numElements"),
-                       toDevice=False, replicationFactor_=self._replicas)
-        self._streams[handle] = s
-        return s
-
-    def addRemoteBuffer(self, handle: str, type_: Type | object, numElements: int, repeats: int = 1,
-                        rearrangeOnHost: bool = False, optimisedForMemory: bool = False) -> RemoteBuffer:
-        """A buffer of ``repeats`` rows of ``numElements`` elements in Streaming Memory, the DRAM
-        beside the IPUs: each replica has rows of its own, which programs copy to and from tile
-        memory (``program.Copy``) and the host reads and writes by row. No tile memory is used;
-        rows take host memory when first written (a row never written reads as zeros).
-        ``rearrangeOnHost`` and ``optimisedForMemory`` are Poplar's layout hints: accepted, with no
-        effect here."""
-        self._new_handle(handle, "addRemoteBuffer", RemoteBufferError)
-        what = f"addRemoteBuffer('{handle}')"
-        hints = [checked_bool(v, f"{what}: {k}") for k, v in (("rearrangeOnHost", rearrangeOnHost),
-                                                               ("optimisedForMemory", optimisedForMemory))]
-        buffer = RemoteBuffer(handle, asType(type_), checked_int(numElements, f"{what}: numElements", 1),
-                              checked_int(repeats, f"{what}: repeats", 1), *hints, owner=self._vars.token)
-        if not self._target.supportsRemoteBuffers():
-            raise RemoteBufferError(f"{what}: the target ({self._target.getTargetArchString()}) has no "
-                                    "Streaming Memory: remote buffers need IPU-Machines (ipu2, ipu21)")
-        self._remote_buffers[handle] = buffer
-        return buffer
-
-    def addFunction(self, program: Program) -> Function:
-        """Register control code once; run it with ``program.Call(function)``."""
-        if not isinstance(program, Program):
-            raise InvalidArgumentError(f"addFunction needs a program, got {type(program).__name__} "
-                                       f"{program!r:.40}")
-        self._functions.append(program)
-        return Function(len(self._functions) - 1, self._vars.token)
-
-    def addHostFunction(self, handle: str, inputs: Any, outputs: Any) -> HostFunction:
-        """A function of the host that ``program.Call(f, inputTensors, outputTensors)`` runs, with
-        ``inputs`` and ``outputs`` lists of ``(type, numElements)`` (see :mod:`poplar_py.host_function`);
-        ``Engine.connectHostFunction`` gives it its Python function."""
-        self._new_handle(handle, "addHostFunction")
-        what = f"addHostFunction('{handle}')"
-        f = HostFunction(handle, checked_arguments(inputs, f"{what}: inputs"),
-                         checked_arguments(outputs, f"{what}: outputs"), self._vars.token)
-        self._host_functions[handle] = f
-        return f
 
     # ---- dumps -------------------------------------------------------------------------------
     def outputVertexGraph(self, file: Any, progs: Any = None) -> None:
         """Write the vertex graph (each vertex, the variables it is connected to, an edge per field)
         as Graphviz dot to ``file``, a path or an open file; given programs, only the compute sets
-        they execute (:mod:`poplar_py.graph_dump`)."""
+        they execute (:mod:`poplar_py.builder.graph_dump`)."""
         self._dump(file, progs, graph_dump.vertex_graph, "outputVertexGraph")
 
     def outputComputeGraph(self, file: Any, progs: Any = None) -> None:
@@ -821,7 +419,7 @@ class Graph:
     def serialize(self, file: Any, *args: Any) -> None:
         """Write the graph to ``file`` (a path or an open file): ``serialize(file[, progs][,
         format])`` with ``poplar.SerializationFormat.JSON`` (the default) or ``Binary``. The format
-        is described in :mod:`poplar_py.graph_dump`."""
+        is described in :mod:`poplar_py.builder.graph_dump`."""
         programs, fmt = graph_dump.programs_and_format(args, "serialize")
         graph_dump.write(file, graph_dump.serialized(self.freeze(), programs, fmt), "serialize")
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .arguments import checked_int
+from .checks.arguments import checked_int
 from .errors import GraphConnectionError, InvalidArgumentError, UnknownFieldError
 from .tensor import Tensor
 from .types import Type

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arguments import checked_int
+from .checks.arguments import checked_int
 from .errors import InvalidArgumentError
 from .types import Type, asType
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import checked_int, checked_str
+from .checks.arguments import checked_int, checked_str
 from .compiler.computeset import ComputeSetPlan
 from .errors import InvalidArgumentError, UnknownFieldError
 from .handles import ComputeSet

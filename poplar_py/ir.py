@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .field_store import FieldColumns
+from .builder.field_store import FieldColumns
+from .builder.variable_table import VariableTable
 from .handles import DataStream, RemoteBuffer
 from .program import Program
-from .regions import IntervalMap, Runs
+from .regions.interval_map import IntervalMap
+from .regions.runs import Runs
 from .target import Target
 from .types import Type
-from .variables import VariableTable
 from .vertex import Vertex
 
 _I64 = np.int64

@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from .arguments import is_int
+from .checks.arguments import is_int
 from .debug import debug_name, label
 from .errors import GraphReplicationError, ProgramArgumentError, ProgramError, RemoteBufferError, StreamError
 from .handles import ComputeSet, DataStream, Function, RemoteBuffer

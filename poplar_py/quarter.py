@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import cast_values, checked_values
+from .checks.arguments import cast_values, checked_values
 from .errors import InvalidArgumentError
 from .tensor import Tensor
 from .types import QUARTER_METADATA, Type, asType

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .codelet.types import cast_value
+from .codelet.type_rules import cast_value
 from .errors import InvalidArgumentError
 from .types import FLOAT, HALF, INT, SHORT, UNSIGNED_INT, UNSIGNED_SHORT, Type
 

@@ -1,23 +1,34 @@
-"""The simulated device: IPUModel, Device, DeviceManager and Target.
+"""The simulated device: IPUModel, Target and Device (poplar/IPUModel.hpp, Target.hpp, Device.hpp).
 
 An :class:`IPUModel` describes the IPU the program runs on (tile count, memory per
 tile, worker threads, clock, exchange bandwidth). ``createDevice()`` freezes those
-figures into a :class:`Target` that graphs are built for.
+figures into a :class:`Target` that graphs are built for; each IPU version starts from its
+architecture's figures (:mod:`poplar_py.cycles.architectures`). :mod:`poplar_py.device_manager`
+lists the devices of a simulated Pod.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .arguments import checked_int
-from .calibration import HARDWARE, IPU_MODEL, Calibration
+from .checks.arguments import checked_int
 from .codelet.repeat import RPT_MAX_COUNT
-from .errors import InvalidArgumentError, InvalidMachineModelError, PoplarError
+from .cycles.architectures import (
+    AMP_COMMON,
+    AMP_CYCLES_PER_FIELD_POSITION,
+    AMP_FIELDS,
+    AMP_PRESETS,
+    PRESETS,
+    STREAMING_MEMORY_BANDWIDTH,
+    STREAMING_MEMORY_LATENCY,
+    STREAMING_PRESETS,
+)
+from .cycles.calibration import IPU_MODEL, Calibration
+from .errors import InvalidArgumentError, InvalidMachineModelError
 from .types import Type, asType
 from .version import __version__
 
@@ -32,46 +43,6 @@ class TargetType(enum.Enum):
     IPU_MODEL = "IPU_MODEL"
     CPU = "CPU"
 
-
-# Tile counts, memory and clocks: docs/cycle_model.md. "ipu21" is a Bow IPU: the GC200 die of the
-# Mk2 at the Bow-2000's 1.85 GHz.
-_PRESETS = {
-    "ipu1": dict(tilesPerIPU=1216, memoryBytesPerTile=262_144, tileClockFrequency=1.6e9),
-    "ipu2": dict(tilesPerIPU=1472, memoryBytesPerTile=638_976, tileClockFrequency=1.33e9),
-    "ipu21": dict(tilesPerIPU=1472, memoryBytesPerTile=638_976, tileClockFrequency=1.85e9),
-}
-
-# Streaming Memory (docs/cycle_model.md, "Streaming Memory"): the DRAM an IPU-Machine's IPU-Gateway
-# holds beside its 4 IPUs (IPU-M2000 and Bow-2000 datasheets: up to 256 GB), reached over the
-# Gateway's PCIe Gen4 x8 link (IPU-M2000 BMC user guide), 15.75 GB/s each way, which the machine's
-# IPUs share. The C2 card of Mk1 IPUs has none.
-_STREAMING_PRESETS = {
-    "ipu1": dict(ipusPerMachine=2, streamingMemoryBytesPerMachine=0),
-    "ipu2": dict(ipusPerMachine=4, streamingMemoryBytesPerMachine=256 * 2**30),
-    "ipu21": dict(ipusPerMachine=4, streamingMemoryBytesPerMachine=256 * 2**30),
-}
-STREAMING_MEMORY_BANDWIDTH = 16e9 * 8 * 128 / 130 / 8  # PCIe Gen4 x8: 16 GT/s a lane, 128b/130b coding
-STREAMING_MEMORY_LATENCY = 2e-6  # seconds a transfer takes to start (an assumption: PCIe and DRAM)
-
-# The Accumulating Matrix Product (AMP) units of a tile, per architecture, under Poplar's IPUModel
-# field names, read off PopLibs: its AMP vertices exist for half inputs with half partials on 8
-# (Mk1) and 16 (Mk2) units, half with float partials on 8 (a float partial leaves at 64 bits a
-# cycle, which caps the 16.32 units at pipeline depth x 2 = 8 on both), float on 8 and 16; inputs
-# stream at 64 bits a cycle; Mk2 loads coefficients at 128 bits (ld128), Mk1 at 64. With PopLibs'
-# AMP core loop (a field position's inputs take 4 cycles for half, 8 for float) these give the
-# published peaks: Mk1 GC2 124.5 TFLOPS half and 31.1 float, Mk2 GC200 250 (FP16.16) and 62.5.
-_AMP_PRESETS = {
-    "ipu1": dict(fp16InFp16OutConvUnitsPerTile=8, fp16InFp32OutConvUnitsPerTile=8,
-                 fp32InFp32OutConvUnitsPerTile=8, convUnitCoeffLoadBytesPerCycle=8),
-    "ipu2": dict(fp16InFp16OutConvUnitsPerTile=16, fp16InFp32OutConvUnitsPerTile=8,
-                 fp32InFp32OutConvUnitsPerTile=16, convUnitCoeffLoadBytesPerCycle=16),
-}
-_AMP_PRESETS["ipu21"] = _AMP_PRESETS["ipu2"]  # the same GC200 tiles
-_AMP_COMMON = dict(fp16ConvUnitInputLoadElemsPerCycle=4, fp32ConvUnitInputLoadElemsPerCycle=2,
-                   fp16ConvUnitMaxPipelineDepth=4, fp32ConvUnitMaxPipelineDepth=4)
-#: cycles the AMP takes per field position of one pass (PopLibs' 1x1 core loop), by input type
-AMP_CYCLES_PER_FIELD_POSITION = {"half": 4, "float": 8}
-_AMP_FIELDS = (*_AMP_PRESETS["ipu2"], *_AMP_COMMON)
 
 # Defaults that `poplar-py run --tiles/--ipus/--arch` installs for IPUModel() calls.
 _cli_defaults: dict[str, object] = {}
@@ -116,10 +87,10 @@ class IPUModel:
         if not isinstance(version, str):
             raise InvalidArgumentError(f"IPUModel: the IPU version is a string such as 'ipu2', got "
                                        f"{type(version).__name__} {version!r:.40}")
-        if version not in _PRESETS:
+        if version not in PRESETS:
             raise InvalidMachineModelError(
-                f"IPUModel: unknown IPU version {version!r:.40}; valid versions: {', '.join(_PRESETS)}")
-        preset = _PRESETS[version]
+                f"IPUModel: unknown IPU version {version!r:.40}; valid versions: {', '.join(PRESETS)}")
+        preset = PRESETS[version]
         self.IPUVersion = version
         self.numIPUs = int(_cli_defaults.get("numIPUs", 1))  # type: ignore[call-overload]
         self.tilesPerIPU = int(_cli_defaults.get("tilesPerIPU", preset["tilesPerIPU"]))  # type: ignore[call-overload]
@@ -135,12 +106,12 @@ class IPUModel:
         self.syncCycles = 150  # one internal barrier (an assumption: see docs/cycle_model.md)
         self.globalSyncCycles: int | None = None  # None: PopLibs' model, 2 x 15 ns x f x (1 + numIPUs // 4)
         self.ipuLinkBandwidth = 32e9  # bytes/s each way, per IPU-Link (Mk2: 10 links, 320 GB/s)
-        self.ipuLinkTopology = "ladder"  # or "torus" (compiler/fabric.py)
-        self.ipusPerMachine = _STREAMING_PRESETS[version]["ipusPerMachine"]
-        self.streamingMemoryBytesPerMachine = _STREAMING_PRESETS[version]["streamingMemoryBytesPerMachine"]
+        self.ipuLinkTopology = "ladder"  # or "torus" (cycles/fabric.py)
+        self.ipusPerMachine = STREAMING_PRESETS[version]["ipusPerMachine"]
+        self.streamingMemoryBytesPerMachine = STREAMING_PRESETS[version]["streamingMemoryBytesPerMachine"]
         self.streamingMemoryBandwidth = STREAMING_MEMORY_BANDWIDTH  # bytes/s each way, per IPU-Machine
         self.streamingMemoryLatency = STREAMING_MEMORY_LATENCY  # seconds per transfer
-        for name, value in {**_AMP_PRESETS[version], **_AMP_COMMON}.items():
+        for name, value in {**AMP_PRESETS[version], **AMP_COMMON}.items():
             setattr(self, name, value)
 
     def createDevice(self, options: dict | None = None, accurateHalf: bool = False,
@@ -193,7 +164,7 @@ class Target:
         ints = dict(numIPUs=m.numIPUs, tilesPerIPU=m.tilesPerIPU, bytesPerTile=m.memoryBytesPerTile,
                     numWorkerContexts=m.numWorkerContexts, ipusPerMachine=m.ipusPerMachine,
                     exchangeBytesPerCycle=m.exchangeBytesPerCycle, dataPathWidth=m.dataPathWidth,
-                    **{name: getattr(m, name) for name in _AMP_FIELDS})
+                    **{name: getattr(m, name) for name in AMP_FIELDS})
         for name, value in ints.items():
             if not _is_number(value) or int(value) != value or value < 1:
                 raise InvalidMachineModelError(f"IPUModel.{_model_field(name)} must be a positive "
@@ -230,7 +201,7 @@ class Target:
             streamingMemoryBytesPerMachine=int(m.streamingMemoryBytesPerMachine),
             streamingMemoryBandwidth=float(m.streamingMemoryBandwidth),
             streamingMemoryLatency=float(m.streamingMemoryLatency),
-            **{name: int(getattr(m, name)) for name in _AMP_FIELDS})
+            **{name: int(getattr(m, name)) for name in AMP_FIELDS})
 
     @staticmethod
     def createIPUTarget(numIPUs: int = 1, tilesPerIPU: int | None = None,
@@ -513,99 +484,3 @@ class Device:
     def createCPUDevice(numIPUs: int = 1) -> Device:
         """One tile per IPU, as Poplar's CPU device (:meth:`Target.createCPUTarget`)."""
         return Device(Target.createCPUTarget(numIPUs=numIPUs))
-
-
-#: IPUs in the simulated machine that DeviceManager lists: one IPU-POD64.
-SYSTEM_IPUS = 64
-
-
-class DeviceManager:
-    """The devices of a simulated IPU-POD64 of Mk2 IPUs, numbered as Poplar numbers a Pod's: ids
-    0-63 are the IPUs one by one, 64-95 pairs of them, 96-111 fours, then eights, sixteens,
-    thirty-twos, and 126 all 64. Each device is what ``IPUModel()`` describes (so ``poplar-py run
-    --tiles/--arch`` apply) with its number of IPUs, reporting ``TargetType.IPU``: the hardware
-    path, whose cycle model is calibrated against hardware measurements (host I/O, syncs, no
-    ``setPerfEstimate``; :mod:`poplar_py.calibration`)."""
-
-    @staticmethod
-    def createDeviceManager() -> DeviceManager:
-        return DeviceManager()
-
-    def getNumDevices(self) -> int:
-        return 2 * SYSTEM_IPUS - 1
-
-    def getDevices(self, targetType: TargetType | Mapping | None = None, requiredNumIPUs: int = 1,
-                   options: Mapping | None = None) -> list[Device]:
-        """Every device (no arguments, or only options), or those of ``requiredNumIPUs`` IPUs: a
-        power of two up to 64, else none, as on a Pod. ``TargetType.IPU_MODEL`` gives one
-        ``IPUModel()`` device of that many IPUs; ``CPU`` none."""
-        if targetType is None or isinstance(targetType, Mapping):
-            return [self.getDevice(i) for i in range(self.getNumDevices())]
-        if not isinstance(targetType, TargetType):
-            raise InvalidArgumentError(f"getDevices: targetType must be a poplar.TargetType, got "
-                                       f"{type(targetType).__name__} {targetType!r:.40}")
-        n = checked_int(requiredNumIPUs, "getDevices: requiredNumIPUs", 1)
-        if targetType is TargetType.IPU_MODEL:
-            m = IPUModel()
-            m.numIPUs = n
-            return [m.createDevice()]
-        if targetType is TargetType.CPU or n > SYSTEM_IPUS or n & (n - 1):
-            return []
-        first = sum(SYSTEM_IPUS // s for s in _sizes() if s < n)
-        return [self.getDevice(first + k) for k in range(SYSTEM_IPUS // n)]
-
-    def tryAcquireAvailableDevice(self, numIPUs: int, tilesPerIPU: int = 0,
-                                  options: Mapping | None = None) -> Device | None:
-        """An attached device of ``numIPUs`` IPUs (``tilesPerIPU`` > 0: a virtual device of that
-        many tiles an IPU), or None when the Pod has none of that size. A simulated Pod's devices
-        are never busy, so the first of that size is taken."""
-        devices = self.getDevices(TargetType.IPU, numIPUs, options)
-        if not devices:
-            return None
-        tiles = checked_int(tilesPerIPU, "acquireAvailableDevice: tilesPerIPU")
-        device = devices[0].createVirtualDevice(tiles) if tiles else devices[0]
-        device.attach()
-        return device
-
-    def acquireAvailableDevice(self, numIPUs: int, tilesPerIPU: int = 0,
-                               options: Mapping | None = None) -> Device:
-        """As :meth:`tryAcquireAvailableDevice`, raising PoplarError when there is no such device."""
-        device = self.tryAcquireAvailableDevice(numIPUs, tilesPerIPU, options)
-        if device is None:
-            raise PoplarError(f"acquireAvailableDevice: the simulated IPU-POD{SYSTEM_IPUS} has no device of "
-                              f"{numIPUs} IPUs (a power of two up to {SYSTEM_IPUS})")
-        return device
-
-    def acquireDeviceById(self, deviceManagerId: int, options: Mapping | None = None) -> Device:
-        """The device with id ``deviceManagerId``, attached."""
-        device = self.getDevice(deviceManagerId, options)
-        device.attach()
-        return device
-
-    def getDevice(self, deviceManagerId: int, options: Mapping | None = None) -> Device:
-        """The device with id ``deviceManagerId`` (see the class)."""
-        did = checked_int(deviceManagerId, "getDevice: deviceManagerId")
-        if did >= self.getNumDevices():
-            raise InvalidArgumentError(f"getDevice: no device {did}: the simulated IPU-POD{SYSTEM_IPUS} has "
-                                       f"devices 0..{self.getNumDevices() - 1}")
-        size, index = _group_of(did)
-        m = IPUModel()
-        m.numIPUs = size
-        return Device(replace(Target._from_model(m), targetType=TargetType.IPU, calibration=HARDWARE), did,
-                      list(range(index * size, (index + 1) * size)))
-
-
-def _sizes() -> list[int]:
-    """The numbers of IPUs a device of the simulated Pod can have: 1, 2, 4, ... SYSTEM_IPUS."""
-    return [1 << k for k in range(SYSTEM_IPUS.bit_length())]
-
-
-def _group_of(deviceId: int) -> tuple[int, int]:
-    """(IPUs, index among the devices of that many IPUs) of a simulated Pod's device: ids run
-    through the devices of 1 IPU, then of 2, ..."""
-    index = deviceId
-    for size in _sizes():
-        if index < SYSTEM_IPUS // size:
-            break
-        index -= SYSTEM_IPUS // size
-    return size, index

@@ -259,7 +259,7 @@ def _forge(ir: Any, compiled: Any, options: Any, choice: int) -> tuple[Any, Any,
     choices: list[Callable[[], tuple[Any, Any, Any]]] = [
         lambda: (ir, replace(compiled, layout=None), options),
         lambda: (ir, replace(compiled, target="ipu2"), options),
-        lambda: (ir, replace(compiled, lowered=replace(compiled.lowered, runners=[7])), options),
+        lambda: (ir, replace(compiled, lowered=replace(compiled.lowered, tables=[7])), options),
         lambda: (ir, replace(compiled, streams={1: 2}), options),
         lambda: (ir, compiled, replace(options, values={"a": 1})),
         lambda: (replace(ir, variables=None), compiled, options),

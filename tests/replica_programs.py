@@ -15,7 +15,7 @@ tile (``virtual_graph_control``, ``collectives``, ``collectives_two_ipus``, ``tu
 gcl's rotations as one MultiVertex per tile, in place (``collectives``, ``collectives_two_ipus``,
 ``tutorial5``: fewer vertices, less vertex state, one work buffer; cycles unchanged), and when the loss's
 vertices got PopLibs' estimators (``tutorial5``: one-hot encoding, arg max, accuracy). With
-per-IPU timelines (compiler/timeline.py) a tile counts only the steps its IPU takes part in:
+per-IPU timelines (cycles/timeline.py) a tile counts only the steps its IPU takes part in:
 ``index_scale``, ``virtual_graph_control`` and ``collectives_two_ipus`` have steps on some IPUs
 only (a print from replica 0, work on each replica's first IPU), so the tile averages of the
 others got shorter (sync, host, global exchange); every total stayed as it was, and the

@@ -11,7 +11,7 @@ import pytest
 import poplar_py as poplar
 from poplar_py import Input, MultiVertex, Output, Vector, VectorList, Vertex
 from poplar_py import program as prog
-from poplar_py.bulk import Rows
+from poplar_py.builder.bulk_vertices import Rows
 from poplar_py.errors import (
     GraphConnectionError,
     InvalidArgumentError,

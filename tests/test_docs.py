@@ -2,8 +2,8 @@
 
 * No file (Python, TOML, Markdown, cfg) refers to a document outside the repository: no design
   notes by section number, no path into a shared folder.
-* Every module a document or a docstring names exists: ``poplar_py.compiler.world`` (the part
-  after the module may name one of its attributes), ``compiler/world.py``, ``docs/api.md``; the
+* Every module a document or a docstring names exists: ``poplar_py.runtime.mpi_world`` (the part
+  after the module may name one of its attributes), ``runtime/mpi_world.py``, ``docs/api.md``; the
   module names from before the codelet language moved to ``poplar_py/codelet/`` are gone.
 * Every relative link in ``docs/*.md`` leads to a file of the repository.
 
@@ -92,8 +92,8 @@ def _module_exists(dotted: str) -> bool:
 
 @functools.cache
 def _suffixes() -> frozenset[str]:
-    """Every trailing part of every file path: ``compiler/world.py`` matches
-    ``poplar_py/compiler/world.py``."""
+    """Every trailing part of every file path: ``runtime/mpi_world.py`` matches
+    ``poplar_py/runtime/mpi_world.py``."""
     out = set()
     for f in repo_files():
         parts = f.split("/")
@@ -186,9 +186,9 @@ def test_docs_index_lists_every_page():
 
 
 def test_architecture_walks_every_compiler_pass():
-    """Every pass of compiler/pipeline.py's PASSES is named in the walk-through (read from the
+    """Every pass of compiler/graph_compiler.py's PASSES is named in the walk-through (read from the
     source, not imported: importing poplar_py would take most of a second)."""
-    source = (ROOT / "poplar_py/compiler/pipeline.py").read_text(encoding="utf-8")
+    source = (ROOT / "poplar_py/compiler/graph_compiler.py").read_text(encoding="utf-8")
     table = source[source.index("\nPASSES"):]
     names = re.findall(r'^\s+\("([^"]+)", _\w+', table[:table.index("\n]")], re.M)
     assert len(names) >= 10

@@ -215,11 +215,11 @@ def test_a_payload_that_is_not_an_executable_is_named(tmp_path):
         (tmp_path / f"{name}.exe").write_bytes(_file(payload))
         with pytest.raises(ExecutableError, match=rf"'.*{name}\.exe' does not hold an executable: {message}"):
             poplar.Executable.deserialize(tmp_path / f"{name}.exe")
-    lowered = dataclasses.replace(compiled.lowered, runners=[*compiled.lowered.runners, "runner"])
+    lowered = dataclasses.replace(compiled.lowered, tables=[*compiled.lowered.tables, "tables"])
     forged = {
         "layout": (dataclasses.replace(compiled, layout=None), r"payload\[1\]\.layout is of type NoneType"),
-        "runners": (dataclasses.replace(compiled, lowered=lowered), r"payload\[1\]\.lowered\.runners item is "
-                    "of type str, not ComputeSetRunner"),
+        "tables": (dataclasses.replace(compiled, lowered=lowered), r"payload\[1\]\.lowered\.tables item is "
+                   "of type str, not ComputeSetTables"),
         "arena": (dataclasses.replace(compiled, layout=dataclasses.replace(compiled.layout, tile_base=None)),
                   "its compiled graph has no tile memory"),
     }

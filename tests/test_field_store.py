@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from poplar_py.field_store import FieldStore
+from poplar_py.builder.field_store import FieldStore
 
 
 def _ids(*vids):

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import poplar_py as poplar
-from poplar_py.inline_codelets import inline_source, is_inline, module_name
+from poplar_py.vertex_types.inline import inline_source, is_inline, module_name
 
 PROGRAM = textwrap.dedent('''
     """Run as __main__ by runpy."""

@@ -26,7 +26,7 @@ def test_a_non_editable_install_runs_a_tutorial_outside_the_source_tree(tmp_path
     assert not (site / "codelets").exists()  # no top-level package of that name
     assert (site / "poplibs_py" / "codelets" / "popops" / "reduce.py").is_file()
     for name in ("viewer.html", "viewer.css", "viewer.js"):  # the HTML profile viewer's files
-        assert (site / "poplar_py" / "viewer" / name).is_file()
+        assert (site / "poplar_py" / "profile" / "viewer" / name).is_file()
     work = tmp_path / "work"
     work.mkdir()
     shutil.copy(ROOT / "tutorials" / "tut2_operations" / "tut2.py", work)

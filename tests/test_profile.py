@@ -11,7 +11,7 @@ import pytest
 import poplar_py as poplar
 from poplar_py import InOut, MultiVertex, Vertex
 from poplar_py import program as prog
-from poplar_py.profile import summary
+from poplar_py.profile.report import summary
 
 
 class Bump(Vertex):

@@ -26,9 +26,9 @@ from pipelines import Stage, pipeline_report
 import poplar_py as poplar
 from poplar_py import InOut, Vertex, target
 from poplar_py import program as prog
-from poplar_py.engine import write_profile_reports
-from poplar_py.profile import MAX_NAMES_PER_TILE, expand
-from poplar_py.profile_html import render_html, write_html
+from poplar_py.profile.html import render_html, write_html
+from poplar_py.profile.report import MAX_NAMES_PER_TILE, expand
+from poplar_py.profile.report_files import write_profile_reports
 
 ROOT = Path(__file__).resolve().parents[1]
 TUT7 = ROOT / "tutorials" / "tut7_matrix_vector_opt" / "tut7.py"

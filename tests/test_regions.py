@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from poplar_py.regions import (
-    IntervalMap,
-    Runs,
-    arithmetic_groups,
-    first_alike,
-    first_equal,
-    paint,
-    union,
-    union_grouped,
-    unique_sorted,
-)
+from poplar_py.regions.arrays import first_alike, first_equal, paint, union, union_grouped, unique_sorted
+from poplar_py.regions.interval_map import IntervalMap
+from poplar_py.regions.runs import Runs, arithmetic_groups
 
 
 def random_runs(rng: np.random.Generator, n: int, strides=(-3, -1, 0, 1, 1, 1, 2, 5)) -> Runs:

@@ -10,7 +10,7 @@ from support import element_ids, make_graph
 
 import poplar_py as poplar
 from poplar_py import Interval
-from poplar_py import boxes as bx
+from poplar_py.builder import box_views as bx
 
 # ---- helpers ---------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import llvmlite.ir as ir
 
 from .exprs import ERR_STRUCT, I32, I64, ExprLowering
 from .lanes import first_lane
-from .types import ERR_CYCLE_BUDGET, ERR_INTERRUPTED
+from .type_rules import ERR_CYCLE_BUDGET, ERR_INTERRUPTED
 
 #: the most turns of a range loop between two checks
 CHUNK_TURNS = 4096

@@ -22,7 +22,7 @@ from .lanes import first_lane
 from .ops import MathLib, ScalarOps
 from .short_vec import ShortVectorLowering, register, short_vector_call, vector_type
 from .source import ParsedCodelet
-from .types import (
+from .type_rules import (
     BUFFER_ENTRY,
     ERR_OUT_OF_BOUNDS,
     PY_INT,
@@ -51,7 +51,7 @@ COSTS = {
 MATH_COST = 20  # every other math function
 #: integer operations done when compiling when both operands are constants (unrolled indices)
 _FOLDED = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul}
-STATUS_OK = 0  # otherwise compute returns an ERR_* code (codelet/types.py) after filling the record
+STATUS_OK = 0  # otherwise compute returns an ERR_* code (codelet/type_rules.py) after filling the record
 I64, I32, I8, I1 = ir.IntType(64), ir.IntType(32), ir.IntType(8), ir.IntType(1)
 PTR = ir.PointerType()
 ERR_STRUCT = ir.LiteralStructType([I64] * 6)  # vertex, code, field, index, size, line

@@ -33,8 +33,8 @@ from .fp_rules import (
 )
 from .ops import DOUBLE, FLOAT, HALF, I1, I32, I64, MathLib, ScalarOps
 from .source import FunctionSource
+from .type_rules import F32, ScalarType
 from .typed_locals import declared_locals
-from .types import F32, ScalarType
 
 I8 = ir.IntType(8)
 _ERR = ir.LiteralStructType([I64] * 6)  # the error record: vertex, code, field, index, size, line

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .types import cast_value
+from .type_rules import cast_value
 
 INV, DIV0, OFLO, ESR, NANOO = 1, 2, 4, 8, 16
 #: error code of a vertex stopped by a floating-point exception (``field``: the kind)

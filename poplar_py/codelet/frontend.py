@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..cdivision import cdiv, cmod
 from ..errors import CodeletCompileError
 from ..short_vectors import ShortVector
 from ..templates import Policy, TypeParam
 from ..types import Type
 from ..vertex import LocalArray, Vertex
+from .c_division import cdiv, cmod
 from .prints import check_print, is_print
 from .source import (
     BUILTINS,

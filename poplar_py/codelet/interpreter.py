@@ -8,7 +8,7 @@ as Python functions (same code objects, so breakpoints work) whose globals see `
 with IEEE results instead of Python's exceptions (libm called directly, the same functions the
 native kernels call: ``expf`` when every argument is a numpy float32 or half, returning np.float32,
 else ``exp``) and a saturating ``int()``: the same semantics as compiled kernels (see
-:mod:`poplar_py.codelet.types`), and a ``print`` that hands its text to the compute set's output
+:mod:`poplar_py.codelet.type_rules`), and a ``print`` that hands its text to the compute set's output
 with the vertex and worker printing (:mod:`poplar_py.codelet.prints`), as a compiled kernel's
 print does.
 
@@ -53,8 +53,7 @@ from .source import (
     Resolved,
     helper_key,
 )
-from .typed_locals import typed_function
-from .types import (
+from .type_rules import (
     BUFFER_ENTRY,
     ERR_ASSERTION,
     ERR_DTYPE,
@@ -64,6 +63,7 @@ from .types import (
     VECTOR_LIST_ENTRY_DTYPE,
     cast_value,
 )
+from .typed_locals import typed_function
 
 _I64 = np.dtype(np.int64)
 _SINGLE = (np.float32, np.float16)  # math arguments that select the float32 libm functions

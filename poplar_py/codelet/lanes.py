@@ -28,7 +28,7 @@ import llvmlite.ir as ir
 from ..vertex import Direction, FieldKind
 from .inference import FunctionTypes, TypedCodelet, is_range
 from .short_vec import short_vector_call
-from .types import PolicyType, ScalarType, ShortVecType, VectorType
+from .type_rules import PolicyType, ScalarType, ShortVecType, VectorType
 
 #: two chains hide most of an add's latency; more lanes read more short streams at once than
 #: the memory system serves well (measured on tutorial 7: 2 lanes 1.5x faster, 4 none, 8 slower)

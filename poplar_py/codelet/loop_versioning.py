@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
 
-from .types import CType, ScalarType, VectorType
+from .type_rules import CType, ScalarType, VectorType
 
 I128 = ir.IntType(128)
 I64 = ir.IntType(64)

@@ -1,8 +1,8 @@
 """Scalar operations for codelet codegen: conversions, arithmetic with numpy semantics, math calls.
 
 Everything here emits straight-line llvmlite IR for one operation on values whose codelet types
-(:class:`ScalarType`) are known; the rules are documented in :mod:`poplar_py.codelet.types`. Half values are
-converted through float32 for everything except + - * / so that no compiler-rt helper is ever
+(:class:`ScalarType`) are known; the rules are documented in :mod:`poplar_py.codelet.type_rules`.
+Half values are converted through float32 for everything except + - * / so that no compiler-rt helper is ever
 needed, and float64 -> half goes through float32 with round-to-odd (exact, like numpy).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from .fastmath import FAST_FUNCTIONS, declare, fast_call
-from .types import F32, PY_INT, ScalarType, cast_value, math_precision
+from .type_rules import F32, PY_INT, ScalarType, cast_value, math_precision
 
 I64, I32, I1 = ir.IntType(64), ir.IntType(32), ir.IntType(1)
 FLOAT, DOUBLE, HALF = ir.FloatType(), ir.DoubleType(), ir.HalfType()
@@ -65,7 +65,7 @@ class ScalarOps:
         return ir.Constant(ty, float(v)) if t.is_float else ir.Constant(ty, _signed(int(v), t.bits))  # type: ignore
 
     def convert(self, v: ir.Value, src: ScalarType, dst: ScalarType) -> ir.Value:
-        """Convert by the codelet rules (see codelet/types.py, cast_value); constants are folded here."""
+        """Convert by the codelet rules (see codelet/type_rules.py, cast_value); constants are folded here."""
         if src.kind == dst.kind and src.bits == dst.bits:
             return v
         if isinstance(v, ir.Constant) and isinstance(v.constant, (int, float)):

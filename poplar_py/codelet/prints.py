@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .types import ScalarType
+from .type_rules import ScalarType
 
 #: the external function a printing kernel calls: (state record, worker, layout, values)
 CALLBACK_SYMBOL = "poplar_py_codelet_print"

@@ -21,7 +21,7 @@ import llvmlite.ir as ir
 from ..short_vectors import ShortVector
 from .ops import ScalarOps
 from .source import FunctionSource
-from .types import BOOL, OP_SYMBOLS, CType, ScalarType, ShortVecType, VectorType, scalar_of
+from .type_rules import BOOL, OP_SYMBOLS, CType, ScalarType, ShortVecType, VectorType, scalar_of
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 _ARITHMETIC = {ast.Add: ("fadd", "add"), ast.Sub: ("fsub", "sub"), ast.Mult: ("fmul", "mul"),

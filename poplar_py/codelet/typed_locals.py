@@ -11,7 +11,7 @@ whose assignments to declared locals are wrapped in the compiler's conversion:
 * a parameter declared in the body (``def f(x): x: HALF = x``) converts on entry, as the inlined
   helper's parameter slot does.
 
-``conv`` is :func:`~poplar_py.codelet.types.cast_value` to the type's dtype for poplar types and ``bool``
+``conv`` is :func:`~poplar_py.codelet.type_rules.cast_value` to the type's dtype for poplar types and ``bool``
 (round to nearest, float -> int truncating and saturating with NaN -> 0, int -> int wrapping,
 ``!= 0``); for ``float`` a Python float, and for ``int`` a Python int wrapped (or, from a float,
 saturated) to 64 bits, as the weak f64/i64 registers hold them.
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..types import asType
 from .source import FunctionSource
-from .types import BOOL, PY_FLOAT, PY_INT, ScalarType, cast_value, scalar_of
+from .type_rules import BOOL, PY_FLOAT, PY_INT, ScalarType, cast_value, scalar_of
 
 _I64 = np.dtype(np.int64)
 _F64 = np.dtype(np.float64)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from .inference import FunctionTypes, is_range
 from .repeat import branch_free
-from .types import PY_INT, CType, ScalarType, fold, known
+from .type_rules import PY_INT, CType, ScalarType, fold, known
 
 UNROLL_TRIPS = 64
 UNROLL_NODES = 4096

@@ -29,7 +29,7 @@ from .loop_versioning import (
     plan_loop,
     plan_region,
 )
-from .types import PY_INT, ScalarType, VectorType
+from .type_rules import PY_INT, ScalarType, VectorType
 
 #: LLVM loop options: a name, and a boolean value or none
 UNROLL_OFF = ("llvm.loop.unroll.disable", None)

@@ -19,10 +19,11 @@ import numpy as np
 from .. import program as prog
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
-from ..kernels import Info, codelet_info, written_state
 from ..options import EngineOptions
-from ..regions import Runs, exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
+from ..regions.arrays import exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
+from ..regions.runs import Runs
 from ..vertex import Direction, FieldKind
+from ..vertex_types.backends import Info, codelet_info, written_state
 from .layout import Located, MemoryLayout
 from .mapping import busiest_tiles
 from .passes import working_on

@@ -2,9 +2,9 @@
 
 A :class:`CopyPlan` is computed once, when the engine is built, as *pieces*: piece ``k``
 moves ``count[k]`` elements of ``size[k]`` bytes, read every ``src_step[k]`` bytes and
-written every ``dst_step[k]`` bytes (a contiguous piece is one ``memmove``). It runs
-natively (:mod:`native_copy`) over any two memories: tile to tile, host to tile, tile
-to host. A plan also records the bytes each tile sends and receives, which the cycle
+written every ``dst_step[k]`` bytes (a contiguous piece is one ``memmove``). The runtime
+runs it natively (:mod:`poplar_py.runtime.copies`) over any two memories: tile to tile, host
+to tile, tile to host. A plan also records the bytes each tile sends and receives, which the cycle
 model charges to the exchange phase.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import (
+from ..regions.arrays import (
     exclusive_cumsum,
     expand_ranges,
     first_alike,
@@ -24,12 +24,10 @@ from ..regions import (
     union_grouped,
     unique_sorted,
 )
-from . import native_copy, threads
 
 _I64 = np.int64
-# Below these sizes a copy is not worth handing to several threads.
-_MIN_PIECES_PER_THREAD = 4096
-_MIN_BYTES_PER_THREAD = 1 << 18
+#: below this many pieces a copy is not worth handing to several threads (nor its pieces sorting)
+MIN_PIECES_PER_THREAD = 4096
 _SHORT = 8  # pieces shorter than this on average are run grouped by length
 _SHARE_PIECES = 8  # buffers filled by this many pieces or more are gathered once when shared
 
@@ -178,7 +176,7 @@ class CopyPlan:
         strided = bool((src_step != size).any() or (dst_step != size).any())
         staged = same_memory and (across or count.size > 1 or strided) \
             and _overlap(src, count, src_step, size, dst, dst_step)
-        if disjoint and not staged and count.size > _MIN_PIECES_PER_THREAD and count.mean() < _SHORT:
+        if disjoint and not staged and count.size > MIN_PIECES_PER_THREAD and count.mean() < _SHORT:
             # Many short pieces: grouped by length, the native loop's branches are predictable.
             order = np.argsort(np.minimum(count, _SHORT), kind="stable")
             columns = (src, dst, count, src_step, dst_step, size)
@@ -199,18 +197,6 @@ class CopyPlan:
     def address(self) -> int:
         """Where the piece table is (kept: ctypes takes a microsecond to tell it)."""
         return self.pieces.ctypes.data
-
-    def execute(self, src_base: int, dst_base: int) -> None:
-        """Run the copy between memories at these addresses."""
-        if not len(self):
-            return
-        if not self.staged:
-            _run(self.pieces, self.address, self.steps, self.nbytes, src_base, dst_base)
-            return
-        temp = np.empty(self.nbytes + 8, dtype=np.uint8)
-        into, out_of = self.staging
-        into.execute(src_base, temp.ctypes.data)
-        out_of.execute(temp.ctypes.data, dst_base)
 
     @functools.cached_property
     def staging(self) -> tuple[CopyPlan, CopyPlan]:
@@ -260,10 +246,6 @@ class SharedGather:
     def traffic(self) -> TileTraffic:
         return self.gather.traffic
 
-    def execute(self, src_base: int, dst_base: int) -> None:
-        self.gather.execute(src_base, dst_base)
-        self.replicate.execute(dst_base, dst_base)
-
 
 def gather_into_buffers(src: np.ndarray, dst: np.ndarray, count: np.ndarray, step: np.ndarray,
                         size: np.ndarray, buffer: np.ndarray, start: np.ndarray,
@@ -311,21 +293,6 @@ def _table(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.nda
         return np.stack((src, dst, count), axis=1).astype(_I64), (int(src_step[0]), int(dst_step[0]),
                                                                     int(size[0]))
     return np.stack((src, dst, count, src_step, dst_step, size), axis=1).astype(_I64).reshape(-1, 6), None
-
-
-def _run(pieces: np.ndarray, address: int, steps: tuple[int, int, int] | None, nbytes: int, src_base: int,
-         dst_base: int) -> None:
-    """The native copy of these pieces (their table at ``address``), split over threads when it
-    is large."""
-    n = pieces.shape[0]
-    parts = threads.split(n, _MIN_PIECES_PER_THREAD) if nbytes >= _MIN_BYTES_PER_THREAD else [(0, n)]
-    row = pieces.strides[0]
-    if steps is None:
-        threads.run_all(native_copy.copy_pieces(), [
-            (src_base, dst_base, address + row * a, b - a) for a, b in parts])
-    else:
-        threads.run_all(native_copy.copy_uniform(steps[2]), [
-            (src_base, dst_base, address + row * a, b - a, steps[0], steps[1]) for a, b in parts])
 
 
 def _joined(src: np.ndarray, dst: np.ndarray, count: np.ndarray, src_step: np.ndarray, dst_step: np.ndarray,

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..csr_functions import CSR_CYCLES, FloatingPointControl
-from .costs import CostModel, RunRecord, StepCost
+from ..cycles.costs import CostModel, RunRecord, StepCost
 from .exchange import CopyPlan
-from .steps import Machine, Step
-from .world import GATHER, SCATTER, Move
+from .partition import GATHER, SCATTER, Move
+from .steps import Step
 
 if TYPE_CHECKING:  # (lower imports this module)
     from .lower import Lowerer
@@ -52,28 +52,6 @@ class FpControlStep(Step):
     save: CopyPlan | None
     source: CopyPlan | None
     kind: ClassVar[str] = "OnTileExecute"
-
-    def run(self, m: Machine) -> None:
-        fp = m.fp
-        assert fp is not None
-        if fp.rng is None:
-            fp.rng = self.rng
-
-        def one(replica: int) -> None:
-            words = fp.words[replica]
-            if self.save is not None:
-                old = np.ascontiguousarray(words[self.tiles])
-                m.world.scatter(self.save, old.ctypes.data, m.base, replica)
-            if self.source is not None:
-                new = np.empty(self.tiles.size, np.uint32)
-                m.world.gather(self.source, m.base, new, replica)
-                words[self.tiles] = new
-            else:
-                keep = np.uint32(~self.clear & 0xFFFFFFFF)
-                words[self.tiles] = (words[self.tiles] & keep) | np.uint32(self.set)
-
-        m.on_replicas(one, every=True)  # every rank keeps every replica's words
-        m.record.ran(self.id)
 
     def moves(self) -> list[Move]:
         return [*([(SCATTER, self.save, True)] if self.save is not None else []),

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import IntervalMap, Runs, arithmetic_groups, exclusive_cumsum
+from ..regions.arrays import exclusive_cumsum
+from ..regions.interval_map import IntervalMap
+from ..regions.runs import Runs, arithmetic_groups
 from .liveness import Liveness
 from .mapping import TileMapping
 from .packing import pack

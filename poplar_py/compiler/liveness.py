@@ -28,7 +28,8 @@ import numpy as np
 from .. import program as prog
 from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
-from ..regions import Runs, expand_ranges, union_grouped, unique_sorted
+from ..regions.arrays import expand_ranges, union_grouped, unique_sorted
+from ..regions.runs import Runs
 from ..tensor import Tensor
 from ..vertex import Direction
 from .live_ranges import NO_EVENTS, Branch, Call, Events, Leaf, Loop, Region, Solver, While, find, var_union

@@ -1,11 +1,10 @@
 """Pass: lower control programs into executable steps.
 
 Every leaf program becomes a step (:mod:`~poplar_py.compiler.steps`) with a precomputed
-plan (which bytes move where, which kernel runs on which state table) that knows how to
-run itself on a :class:`~poplar_py.compiler.steps.Machine` and what it costs; control
-programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees. One table,
-:data:`STEPS`, says which step each kind of program becomes: lowering dispatches on it,
-and running a step is calling its ``run``.
+plan (which bytes move where, which kernel runs on which state table) that knows what it
+costs; control programs (Sequence, Repeat, loops, If, Switch, Call) become small step trees.
+One table, :data:`STEPS`, says which step each kind of program becomes: lowering dispatches
+on it, and the runtime runs each kind of step (:mod:`poplar_py.runtime.step_runners`).
 
 A replicated graph is lowered once, for one replica: a leaf step's plan runs on every replica's
 memories in turn, and a ``CrossReplicaCopy``'s from each replica's memories to its partner's
@@ -25,12 +24,13 @@ from ..csr_functions import FloatingPointControl
 from ..errors import GraphReplicationError, ProgramError, RemoteBufferError
 from ..handles import DataStream, RemoteBuffer
 from ..ir import GraphIR
-from ..regions import Runs, unique_sorted
+from ..regions.arrays import unique_sorted
+from ..regions.runs import Runs
 from ..tensor import Tensor
+from .compute_set_tables import ComputeSetTables
 from .computeset import ComputeSetPlans
 from .exchange import CopyPlan, TileTraffic, align_pieces, traffic
 from .fp_control import lower_fp_control
-from .host_functions import HostFunctionStep
 from .layout import MemoryLayout
 from .passes import working_on
 from .replicas import Replication
@@ -40,6 +40,7 @@ from .steps import (
     CopyStep,
     CycleStampStep,
     ExecuteStep,
+    HostFunctionStep,
     IfStep,
     PrintStep,
     RemoteCopyStep,
@@ -52,7 +53,6 @@ from .steps import (
     SyncStep,
     WhileStep,
 )
-from .vertex_tables import ComputeSetRunner
 
 _I64 = np.int64
 
@@ -64,7 +64,7 @@ class LoweredPrograms:
     programs: list[Step]
     functions: list[Step]
     leaves: list[Step]
-    runners: list[ComputeSetRunner]  # one per compute set executed
+    tables: list[ComputeSetTables]  # one per compute set executed
 
 
 def host_plan(layout: MemoryLayout, runs: Runs, size: int, to_device: bool) -> tuple[CopyPlan, TileTraffic]:
@@ -93,7 +93,7 @@ class Lowerer:
         self.replication = replication
         self.layout = layout
         self.compute_sets = compute_sets
-        self.runners: dict[int, ComputeSetRunner] = {}
+        self.tables: dict[int, ComputeSetTables] = {}
         self.num_tiles = graph.target.getNumTiles()
         self.tiles_per_ipu = graph.target.getTilesPerIPU()
         self.leaves: list[Step] = []
@@ -137,14 +137,14 @@ class Lowerer:
         ipu = int(located.tile[0]) // self.tiles_per_ipu
         return ScalarRef(int(address[0]), t.elementType().dtype, t.name, ipu)
 
-    def runner(self, cs_id: int) -> ComputeSetRunner:
-        """The runner of a compute set, built once however often it is executed."""
-        runner = self.runners.get(cs_id)
-        if runner is None:
+    def compute_set(self, cs_id: int) -> ComputeSetTables:
+        """The tables of a compute set, built once however often it is executed."""
+        tables = self.tables.get(cs_id)
+        if tables is None:
             plans = self.compute_sets
-            runner = ComputeSetRunner(self.graph, plans.plans[cs_id], self.layout, plans.options)
-            self.runners[cs_id] = runner
-        return runner
+            tables = ComputeSetTables(self.graph, plans.plans[cs_id], self.layout, plans.options)
+            self.tables[cs_id] = tables
+        return tables
 
 
 def _describe(p: prog.Program) -> str:
@@ -160,8 +160,8 @@ def _sequence(lw: Lowerer, p: prog.Sequence) -> Step:
 def _execute(lw: Lowerer, p: prog.Execute) -> Step:
     if p.cs.owner != lw.graph.tensors.token:
         raise ProgramError(f"Execute: compute set '{p.cs.name}' belongs to another graph")
-    runner = lw.runner(p.cs.id)
-    return lw.leaf(ExecuteStep(prog.step_label(p), runner), runner.traffic)
+    tables = lw.compute_set(p.cs.id)
+    return lw.leaf(ExecuteStep(prog.step_label(p), tables), tables.traffic)
 
 
 def _copy(lw: Lowerer, p: prog.Copy) -> Step:
@@ -338,4 +338,4 @@ def lower_programs(graph: GraphIR, programs: list[prog.Program], layout: MemoryL
     lowerer = Lowerer(graph, layout, compute_sets, replication)
     functions = [lowerer.lower(f) for f in graph.functions]
     entries = [lowerer.lower(p) for p in programs]
-    return LoweredPrograms(entries, functions, lowerer.leaves, list(lowerer.runners.values()))
+    return LoweredPrograms(entries, functions, lowerer.leaves, list(lowerer.tables.values()))

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..errors import InvalidTileMappingError
 from ..ir import GraphIR
-from ..regions import IntervalMap, expand_ranges, paint, unique_sorted
+from ..regions.arrays import expand_ranges, paint, unique_sorted
+from ..regions.interval_map import IntervalMap
 
 _I64 = np.int64
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..regions import expand_ranges
+from ..regions.arrays import expand_ranges
 from .liveness import Liveness
 
 _I64 = np.int64

@@ -1,4 +1,5 @@
-"""Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank.
+"""Pass (runs over MPI ranks): which rank holds which tiles, and every copy plan cut by rank; with
+how many ranks the launcher started, the kinds of move a plan makes and the digest ranks compare.
 
 Under MPI each of K ranks holds the memories of one contiguous block
 of the device's tiles: whole IPUs when the device has at least K, else an even split of the
@@ -15,21 +16,63 @@ rank's range (a contiguous piece at the boundary, any other element by element),
 * tiles to host (:class:`HostGather`): each rank packs its own pieces, and after one
   ``Allgatherv`` every rank unpacks all of them into its host buffer.
 
-Plans are numpy only: :mod:`poplar_py.compiler.world` runs them.
+Plans are numpy only: :mod:`poplar_py.runtime.mpi_world` runs them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..regions import exclusive_cumsum
+from ..regions.arrays import exclusive_cumsum
 from .exchange import CopyPlan, SharedGather, TileTraffic
 
 _I64 = np.int64
 _NONE = TileTraffic.empty(0)
 SRC, DST = 0, 1  # the side of a piece: its source or its destination
+
+#: environment variables by which MPI launchers (MPICH's Hydra, Open MPI, Slurm's srun) give
+#: the number of ranks, and this process's rank
+LAUNCH_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+LAUNCH_RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
+
+
+def _launch_value(names: tuple[str, ...], default: int) -> int:
+    for name in names:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return default
+
+
+def launched_ranks() -> int:
+    """How many ranks an MPI launcher started (1 without one): read from the environment, so
+    that a program run without mpiexec never imports mpi4py."""
+    return _launch_value(LAUNCH_SIZE, 1)
+
+
+def launched_rank() -> int:
+    """This process's rank, as the MPI launcher gave it (0 without one)."""
+    return _launch_value(LAUNCH_RANK, 0) if launched_ranks() > 1 else 0
+
+
+#: the moves a plan makes: tile to tile, host to tiles, tiles to host
+COPY, SCATTER, GATHER = "copy", "scatter", "gather"
+#: a plan a step runs: its kind of move, the plan, and whether it runs on every replica's
+#: memories (else it spans the device: a CrossReplicaCopy)
+Move = tuple[str, Any, bool]
+
+
+def ir_digest(parts: list[Any]) -> str:
+    """A hash of what the ranks must agree on (arrays by their bytes, the rest by repr)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(np.ascontiguousarray(p).tobytes() if isinstance(p, np.ndarray) else repr(p).encode())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import IntervalMap, expand_ranges
+from ..regions.arrays import expand_ranges
+from ..regions.interval_map import IntervalMap
 from .computeset import ComputeSetPlans
 from .layout import ALIGN, MemoryLayout
 from .liveness import Liveness
@@ -178,5 +179,5 @@ def check_lowered(lowered: LoweredPrograms, plans: ComputeSetPlans) -> None:
     ids = np.asarray([leaf.id for leaf in lowered.leaves], _I64)
     _require(ids == np.arange(ids.size), "leaf steps not numbered in order")
     planned = {plan.name for plan in plans.plans.values()}
-    missing = [r.name for r in lowered.runners if r.name not in planned]
+    missing = [r.name for r in lowered.tables if r.name not in planned]
     _require(not missing, f"compute set{'s' if len(missing) > 1 else ''} run without a plan: {missing[:3]}")

@@ -82,7 +82,7 @@ def plans_text(layout: MemoryLayout, plans: ComputeSetPlans, limit: int = LIMIT)
 def lowered_text(lowered: LoweredPrograms, limit: int = LIMIT) -> str:
     """The programs' and functions' step trees (outlined), then the leaf steps."""
     lines = [f"lowered: {len(lowered.programs):,} programs, {len(lowered.functions):,} functions, "
-             f"{len(lowered.leaves):,} leaf steps, {len(lowered.runners):,} compute sets"]
+             f"{len(lowered.leaves):,} leaf steps, {len(lowered.tables):,} compute sets"]
     for kind, steps in (("program", lowered.programs), ("function", lowered.functions)):
         for k, step in enumerate(steps[:limit]):
             outline = step.outline()

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import GraphCycleError
 from ..ir import GraphIR
-from ..regions import union_grouped, unique_sorted
+from ..regions.arrays import union_grouped, unique_sorted
 from .segments import SegmentRuns, Segments
 
 _I64 = np.int64

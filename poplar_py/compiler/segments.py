@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import GraphIR
-from ..regions import Runs, exclusive_cumsum, expand_ranges
+from ..regions.arrays import exclusive_cumsum, expand_ranges
+from ..regions.runs import Runs
 from ..vertex import Vertex
 
 _I64 = np.int64

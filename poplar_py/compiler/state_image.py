@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codelet.pipeline import VECTOR_LIST_ENTRY_DTYPE
-from ..regions import exclusive_cumsum
+from ..codelet.codelet_compiler import VECTOR_LIST_ENTRY_DTYPE
+from ..regions.arrays import exclusive_cumsum
 from .exchange import CopyPlan, TileTraffic
 
 _I64 = np.int64

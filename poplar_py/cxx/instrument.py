@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..codelet.code_size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..codelet.exprs import COSTS
-from ..codelet.size import BYTES_PER_INSTRUCTION, ENTRY_BYTES
 from ..errors import CodeletError
 from .costs import (
     DIVIDE,
@@ -112,7 +112,7 @@ def instrument(ir_text: str, entries: dict[str, int], file: str, checked: bool) 
 
 def code_bytes(ir_text: str, entry: str) -> int:
     """Bytes of tile memory a vertex's code takes, as the Python codelets' model has it
-    (:mod:`codelet.size`): an IPU instruction per instruction of its entry that costs cycles,
+    (:mod:`codelet.code_size`): an IPU instruction per instruction of its entry that costs cycles,
     loop control included, once through, plus the entry's set-up."""
     text = ir_text.split("\n")
     start = next(i for i, line in enumerate(text) if line.startswith("define") and f"@{entry}(" in line)

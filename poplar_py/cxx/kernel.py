@@ -9,8 +9,8 @@ import functools
 import numpy as np
 
 from ..codelet.codegen import state_layout
-from ..codelet.pipeline import NO_BUDGET, KernelOptions
-from ..codelet.types import ERR_DTYPE
+from ..codelet.codelet_compiler import NO_BUDGET, KernelOptions
+from ..codelet.type_rules import ERR_DTYPE
 from . import instrument
 from .module import CxxVertex
 

@@ -33,7 +33,7 @@ import llvmlite
 
 from ..codelet import jit
 from ..codelet.codegen import state_layout
-from ..codelet.pipeline import KernelOptions
+from ..codelet.codelet_compiler import KernelOptions
 from ..errors import CodeletError
 from ..vertex import Direction, FieldSpec, MultiVertex, Vertex
 from . import instrument, manifest

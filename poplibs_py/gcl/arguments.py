@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 from poplar_py.debug import debug_name
 from poplar_py.errors import GraphReplicationError
 

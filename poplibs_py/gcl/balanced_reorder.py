@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from poplar_py import Graph, Interval, Tensor, concat
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 from poplar_py.debug import debug_name
 from poplar_py.errors import InvalidArgumentError, InvalidTileMappingError
-from poplar_py.regions import expand_ranges
+from poplar_py.regions.arrays import expand_ranges
 from poplar_py.types import Type, asType
 
 from ..poputil import PoplibsArgumentError, PoplibsError, tensorArgument

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 from poplar_py.errors import GraphReplicationError
 
 from ..popops import expr as pe

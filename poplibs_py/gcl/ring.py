@@ -30,8 +30,8 @@ import numpy as np
 
 from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog_
-from poplar_py.bulk import Rows
-from poplar_py.regions import expand_ranges
+from poplar_py.builder.bulk_vertices import Rows
+from poplar_py.regions.arrays import expand_ranges
 
 from ..codelets import add_library
 from ..poputil import templateVertex

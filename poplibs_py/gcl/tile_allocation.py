@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from poplar_py import Graph
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 
 from ..poputil import PoplibsArgumentError
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from poplar_py import Graph, Tensor, concat
 from poplar_py import program as prog_
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 
 from .. import popops
 from ..popops import expr as pe

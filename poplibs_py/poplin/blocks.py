@@ -12,9 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from poplar_py import Graph, Tensor, Type, boxes, concat
-from poplar_py.bulk import Rows
-from poplar_py.regions import Runs, exclusive_cumsum, expand_ranges
+from poplar_py import Graph, Tensor, Type, concat
+from poplar_py.builder import box_views as boxes
+from poplar_py.builder.bulk_vertices import Rows
+from poplar_py.regions.arrays import exclusive_cumsum, expand_ranges
+from poplar_py.regions.runs import Runs
 
 from .plan import MatMulPlan
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poplar_py import Type
-from poplar_py.arguments import is_int
+from poplar_py.checks.arguments import is_int
 from poplar_py.errors import InvalidArgumentError
 from poplar_py.types import asType
 

@@ -25,7 +25,7 @@ import numpy as np
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type
 from poplar_py import program as prog
 from poplar_py.debug import debug_name, isDebugName
-from poplar_py.regions import arithmetic_groups
+from poplar_py.regions.runs import arithmetic_groups
 from poplar_py.types import asType
 
 from .. import popops

@@ -21,7 +21,7 @@ import numpy as np
 
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Tensor
 from poplar_py import program as prog_
-from poplar_py.bulk import Rows
+from poplar_py.builder.bulk_vertices import Rows
 
 from .. import popops
 from ..popops import expr as pe

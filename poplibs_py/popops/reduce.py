@@ -38,10 +38,10 @@ import numpy as np
 
 from poplar_py import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, ComputeSet, Graph, Tensor, Type, concat
 from poplar_py import program as prog
-from poplar_py.arguments import is_int
-from poplar_py.bulk import Rows
+from poplar_py.builder.bulk_vertices import Rows
+from poplar_py.checks.arguments import is_int
 from poplar_py.debug import debug_name
-from poplar_py.regions import expand_ranges
+from poplar_py.regions.arrays import expand_ranges
 from poplar_py.types import asType
 
 from ..poputil import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from poplar_py import Graph, Tensor, concat
-from poplar_py.regions import expand_ranges
+from poplar_py.regions.arrays import expand_ranges
 
 from ..poputil import mapTensorLinearly
 from ..poputil.tile_mapping import linear_partitions

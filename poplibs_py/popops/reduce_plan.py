@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from poplar_py.regions import expand_ranges
+from poplar_py.regions.arrays import expand_ranges
 
 MAX_CHUNKED_PIECES = 16
 

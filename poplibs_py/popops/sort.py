@@ -12,7 +12,7 @@ import numpy as np
 
 from poplar_py import Graph, Tensor
 from poplar_py import program as prog_
-from poplar_py.arguments import checked_int
+from poplar_py.checks.arguments import checked_int
 
 from ..poputil import PoplibsError, sequenceArgument, templateVertex, tensorArgument
 from ._common import check_writeable, element_tiles, majority_tiles, rows_last

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from poplar_py import Graph, Tensor
-from poplar_py.bulk import Rows
-from poplar_py.regions import exclusive_cumsum, expand_ranges
+from poplar_py.builder.bulk_vertices import Rows
+from poplar_py.regions.arrays import exclusive_cumsum, expand_ranges
 
 __all__ = ["workerRows"]
 

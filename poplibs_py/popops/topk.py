@@ -31,8 +31,8 @@ import numpy as np
 
 from poplar_py import FLOAT, HALF, INT, UNSIGNED_INT, Graph, Target, Tensor, Type, concat
 from poplar_py import program as prog_
-from poplar_py.arguments import checked_shape, is_int
-from poplar_py.bulk import Rows
+from poplar_py.builder.bulk_vertices import Rows
+from poplar_py.checks.arguments import checked_shape, is_int
 from poplar_py.debug import debug_name
 from poplar_py.types import asType
 

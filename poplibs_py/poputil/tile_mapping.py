@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from poplar_py import Graph, Interval, Target, Tensor, Type
-from poplar_py.arguments import checked_int
+from poplar_py.checks.arguments import checked_int
 
 from .errors import PoplibsArgumentError, PoplibsError, tensorArgument
 

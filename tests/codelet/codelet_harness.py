@@ -19,7 +19,7 @@ import numpy as np
 from support import isolated_cache  # noqa: F401 - re-exported: an autouse fixture for the tests
 
 from poplar_py.codelet import jit
-from poplar_py.codelet.pipeline import (
+from poplar_py.codelet.codelet_compiler import (
     ERR_DTYPE,
     VECTOR_LIST_ENTRY_DTYPE,
     CodeletInfo,

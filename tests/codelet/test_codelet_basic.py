@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from codelet_harness import MODES, isolated_cache, run, run_one  # noqa: F401
 
-from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet
+from poplar_py.codelet.codelet_compiler import KernelOptions, check_codelet, compile_codelet
 from poplar_py.types import HALF, INT, UNSIGNED_INT
 from poplar_py.vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 

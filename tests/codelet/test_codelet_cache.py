@@ -10,9 +10,9 @@ from pathlib import Path
 
 from codelet_harness import STRICT, isolated_cache, load_module  # noqa: F401
 
-from poplar_py.codelet import jit, pipeline
-from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet, kernel_key
-from poplar_py.codelet.pipeline import _typed as typed_of
+from poplar_py.codelet import codelet_compiler, jit
+from poplar_py.codelet.codelet_compiler import KernelOptions, check_codelet, compile_codelet, kernel_key
+from poplar_py.codelet.codelet_compiler import _typed as typed_of
 
 CODELET = textwrap.dedent("""
     from poplar_py.vertex import Vertex, Input, Output, Vector
@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent("""
     import sys, numpy as np
     sys.path.insert(0, sys.argv[1])
     import scale_codelet
-    from poplar_py.codelet.pipeline import compile_codelet, ERR_DTYPE
+    from poplar_py.codelet.codelet_compiler import compile_codelet, ERR_DTYPE
     c = compile_codelet(scale_codelet.Scale)
     x = np.arange(4, dtype=np.float32); out = np.zeros(4, np.float32)
     st = np.zeros(1, c.state_dtype)
@@ -125,7 +125,7 @@ def test_key_depends_on_the_compilers_own_source(tmp_path, monkeypatch):
     module = load_module(tmp_path, CODELET, prelude=False)
     check_codelet(module.Scale)
     base = kernel_key(typed_of(module.Scale), STRICT).digest
-    monkeypatch.setattr(pipeline, "compiler_digest", lambda: "another compiler")
+    monkeypatch.setattr(codelet_compiler, "compiler_digest", lambda: "another compiler")
     assert kernel_key(typed_of(module.Scale), STRICT).digest != base
 
 

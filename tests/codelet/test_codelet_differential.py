@@ -2,7 +2,7 @@
 
 A seeded generator writes codelets over vector fields of many element types, with locals, loops,
 ifs, helpers and math, fed with NaN, inf, -0.0 and extreme integers. It only writes programs whose
-static types equal their dynamic ones (see poplar_py/codelet/types.py: a local, an ``a if c else b`` or a
+static types equal their dynamic ones (see poplar_py/codelet/type_rules.py: a local, an ``a if c else b`` or a
 ``min`` of mixed types has a joined static type, while Python keeps the chosen value's type) and
 that never take Python-int/-float paths where CPython raises (``1 // 0`` on Python ints).
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from codelet_harness import STRICT, isolated_cache, load_module, run_one, same_bits  # noqa: F401
 
-from poplar_py.codelet.pipeline import KernelOptions
-from poplar_py.codelet.types import (
+from poplar_py.codelet.codelet_compiler import KernelOptions
+from poplar_py.codelet.type_rules import (
     BOOL,
     PY_FLOAT,
     PY_INT,

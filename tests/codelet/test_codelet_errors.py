@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from codelet_harness import isolated_cache, load_module, run_one  # noqa: F401
 
-from poplar_py.codelet.pipeline import ERR_RANGE_STEP, KernelOptions, check_codelet, error_message
+from poplar_py.codelet.codelet_compiler import ERR_RANGE_STEP, KernelOptions, check_codelet, error_message
 from poplar_py.errors import CodeletCompileError
 
 HEADER = """

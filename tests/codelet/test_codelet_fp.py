@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from codelet_harness import STRICT, Arena, build, load_module
 
+from poplar_py.codelet.codelet_compiler import ERR_DTYPE, KernelOptions, codelet_info, compile_codelet
 from poplar_py.codelet.fp_rules import (
     DIV0,
     ERR_FP_EXCEPTION,
@@ -22,7 +23,6 @@ from poplar_py.codelet.fp_rules import (
     kernel_features,
     round_half_stochastic,
 )
-from poplar_py.codelet.pipeline import ERR_DTYPE, KernelOptions, codelet_info, compile_codelet
 
 M64 = (1 << 64) - 1
 

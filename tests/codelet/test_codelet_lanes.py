@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from codelet_harness import STRICT, isolated_cache, load_module, run  # noqa: F401
 
+from poplar_py.codelet.codelet_compiler import KernelOptions, codelet_info, compile_codelet
 from poplar_py.codelet.lanes import LANES, lockstep_ok
-from poplar_py.codelet.pipeline import KernelOptions, codelet_info, compile_codelet
 
 LANED = KernelOptions(fast_math=False, lanes=True)  # what a compute set of LANES or more vertices asks for
 

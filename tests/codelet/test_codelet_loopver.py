@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from codelet_harness import MODES, STRICT, isolated_cache, load_module, optimised_ir, run_one  # noqa: F401
 
-from poplar_py.codelet.pipeline import ERR_OUT_OF_BOUNDS, KernelOptions, compile_codelet
+from poplar_py.codelet.codelet_compiler import ERR_OUT_OF_BOUNDS, KernelOptions, compile_codelet
 
 UNCHECKED = KernelOptions(checked=False, fast_math=False)
 

@@ -18,8 +18,8 @@ from codelet_harness import (  # noqa: F401
     same_bits,
 )
 
-from poplar_py.codelet.pipeline import KernelOptions
-from poplar_py.codelet.pipeline import _typed as typed_of
+from poplar_py.codelet.codelet_compiler import KernelOptions
+from poplar_py.codelet.codelet_compiler import _typed as typed_of
 
 UNARY = [
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "asin",

@@ -10,7 +10,7 @@ from codelet_harness import MODES, isolated_cache, load_module, run_one  # noqa:
 
 import poplar_py as poplar
 from poplar_py import cdiv, cmod
-from poplar_py.codelet.pipeline import check_codelet
+from poplar_py.codelet.codelet_compiler import check_codelet
 from poplar_py.errors import CodeletCompileError
 from poplar_py.types import INT, SHORT, UNSIGNED_INT
 from poplar_py.vertex import InOut, Input, LocalArray, MultiVertex, Output, Vector, Vertex

@@ -7,7 +7,7 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet
+from poplar_py.codelet.codelet_compiler import KernelOptions, check_codelet, compile_codelet
 from poplar_py.errors import CodeletCompileError
 from poplar_py.vertex import InOut, Input, MultiVertex, Output, Vector, Vertex
 

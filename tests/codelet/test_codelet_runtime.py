@@ -9,7 +9,7 @@ from codelet_harness import MODES, STRICT, isolated_cache, optimised_ir, run, ru
 import poplar_py as poplar
 from poplar_py import program as prog
 from poplar_py import types as T  # noqa: N812
-from poplar_py.codelet.pipeline import (
+from poplar_py.codelet.codelet_compiler import (
     ERR_ASSERTION,
     ERR_OUT_OF_BOUNDS,
     ERR_RETURNED_FALSE,

@@ -9,7 +9,7 @@ import pytest
 from codelet_harness import MODES, STRICT, isolated_cache, load_module, run_one, same_bits  # noqa: F401
 
 from poplar_py import types as T  # noqa: N812
-from poplar_py.codelet.types import binop_type, cast_value, scalar_of, type_of_value
+from poplar_py.codelet.type_rules import binop_type, cast_value, scalar_of, type_of_value
 
 INT_EDGES = [0, 1, -1, 3, -3, 7, -7, 31, 32, 33, 64, -64, -(2**31), 2**31 - 1, 2**63 - 1, -(2**63)]
 FLOAT_EDGES = [0.0, -0.0, 1.5, -1.5, 3.0, -3.0, 7.0, -7.0, 2.5, 1e-8, 1e30, -1e30, np.inf, -np.inf, np.nan]

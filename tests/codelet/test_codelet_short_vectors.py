@@ -13,7 +13,7 @@ from codelet_harness import MODES, STRICT, isolated_cache, load_module, run, run
 import poplar_py as poplar
 from poplar_py import float2, half4, int2, ushort4
 from poplar_py import program as prog
-from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet
+from poplar_py.codelet.codelet_compiler import KernelOptions, check_codelet, compile_codelet
 from poplar_py.errors import CodeletCompileError, InvalidArgumentError
 from poplar_py.types import FLOAT, HALF
 from poplar_py.vertex import InOut, Input, Output, Vector, Vertex

@@ -13,7 +13,7 @@ from codelet_harness import isolated_cache, load_module  # noqa: F401
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.codelet.pipeline import check_codelet, codelet_info
+from poplar_py.codelet.codelet_compiler import check_codelet, codelet_info
 from poplar_py.errors import CodeletCompileError
 from poplar_py.types import FLOAT, UNSIGNED_INT
 from poplar_py.vertex import Input, Output, Vector, Vertex

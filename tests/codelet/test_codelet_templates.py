@@ -14,7 +14,7 @@ from codelet_harness import isolated_cache, load_module  # noqa: F401
 import poplar_py as poplar
 from poplar_py import program as prog
 from poplar_py.codelet import jit
-from poplar_py.codelet.pipeline import KernelOptions, check_codelet, compile_codelet
+from poplar_py.codelet.codelet_compiler import KernelOptions, check_codelet, compile_codelet
 from poplar_py.templates import TemplateParam
 
 MODES = ("native", "interpreter")

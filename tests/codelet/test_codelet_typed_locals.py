@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from codelet_harness import MODES, isolated_cache, run_one, same_bits  # noqa: F401
 
+from poplar_py.codelet.codelet_compiler import ERR_OUT_OF_BOUNDS, _typed, compile_codelet
 from poplar_py.codelet.interpreter import Interpreter
-from poplar_py.codelet.pipeline import ERR_OUT_OF_BOUNDS, _typed, compile_codelet
-from poplar_py.codelet.types import cast_value
+from poplar_py.codelet.type_rules import cast_value
 from poplar_py.types import CHAR, FLOAT, HALF, INT, LONGLONG, UNSIGNED_CHAR, UNSIGNED_INT
 from poplar_py.vertex import InOut, Input, MultiVertex, Output, Vector, Vertex
 

@@ -540,11 +540,11 @@ def test_readers_share_only_equal_elements_when_fingerprints_collide():
 def test_segments_of_several_runs_share_a_placement_only_when_their_runs_are_equal(monkeypatch, collide):
     """Every multi-run segment made a candidate of the first (a hash collision everywhere):
     the runs are compared, and each vertex still reads its own elements."""
-    from poplar_py import regions
+    from poplar_py.regions import arrays
 
     if collide:  # only the search among rows of different lengths (two columns: length, hash)
-        first_equal = regions.first_equal
-        monkeypatch.setattr(regions, "first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
+        first_equal = arrays.first_equal
+        monkeypatch.setattr(arrays, "first_equal", lambda columns: np.zeros(columns[0].size, np.int64)
                             if len(columns) == 2 else first_equal(columns))
     device, graph = make(tiles=2)
     x = graph.addVariable(poplar.FLOAT, [8], "x")
@@ -629,13 +629,14 @@ def _offset_graph(tiles):
 
 
 def test_interpreter_mode_compiles_no_codelet(monkeypatch):
-    from poplar_py.codelet import pipeline as codelets
-    from poplar_py.compiler import vertex_tables
+    from poplar_py.codelet import codelet_compiler as codelets
+    from poplar_py.compiler import compute_set_tables
+    from poplar_py.runtime import compute_sets
 
     def no_llvm(*args, **kwargs):
         raise AssertionError("a codelet was compiled")
 
-    for module in (codelets, vertex_tables):
+    for module in (codelets, compute_set_tables, compute_sets):
         monkeypatch.setattr(module, "compile_codelet", no_llvm)
     monkeypatch.setattr(codelets, "generate_ir", no_llvm)
     monkeypatch.setattr(codelets.CompiledCodelet, "__init__", no_llvm)
@@ -648,7 +649,7 @@ def test_interpreter_mode_compiles_no_codelet(monkeypatch):
 
 
 def test_vertex_code_is_charged_once_per_tile_from_the_modelled_size():
-    from poplar_py.codelet.pipeline import codelet_info
+    from poplar_py.codelet.codelet_compiler import codelet_info
 
     _, graph, _, cs = _offset_graph(3)
     engine = poplar.Engine(graph, prog.Execute(cs))

@@ -10,11 +10,12 @@ from poplar_py import Input, Output, Vector, Vertex
 from poplar_py import program as prog
 from poplar_py.compiler import exchange
 from poplar_py.compiler.exchange import CopyPlan, SharedGather, TileTraffic, gather_into_buffers, traffic
+from poplar_py.runtime.copies import execute
 
 
 def _fill(memory: np.ndarray, plan) -> np.ndarray:
     out = memory.copy()
-    plan.execute(out.ctypes.data, out.ctypes.data)
+    execute(plan, out.ctypes.data, out.ctypes.data)
     return out
 
 

@@ -13,6 +13,7 @@ from poplar_py.compiler.partition import (
     rank_blocks,
     rank_copy,
 )
+from poplar_py.runtime.copies import execute
 
 NONE = TileTraffic.empty(0)
 
@@ -58,14 +59,14 @@ def _run_ranks(plan, blocks_of, memory):
     sends = []
     for share, mem in zip(shares, mems):
         buf = np.zeros(int(share.send.sum()), np.uint8)
-        share.pack.execute(mem.ctypes.data, buf.ctypes.data)
+        execute(share.pack, mem.ctypes.data, buf.ctypes.data)
         offsets = np.concatenate(([0], np.cumsum(share.send)))
         sends.append([buf[offsets[d]:offsets[d + 1]] for d in range(k)])
     for r, (share, mem) in enumerate(zip(shares, mems)):
         receive = np.concatenate([sends[s][r] for s in range(k)] or [np.zeros(0, np.uint8)])
         assert receive.size == share.receive.sum()
-        share.local.execute(mem.ctypes.data, mem.ctypes.data)
-        share.unpack.execute(receive.ctypes.data, mem.ctypes.data)
+        execute(share.local, mem.ctypes.data, mem.ctypes.data)
+        execute(share.unpack, receive.ctypes.data, mem.ctypes.data)
     out = memory.copy()
     for b, mem in zip(blocks_of, mems):
         lo, hi = b.own_bytes()
@@ -92,7 +93,7 @@ def test_rank_copy_moves_what_the_whole_plan_moves(ranks, seed):
     plan = _plan(kept)  # one memory: a piece may overwrite another's source (through a temporary)
     memory = rng.integers(0, 256, size, dtype=np.uint8)
     want = memory.copy()
-    plan.execute(want.ctypes.data, want.ctypes.data)
+    execute(plan, want.ctypes.data, want.ctypes.data)
     blocks_of = [rank_blocks(r, ranks, 1, 16, base) for r in range(ranks)]
     got = _run_ranks(plan, blocks_of, memory)
     np.testing.assert_array_equal(got, want)
@@ -122,11 +123,11 @@ def test_host_scatter_and_gather_cover_every_piece_once():
     write = _plan(rows, same_memory=False)
     host = rng.integers(0, 2**31, n, dtype=np.int32)
     want = np.zeros(1024, np.uint8)
-    write.execute(host.ctypes.data, want.ctypes.data)
+    execute(write, host.ctypes.data, want.ctypes.data)
     got = np.zeros(1024, np.uint8)
     blocks_of = [rank_blocks(r, 3, 1, 8, base) for r in range(3)]
     for b in blocks_of:
-        host_scatter(write, b).own.execute(host.ctypes.data, got.ctypes.data)
+        execute(host_scatter(write, b).own, host.ctypes.data, got.ctypes.data)
     np.testing.assert_array_equal(got, want)
 
     read = _plan(full_pieces(write)[:, [1, 0, 2, 4, 3, 5]], same_memory=False)
@@ -134,11 +135,11 @@ def test_host_scatter_and_gather_cover_every_piece_once():
     packed = []
     for g in gathered:
         buf = np.zeros(g.pack.nbytes, np.uint8)
-        g.pack.execute(got.ctypes.data, buf.ctypes.data)
+        execute(g.pack, got.ctypes.data, buf.ctypes.data)
         packed.append(buf)
     every = np.concatenate(packed)
     for g in gathered:
         assert g.counts.tolist() == [p.size for p in packed]
         out = np.zeros(n, np.int32)
-        g.unpack.execute(every.ctypes.data, out.ctypes.data)
+        execute(g.unpack, every.ctypes.data, out.ctypes.data)
         np.testing.assert_array_equal(out, host)

@@ -9,7 +9,7 @@ import pytest
 import poplar_py as poplar
 from poplar_py import Input, Output, Vector, Vertex
 from poplar_py import program as prog
-from poplar_py.compiler import computeset, lower, pipeline
+from poplar_py.compiler import computeset, graph_compiler, lower
 from poplar_py.compiler.passes import dumped_passes
 from poplar_py.options import parseEngineOptions
 
@@ -93,7 +93,7 @@ def test_dump_after_all_and_unknown_names(monkeypatch, capsys):
     graph, program = build()
     poplar.Engine(graph, program)
     err = capsys.readouterr().err
-    assert err.count("[poplar-py] after pass") == len(pipeline.PASSES)
+    assert err.count("[poplar-py] after pass") == len(graph_compiler.PASSES)
     assert "lowered: 1 programs, 0 functions, 2 leaf steps, 1 compute sets" in err
     monkeypatch.setenv("POPLAR_PY_DUMP_AFTER", "plan compute set")
     with pytest.raises(poplar.InvalidOptionError, match=r"no compiler pass: 'plan compute set'; the passes "
@@ -103,16 +103,16 @@ def test_dump_after_all_and_unknown_names(monkeypatch, capsys):
 
 
 def compile_with(monkeypatch, name, corrupt):
-    """Compile with ``pipeline.<name>``'s result passed through ``corrupt``, the passes checked."""
+    """Compile with ``graph_compiler.<name>``'s result passed through ``corrupt``, the passes checked."""
     monkeypatch.setenv("POPLAR_PY_CHECK_PASSES", "1")
-    original = getattr(pipeline, name)
+    original = getattr(graph_compiler, name)
 
     def corrupted(*args):
         out = original(*args)
         corrupt(out)
         return out
 
-    monkeypatch.setattr(pipeline, name, corrupted)
+    monkeypatch.setattr(graph_compiler, name, corrupted)
     graph, program = build()
     poplar.Engine(graph, program)
 
@@ -158,7 +158,7 @@ def test_checks_catch_a_broken_frozen_ir(monkeypatch):
     bad = dataclasses.replace(ir, vertices=dataclasses.replace(ir.vertices, tile=np.asarray([7])))
     with pytest.raises(poplar.CompilerPassError, match=r"frozen graph IR given to the compiler is invalid .*"
                        r"vertex tile out of range"):
-        pipeline.compile_graph(bad, [program], parseEngineOptions({}))
+        graph_compiler.compile_graph(bad, [program], parseEngineOptions({}))
 
 
 
@@ -171,13 +171,13 @@ def test_checks_catch_packed_variables_live_at_once_sharing_bytes(monkeypatch):
     cs = graph.addComputeSet("again")
     graph.setTileMapping(graph.addVertex(cs, "Twice", {"x": x, "y": t}), 1)
     program = prog.Sequence([prog.Execute(cs), prog.Copy(x, y), prog.Copy(t, x), prog.Copy(y, x)])
-    original = pipeline.layout_memory
+    original = graph_compiler.layout_memory
 
     def shared(*args):
         layout = original(*args)
         layout.offset[2] = layout.offset[1]  # t onto y's bytes
         return layout
 
-    monkeypatch.setattr(pipeline, "layout_memory", shared)
+    monkeypatch.setattr(graph_compiler, "layout_memory", shared)
     with pytest.raises(poplar.CompilerPassError, match="packed intervals of variables live at once share"):
         poplar.Engine(graph, program)

@@ -6,7 +6,7 @@ import pytest
 
 import poplar_py as poplar
 from poplar_py import program as prog
-from poplar_py.profile import summary
+from poplar_py.profile.report import summary
 from poplibs_py import poplin, popops
 from poplibs_py.poplin.perf_estimation import (
     AmpFigures,
