@@ -32,6 +32,10 @@ OUTSIDE = re.compile("|".join([r"\bDESIGN\b", *OUTSIDE_WORDS[1:]]))
 # The codelet language's modules before they moved from compiler/codelet_*.py to codelet/*.py.
 STALE = re.compile(r"\bcodelet_(types|typing|codegen|loopver|lanes|size|interp|exprs|ops|fastmath|frontend"
                    r"|assigned|unroll|versioning|typed_locals)\b")
+# Modules as they were named before the runtime, the cycle model and the profile had packages.
+MOVED = re.compile(r"\b(vertex_tables|codelet_loading|codelet_registry|inline_codelets|cdivision|conforms)\b"
+                   r"|\bcompiler[./](world|costs|fabric|timeline|threads|native_copy|fp_state|streaming_memory"
+                   r"|host_functions|pipeline|vertex_tables)\b|\bcodelet[./](size|assigned|pipeline|types)\b")
 DOTTED = re.compile(r"(?<![\w./-])(poplar_py|poplibs_py)((?:\.\w+)+)")
 # Repository files by path; C++ headers are left out (``poplar/Vertex.hpp`` is Poplar's name).
 PATH = re.compile(r"(?<![\w./~-])((?:[\w-]+/)+[\w-]+\.(?:py|md|toml|json|js|css|html))(?![\w-]|\.\w)")
@@ -120,6 +124,12 @@ def test_no_stale_codelet_module_names():
     assert not hits, "modules named as they were before codelet/ existed:\n" + "\n".join(hits)
 
 
+def test_no_module_names_from_before_the_layout_move():
+    hits = [f"{f}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+            for f, text in texts().items() for m in MOVED.finditer(text)]
+    assert not hits, "modules named as they were before runtime/, cycles/ and profile/:\n" + "\n".join(hits)
+
+
 def test_dotted_module_names_exist():
     missing = sorted({f"{f}: {m.group(0)}" for f, text in texts().items()
                       for m in DOTTED.finditer(text) if not _module_exists(m.group(0))})
@@ -130,7 +140,7 @@ MOD_ROLE = re.compile(r":mod:`~?\.?([\w.]+)`")
 
 
 def test_module_roles_in_docstrings_name_modules():
-    """``:mod:`replicas```, ``:mod:`codelet.pipeline``` (relative to where they are written, so
+    """``:mod:`replicas```, ``:mod:`codelet.codelet_compiler``` (relative to where they are written, so
     matched against the trailing parts of every module's dotted name)."""
     known = set()
     for f in repo_files():
