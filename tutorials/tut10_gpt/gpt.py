@@ -263,12 +263,6 @@ class Trainer:
         poputil.mapTensorLinearly(stage.graph, t)
         return t
 
-    def _moved(self, t: poplar.Tensor, stage: Stage, seq: prog.Sequence, name: str) -> poplar.Tensor:
-        """``t`` copied onto ``stage``'s IPU over the IPU-Links."""
-        moved = self._arrival(t, stage, name)
-        seq.add(prog.Copy(t, moved))
-        return moved
-
     def _gpipe(self) -> None:
         """The stages' passes, each built once (``pipeline``), in GPipe's schedule; the head is a
         pipeline stage of its own after the last, on the first stage's IPU beside the token
