@@ -77,8 +77,9 @@ class StagePasses:
 def gpipe(stages: list[StagePasses], micros: int, seq: prog.Sequence) -> list[prog.Program]:
     """GPipe's schedule into ``seq``: in forward slot t stage s runs micro-batch t - s, then passes
     its output on; in backward slot t stage s runs micro-batch t - (P - 1 - s) back, then passes the
-    gradient of its input back. The stages of a slot run on their own IPUs, side by side. Returns
-    the schedule's programs (the pipelined passes, for the profile's bubble)."""
+    gradient of its input back. The stages of a slot run side by side on their IPUs (two stages on
+    one IPU, as the embedding and the head, take turns there). Returns the schedule's programs (the
+    pipelined passes, for the profile's bubble)."""
     pp = len(stages)
     out: list[prog.Program] = []
     for t in range(micros + pp - 1):
