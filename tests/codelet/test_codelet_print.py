@@ -4,6 +4,7 @@ import io
 
 import numpy as np
 import pytest
+from support import make_graph
 
 import poplar_py as poplar
 from poplar_py import program as prog
@@ -123,10 +124,7 @@ class Types(Vertex):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_values_print_as_python_prints_numpy_scalars(mode):
-    m = poplar.IPUModel()
-    m.tilesPerIPU = 2
-    device = m.createDevice()
-    graph = poplar.Graph(device)
+    device, graph = make_graph(2)
     graph.addCodelets(Types)
     fields = {name: graph.addConstant(t, [], [v]) for name, t, v in [
         ("f", poplar.FLOAT, 0.1), ("h", poplar.HALF, 0.1), ("u", poplar.UNSIGNED_LONGLONG, 2**64 - 1),

@@ -2,6 +2,7 @@
 profile counts once per run, as Poplar's profile counts a program's runs by its id."""
 
 import numpy as np
+from support import make_graph
 
 import poplar_py as poplar
 from poplar_py import InOut, Vector, Vertex
@@ -18,10 +19,7 @@ class AddOne(Vertex):
 
 
 def _build(shared: bool, parents: int = 6):
-    m = poplar.IPUModel()
-    m.tilesPerIPU = 4
-    device = m.createDevice()
-    graph = poplar.Graph(device)
+    device, graph = make_graph(4)
     graph.addCodelets(AddOne)
     a = graph.addVariable(poplar.FLOAT, [8], "a")
     b = graph.addVariable(poplar.FLOAT, [8], "b")

@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from support import make_graph
 
 import poplar_py as poplar
 from poplar_py import Input, Output, Vector, Vertex
@@ -26,9 +27,7 @@ class Twice(Vertex):
 
 def build():
     """A graph of two variables on tiles 0 and 1, a compute set 'double' and a copy 'back'."""
-    model = poplar.IPUModel()
-    model.tilesPerIPU = 4
-    graph = poplar.Graph(model.createDevice())
+    _, graph = make_graph(4)
     graph.addCodelets(Twice)
     x = graph.addVariable(poplar.FLOAT, [4], "x")
     y = graph.addVariable(poplar.FLOAT, [4], "y")
