@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import GraphIR
+from ..ir import GraphIR, VariablesIR
 from ..regions.arrays import expand_ranges
 from ..regions.interval_map import IntervalMap
 from .computeset import ComputeSetPlans
@@ -71,13 +71,13 @@ def check_ir(graph: GraphIR) -> None:
              "value constant of a variable or vertex that does not exist")
 
 
-def _check_intervals(imap: IntervalMap, end: int, v: object, what: str) -> None:
+def _check_intervals(imap: IntervalMap, end: int, v: VariablesIR, what: str) -> None:
     starts = imap.starts
     _require(imap.end == end, f"{what} does not end at the last element ({imap.end} != {end})")
     if not starts.size:
         return
     _require(starts[0] == 0 and bool((np.diff(starts) > 0).all()), f"{what}: intervals not increasing from 0")
-    bases = v.bases[v.sizes > 0]  # type: ignore[attr-defined]
+    bases = v.bases[v.sizes > 0]
     found = np.searchsorted(starts, bases)
     _require((found < starts.size) & (starts[np.minimum(found, starts.size - 1)] == bases),
              f"{what}: a variable does not start an interval")
