@@ -95,16 +95,18 @@ class MappingTable:
     def snapshot(self) -> tuple[IntervalMap, np.ndarray]:
         """The whole mapping as gid intervals (every variable starts an interval; -1 where
         unmapped), painted from every record at once."""
-        records = np.frombuffer(bytes(self._log), _I64).reshape(-1, 4)
+        records = np.frombuffer(self._log, _I64).reshape(-1, 4)  # (_compact replaces the log)
         bases = self._vars.bases
         gid = bases[records[:, 0]]
         lo, hi, tile = paint(gid + records[:, 1], gid + records[:, 2], records[:, 3])
+        del records, gid
         end = self._vars.num_elements
         starts = unique_sorted(np.concatenate((lo, hi[hi < end], bases[np.asarray(self._vars.sizes) > 0])))
         k = np.searchsorted(lo, starts, side="right") - 1
         tiles = np.where((k >= 0) & (hi[np.maximum(k, 0)] > starts), tile[np.maximum(k, 0)], -1) \
             if lo.size else np.full(starts.size, -1, _I64)
-        first = np.isin(starts, bases) if starts.size else np.zeros(0, bool)  # a variable begins
+        at = np.minimum(np.searchsorted(bases, starts), bases.size - 1)
+        first = bases[at] == starts  # a variable begins
         keep = first | np.concatenate(([True], tiles[1:] != tiles[:-1]))
         starts, tiles = starts[keep], tiles[keep].astype(_I64)
         self._compact(starts, tiles)
@@ -117,8 +119,10 @@ class MappingTable:
         mapped = tiles >= 0
         lo, hi = starts[mapped], np.append(starts[1:], self._vars.num_elements)[mapped]
         var = np.searchsorted(bases, lo, side="right") - 1
-        records = np.stack((var, lo - bases[var], hi - bases[var], tiles[mapped]), axis=1)
-        self._log = bytearray(records.astype(_I64).tobytes())
+        records = np.empty((lo.size, 4), _I64)
+        records[:, 0], records[:, 1], records[:, 2], records[:, 3] = var, lo, hi, tiles[mapped]
+        records[:, 1:3] -= bases[var][:, None]
+        self._log = bytearray(records)
         self._sorted, self._pending, self._resolved = 0, {}, {}
 
 

@@ -222,7 +222,9 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     (PopLibs' slice options, checked). Viewed as ``[sliced elements, columns]`` (``dims``
     first, the other dims flattened), whole columns are spread
     over the tiles in runs of at least ``minGrainSize`` columns, so every slice finds its
-    elements on the tile that slices them and slicing needs no exchange of ``t``. When ``dims``
+    elements on the tile that slices them and slicing needs no exchange of ``t``. Each column's
+    elements are consecutive in the variable (``t`` is a ``dimShuffle`` of it), so a tile's
+    columns are one region of its memory. When ``dims``
     cover every dimension (one column), the sliced elements are spread linearly instead. A plan
     from ``embedding.plan`` (checked against the type, shape and dims) puts the columns on its
     tiles; an empty ``SlicePlan()`` lays the tensor out as without one.
@@ -256,10 +258,15 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
             raise PoplibsError(f"{what}: dim {d} (size {size}) does not fit shape {shape}")
     if plan is not None:
         plan.check(what, asType(type_), shape, dims, False)
-    t = graph.addVariable(type_, shape, name)
+    others = [d for d in range(len(shape)) if d not in dims]
+    if plan is not None or len(others) == 0:
+        t = graph.addVariable(type_, shape, name)
+    else:  # each column's elements consecutive in the variable: a tile's columns are one interval
+        var = graph.addVariable(type_, [shape[d] for d in others + dims], name)
+        t = var.dimShuffle([others.index(d) if d in others else len(others) + dims.index(d)
+                            for d in range(len(shape))])
     if t.numElements() == 0:
         return t
-    others = [d for d in range(t.rank()) if d not in dims]
     cols = int(np.prod([shape[d] for d in others], dtype=np.int64))
     view = t.dimShuffle(dims + others).reshape([t.numElements() // cols, cols])
     if plan is not None:
@@ -268,8 +275,9 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     if cols == 1:
         mapTensorLinearly(graph, view.flatten())
         return t
+    rows, flat = view.dim(0), var.flatten()
     num_tiles = graph.getTarget().getNumTiles()
     for tile, part in enumerate(splitRegions([(0, cols)], max(min_grain, 1), num_tiles)):
         for iv in part:
-            graph.setTileMapping(view.slice(iv.begin(), iv.end(), 1), tile)
+            graph.setTileMapping(flat.slice(iv.begin() * rows, iv.end() * rows), tile)
     return t

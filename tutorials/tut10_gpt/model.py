@@ -648,6 +648,10 @@ class Stage:
             popops.zero(g, d_h, seq, "masked/grad/zero")
             popops.multiUpdateAdd(g, d_h, d_picked.reshape([s.targets, 1, s.hidden]), t["positions"], 1.0,
                                   [0], [1], seq, debugName="masked/grad")
+            # back to the layer norm's layout (rows whole on tiles): its reductions run along rows
+            rows = g.clone(t["white"], "masked/grad/rows")
+            seq.add(prog.Copy(d_h, rows))
+            d_h = rows
         return self.layer_norm_backward(t["white"], t["isd"], d_h, "lnf", seq)
 
 

@@ -24,7 +24,11 @@ def _column_tiles(graph, t, dims):
 def test_columns_stay_on_one_tile(harness, shape, dims, grain, used):
     h = harness(4)
     t = popops.createSliceableTensor(h.graph, poplar.FLOAT, shape, dims, [1] * len(dims), grain, "s")
-    assert t.shape() == shape and t.name == "s"
+    assert t.shape() == shape and t.name.startswith("s")
+    # one variable, each column's elements consecutive in it: a tile's columns are one interval of it
+    (index,) = {ref.index for ref, _ in t.getVarRegions()}
+    var = h.graph.getVariable(index)
+    assert all(len(ivs) == 1 for ivs in h.graph.getTileMapping(var) if ivs)
     columns = _column_tiles(h.graph, t, dims)
     assert all(len(c) == 1 for c in columns)
     assert len(set().union(*columns)) == used
