@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -61,12 +62,20 @@ class IdModel:
 
 
 def isolated_outcomes(script: Path, names: list[str], cache: Path, timeout: int = 600) -> dict[str, str]:
-    """Run the cases ``names`` of a fuzz script in subprocesses: the script prints ``START name``
-    before each case and ``OK name`` or ``FAIL name why`` after it. Each case's line by name; a
-    case during which the process died is reported with its exit status, and the rest run in a
-    fresh process."""
-    results: dict[str, str] = {}
+    """Run the cases ``names`` of a fuzz script in subprocesses, one share of them per core this
+    process may use: the script prints ``START name`` before each case and ``OK name`` or
+    ``FAIL name why`` after it. Each case's line by name; a case during which the process died
+    is reported with its exit status, and the rest of its share run in a fresh process."""
     env = dict(os.environ, POPLAR_PY_CACHE_DIR=str(cache))
+    shares = max(1, min(len(os.sched_getaffinity(0)), len(names)))
+    with ThreadPoolExecutor(shares) as pool:
+        parts = pool.map(lambda k: _outcomes(script, names[k::shares], env, timeout), range(shares))
+        return {name: line for part in parts for name, line in part.items()}
+
+
+def _outcomes(script: Path, names: list[str], env: dict[str, str], timeout: int) -> dict[str, str]:
+    """:func:`isolated_outcomes` for one share of the cases, run one after another."""
+    results: dict[str, str] = {}
     while names:
         proc = subprocess.run([sys.executable, str(script), *names], capture_output=True, text=True, env=env,
                               cwd=script.parent, timeout=timeout)
