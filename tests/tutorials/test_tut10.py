@@ -4,6 +4,7 @@ of the simulated Pod against the same step in numpy, for several splits."""
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ sys.path.insert(0, str(TUT))
 import breakdown  # noqa: E402
 import gpt  # noqa: E402
 import reference  # noqa: E402
-from model import Sizes, parameter_shapes  # noqa: E402
+from model import Sizes, Stage, parameter_shapes  # noqa: E402
 
 SIZES = Sizes(hidden=32, heads=4, layers=2, seq=8, batch=2)
 LR = 1e-2
@@ -176,6 +177,13 @@ def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
     # Graphcore's published 16,391 sequences/s on a Bow Pod16, in model FLOPs per IPU
     flops = s.flops_per_token * s.seq * gpt.GRAPHCORE_BERT_BASE_SEQUENCES
     assert flops / 16 / 1e12 == pytest.approx(71.6, abs=0.05)
+
+
+def test_the_products_memory_proportion_reaches_poplin():
+    s = gpt.sizes_of(gpt.parse_args(["--half", "--memory-proportion", "0.28"]))
+    options = Stage.options.fget  # the property reads the sizes only
+    assert options(SimpleNamespace(s=s)) == {"partialsType": "half", "availableMemoryProportion": "0.28"}
+    assert options(SimpleNamespace(s=replace(s, memory_proportion=None))) == {"partialsType": "half"}
 
 
 def test_bert_base_attaches_to_the_pods_ipus_and_asks_for_bow_ones(monkeypatch, capsys):

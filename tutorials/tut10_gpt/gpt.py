@@ -508,6 +508,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--memory-proportion", type=float, default=None,
+                   help="PopLibs' availableMemoryProportion for the products (Graphcore's BERT: 0.28)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steady", type=int, default=None,
@@ -533,7 +535,8 @@ def split_of(args: argparse.Namespace) -> Split:
 
 def sizes_of(args: argparse.Namespace) -> Sizes:
     return Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
-                 half=args.half, predictions=args.predictions, vocab=args.vocab)
+                 half=args.half, predictions=args.predictions, vocab=args.vocab,
+                 memory_proportion=args.memory_proportion)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -41,6 +41,8 @@ class Sizes:
     #: language model, attention both ways and k masked positions a sequence predicting their
     #: tokens (BERT)
     predictions: int = 0
+    #: PopLibs' ``availableMemoryProportion`` for the products (None: PopLibs' default)
+    memory_proportion: float | None = None
 
     @property
     def causal(self) -> bool:
@@ -427,8 +429,12 @@ class Stage:
     # ---- building blocks -------------------------------------------------------------------
     @property
     def options(self) -> dict[str, str]:
-        """The products' options: half partials in half (Graphcore's ``enable_half_partials``)."""
-        return {"partialsType": "half"} if self.s.half else {}
+        """The products' options: half partials in half (Graphcore's ``enable_half_partials``), and
+        the share of a tile's memory their temporaries may take."""
+        options = {"partialsType": "half"} if self.s.half else {}
+        if self.s.memory_proportion is not None:
+            options["availableMemoryProportion"] = str(self.s.memory_proportion)
+        return options
 
     def mm(self, a: poplar.Tensor, b: poplar.Tensor, seq: prog.Sequence, name: str) -> poplar.Tensor:
         return poplin.matMul(self.graph, a, b, seq, name, self.options)
