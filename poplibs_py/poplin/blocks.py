@@ -162,6 +162,22 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
     return tensor
 
 
+def block_major_output(graph: Graph, plan: MatMulPlan, blocks: Blocks, type_: Type, name: str) -> Tensor:
+    """A new ``[g, m, n]`` product output whose blocks each lie contiguous in one variable, as
+    PopLibs lays out a product's output (a tile's block is one region, not one per row), mapped as
+    the product writes it: block ``b``'s K-split ``ik`` reduces elements ``[ik * size // splitK,
+    (ik + 1) * size // splitK)`` of it on its tile (without K-splits: the whole block)."""
+    heads = blocks.select(blocks.ik == 0)
+    flat, start, size, view = _block_major(graph, type_, plan.groups, heads.group, (heads.m0, heads.m1),
+                                           (heads.n0, heads.n1), name)
+    sk = plan.splitK
+    lo = start[blocks.output] + blocks.ik * size[blocks.output] // sk
+    hi = start[blocks.output] + (blocks.ik + 1) * size[blocks.output] // sk
+    full = np.flatnonzero(hi > lo)
+    graph.map_intervals(flat, lo[full], hi[full], blocks.tile[full])
+    return view
+
+
 def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: tuple[np.ndarray, np.ndarray],
                  cols: tuple[np.ndarray, np.ndarray], name: str, shape: list[int] | None = None
                  ) -> tuple[Tensor, np.ndarray, np.ndarray, Tensor]:
@@ -207,6 +223,11 @@ class Partials:
         """The rows of ``tensor`` that take each block's (partial) product."""
         size, cols = self.size[blocks.output], blocks.n1 - blocks.n0
         return row_pieces(self.base[blocks.output] + blocks.ik * size, cols, blocks.m1 - blocks.m0, cols)
+
+    def extents(self, blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
+        """Where each block's (partial) product lies in ``tensor``, whole: ``(begin, end)``."""
+        begin = self.base[blocks.output] + blocks.ik * self.size[blocks.output]
+        return begin, begin + self.size[blocks.output]
 
     def shares(self, blocks: Blocks, first: np.ndarray, last: np.ndarray, split_k: int) -> Pieces:
         """Per block, elements ``[first, last)`` of each of its output block's ``split_k`` partial

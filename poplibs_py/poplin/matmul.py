@@ -38,7 +38,7 @@ from ..poputil import (
     tensorArgument,
     trailingArguments,
 )
-from .blocks import Blocks, Partials, Pieces, block_major_operand
+from .blocks import Blocks, Partials, Pieces, block_major_operand, block_major_output
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
     REGISTER_TILE,
@@ -372,14 +372,15 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
     in_type = A.elementType()
     plan = _plan(graph, in_type, out_type, shape, options, cache)
     name = name or "matMul"
-    map_out = out is None or is_unmapped(graph, out)
-    if out is None:
-        out = graph.addVariable(out_type, [g, m, n], name)
     if m == 0 or n == 0:
-        if map_out:
+        out = graph.addVariable(out_type, [g, m, n], name) if out is None else out
+        if is_unmapped(graph, out):
             graph.setTileMapping(out, 0)
         return out
     blocks = Blocks.of(plan)
+    map_out = out is not None and is_unmapped(graph, out)
+    if out is None:
+        out = block_major_output(graph, plan, blocks, out_type, name)
     lhs, rhs = blocks.lhs(plan), blocks.rhs(plan)
     A = _arranged(graph, plan, A, lhs, True, prog_, name)
     B = _arranged(graph, plan, B, rhs, False, prog_, name)
@@ -389,7 +390,9 @@ def _products(graph: Graph, A: Tensor, B: Tensor, prog_: prog.Sequence, out_type
         dest, pieces = partials.tensor, partials.products(blocks)
     else:
         dest, pieces = out.flatten(), blocks.out(plan)
-    if reducing or map_out:
+    if reducing:  # each block's product whole on its tile (one interval, not one per row)
+        graph.map_intervals(dest, *partials.extents(blocks), blocks.tile)
+    elif map_out:
         graph.map_intervals(dest, pieces.begin, pieces.end, blocks.tile[pieces.owner])
     cs = graph.addComputeSet(f"{name}/matmul")
     vertex = templateVertex("poplin::MatMulBlock", in_type, plan.partialsType if reducing else out_type,
