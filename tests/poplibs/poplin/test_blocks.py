@@ -5,7 +5,7 @@ import pytest
 
 import poplar_py as poplar
 from poplibs_py import poplin
-from poplibs_py.poplin.blocks import Blocks, block_major_operand, block_pieces
+from poplibs_py.poplin.blocks import Blocks, block_major_operand, block_major_output, block_pieces
 
 
 def target(tiles):
@@ -97,6 +97,28 @@ def test_created_operands_hold_each_block_contiguous_on_its_tiles(tiles, shape_a
             share = [held[tile] for tile in tiles_] if spread else [held[tiles_[0]]]
             assert sum(share) == block.numElements()
             assert max(share) - min(share) <= 1
+
+
+@pytest.mark.parametrize("tiles,shape_a,shape_b", PLANS[:4])
+def test_a_products_output_lies_block_by_block_on_the_tiles_that_reduce_it(tiles, shape_a, shape_b):
+    model = poplar.IPUModel()
+    model.tilesPerIPU = tiles
+    graph = poplar.Graph(model.createDevice())
+    plan = poplin.getMatMulPlan(graph.getTarget(), poplar.FLOAT, shape_a, shape_b)
+    blocks = Blocks.of(plan)
+    t = block_major_output(graph, plan, blocks, poplar.FLOAT, "out")
+    assert t.shape() == [plan.groups, plan.m, plan.n] and t.name == "out"
+    regions = t.flatten().getVarRegions()
+    assert sum(i.size() for _, i in regions) == t.numElements() and not t.containsAliases()
+    shares: dict[tuple, list[int]] = {}
+    for gi, *_, m0, m1, n0, n1, _k0, _k1, tile in reference_blocks(plan):
+        shares.setdefault((gi, m0, m1, n0, n1), []).append(tile)
+    for (gi, r0, r1, c0, c1), tiles_ in shares.items():
+        block = t[gi].slice(r0, r1, 0).slice(c0, c1, 1)
+        assert block.isContiguous()  # one region of the variable
+        size, k = block.numElements(), len(tiles_)
+        held = [sum(i.size() for i in intervals) for intervals in graph.getTileMapping(block)]
+        assert [held[tile] for tile in tiles_] == [(j + 1) * size // k - j * size // k for j in range(k)]
 
 
 def test_block_pieces_take_a_share_of_each_block():
