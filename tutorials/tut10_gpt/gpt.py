@@ -21,12 +21,14 @@ BERT's heads).
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
-        [--vocab V] [--recompute] [--outlined] [--device model|ipu] [--steady G] [--bert-base]
+        [--vocab V] [--recompute] [--outlined] [--memory-proportion P] [--device model|ipu]
+        [--steady G] [--bert-base]
 
 ``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
 first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
 half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights
-and moments stay float. ``--outlined`` gives every layer of a stage one block's code (the layers'
+and moments stay float. ``--memory-proportion`` is PopLibs' ``availableMemoryProportion`` for the
+products. ``--outlined`` gives every layer of a stage one block's code (the layers'
 weights copied into it for each call) and ``--recompute`` keeps only each block's input for the
 backward pass. ``--bert-base`` is BERT-Base pre-training as Graphcore runs it on a Bow Pod16 (run it
 with ``poplar-py run --arch ipu21``): it prints the step projected to Graphcore's 512
@@ -59,10 +61,10 @@ DATA = Path(__file__).resolve().parent / "data" / "genesis_exodus.txt"
 #: ``--bert-base``: BERT-Base pre-training (phase 1) as Graphcore runs it on a Bow Pod16 (the
 #: Hugging Face model card of Graphcore/bert-base-uncased): 4 replicas of a 4-IPU pipeline, the
 #: embeddings alone on the first IPU, half with half partials. Graphcore's micro-batch is 32 and
-#: it accumulates 512 of them; the default here runs 4 of 8 on the host and projects the step to
-#: 512 (``--steady``). Flags given explicitly win.
+#: it accumulates 512 of them; the default here runs 4 of 16 (at 32 the simulated IPUs' tiles
+#: overflow) and projects the step to 512 (``--steady``). Flags given explicitly win.
 BERT_BASE = dict(layers=12, hidden=768, heads=12, seq=128, predictions=20, vocab=30522, half=True, tp=1,
-                 pp=4, dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, outlined=True, batch=8, accum=4,
+                 pp=4, dp=4, layers_per_ipu=(0, 4, 4, 4), recompute=True, outlined=True, batch=16, accum=4,
                  steady=512, device="ipu")
 #: Graphcore's published throughput of that configuration (micro-batch 32, 512 micro-batches,
 #: 65,536 sequences a step; SDK 3.1, PopART): https://www.graphcore.ai/performance-results
