@@ -259,8 +259,8 @@ def createSliceableTensor(graph: Graph, type_, shape: Sequence[int], dims: Seque
     if plan is not None:
         plan.check(what, asType(type_), shape, dims, False)
     others = [d for d in range(len(shape)) if d not in dims]
-    if plan is not None or len(others) == 0:
-        t = graph.addVariable(type_, shape, name)
+    if plan is not None or not others:
+        var = t = graph.addVariable(type_, shape, name)
     else:  # each column's elements consecutive in the variable: a tile's columns are one interval
         var = graph.addVariable(type_, [shape[d] for d in others + dims], name)
         t = var.dimShuffle([others.index(d) if d in others else len(others) + dims.index(d)
