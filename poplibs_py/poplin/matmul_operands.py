@@ -18,7 +18,7 @@ from poplar_py.errors import InvalidArgumentError
 from poplar_py.types import asType
 
 from ..poputil import PoplibsArgumentError, PoplibsError, sequenceArgument, tensorArgument, trailingArguments
-from .blocks import Blocks
+from .blocks import Blocks, block_major_output
 from .matmul import checkShapes, create_operand, getMatMulPlan, matmulValidateOptions
 from .plan import PlanningCache, planningCacheArgument
 
@@ -86,11 +86,15 @@ def createMatMulGroupedInputRHS(graph: Graph, inputType: Any, *args: Any, debugC
 
 def _output(graph: Graph, in_type: Type, out_type: Type, a_shape: list[int], b_shape: list[int], name: str,
             options: dict | None, cache: PlanningCache | None) -> Tensor:
-    """A new ``[g, m, n]`` output laid out by :func:`mapMatMulOutput`."""
+    """A new ``[g, m, n]`` output laid out as the product lays out one it makes: each block one
+    region of the variable, on the tiles that write it (in shares over its K-splits' tiles)."""
     g, m, _, n = checkShapes(a_shape, b_shape)
-    out = graph.addVariable(out_type, [g, m, n], name)
-    mapMatMulOutput(graph, out, in_type, a_shape, b_shape, options, cache)
-    return out
+    plan = getMatMulPlan(graph.getTarget(), in_type, a_shape, b_shape, out_type, options, cache)
+    if plan.m == 0 or plan.n == 0:
+        out = graph.addVariable(out_type, [g, m, n], name)
+        graph.setTileMapping(out, 0)
+        return out
+    return block_major_output(graph, plan, Blocks.of(plan), out_type, name)
 
 
 def mapMatMulOutput(graph: Graph, out: Tensor, in_type: Type, a_shape: list[int], b_shape: list[int],
@@ -109,9 +113,9 @@ def mapMatMulOutput(graph: Graph, out: Tensor, in_type: Type, a_shape: list[int]
 
 def createMatMulOutput(graph: Graph, inputType: Any, *args: Any, debugContext: Any = "",
                        options: dict | None = None, cache: PlanningCache | None = None) -> Tensor:
-    """A new ``[m, n]`` output of ``aShape x bShape`` whose blocks lie on the tiles that compute them
-    (``createMatMulOutput(graph, inputType[, outputType], aShape, bShape, debugContext, options,
-    cache)``), for ``matMulWithOutput``."""
+    """A new ``[m, n]`` output of ``aShape x bShape`` whose blocks lie on the tiles that compute them,
+    each one region of its variable (``createMatMulOutput(graph, inputType[, outputType], aShape,
+    bShape, debugContext, options, cache)``), for ``matMulWithOutput``."""
     what = "createMatMulOutput"
     in_t, out_t, a, b, name, options, cache = _arguments(
         what, graph, inputType, args, {"debugContext": debugContext, "options": options, "cache": cache}, 2)

@@ -59,6 +59,19 @@ def test_output_and_pre_arranged_rhs(make):
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
 
 
+def test_a_created_output_holds_each_block_in_one_region(make):
+    h = make(16)
+    C = poplin.createMatMulOutput(h.graph, poplar.FLOAT, [40, 64], [64, 96], "C")
+    plan = poplin.getMatMulPlan(h.graph.getTarget(), poplar.FLOAT, [40, 64], [64, 96])
+    assert C.shape() == [40, 96] and C.name.startswith("C") and plan.splitN > 1  # blocks cut rows
+    for im in range(plan.splitM):
+        for jn in range(plan.splitN):
+            (m0, m1), (n0, n1) = plan.ranges(plan.m, plan.splitM, im), plan.ranges(plan.n, plan.splitN, jn)
+            block = C.slice(m0, m1, 0).slice(n0, n1, 1)
+            assert block.numElements() == 0 or block.isContiguous()
+            assert tiles_of(h.graph, block) <= {plan.tile(0, im, jn, ik) for ik in range(plan.splitK)}
+
+
 def test_creator_misuse(make):
     h = make(4)
     with pytest.raises(PoplibsError, match="aShape and bShape must be 3-D"):
