@@ -155,10 +155,7 @@ def block_major_operand(graph: Graph, plan: MatMulPlan, type_: Type, lhs: bool, 
     block, share = (a.ravel() for a in np.indices((size.size, readers), dtype=_I64))
     reader = plan.tile(gi[block], io[block], share, ik[block]) if lhs else \
         plan.tile(gi[block], share, io[block], ik[block])
-    lo = start[block] + size[block] * share // readers
-    hi = start[block] + size[block] * (share + 1) // readers
-    full = np.flatnonzero(hi > lo)
-    graph.map_intervals(flat, lo[full], hi[full], reader[full])
+    _map_shares(graph, flat, start[block], size[block], share, readers, reader)
     return tensor
 
 
@@ -170,12 +167,22 @@ def block_major_output(graph: Graph, plan: MatMulPlan, blocks: Blocks, type_: Ty
     heads = blocks.select(blocks.ik == 0)
     flat, start, size, view = _block_major(graph, type_, plan.groups, heads.group, (heads.m0, heads.m1),
                                            (heads.n0, heads.n1), name)
-    sk = plan.splitK
-    lo = start[blocks.output] + blocks.ik * size[blocks.output] // sk
-    hi = start[blocks.output] + (blocks.ik + 1) * size[blocks.output] // sk
-    full = np.flatnonzero(hi > lo)
-    graph.map_intervals(flat, lo[full], hi[full], blocks.tile[full])
+    _map_shares(graph, flat, start[blocks.output], size[blocks.output], blocks.ik, plan.splitK, blocks.tile)
     return view
+
+
+def share_of(size: np.ndarray, part: np.ndarray, parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Elements ``[first, last)`` of share ``part`` of ``parts`` near-equal shares of ``size``."""
+    return size * part // parts, size * (part + 1) // parts
+
+
+def _map_shares(graph: Graph, flat: Tensor, start: np.ndarray, size: np.ndarray, part: np.ndarray, parts: int,
+                tiles: np.ndarray) -> None:
+    """Map share ``part[k]`` of ``parts`` of the ``size[k]`` elements of ``flat`` from ``start[k]``
+    on ``tiles[k]`` (empty shares map nothing)."""
+    first, last = share_of(size, part, parts)
+    full = np.flatnonzero(last > first)
+    graph.map_intervals(flat, start[full] + first[full], start[full] + last[full], tiles[full])
 
 
 def _block_major(graph: Graph, type_: Type, groups: int, gi: np.ndarray, rows: tuple[np.ndarray, np.ndarray],

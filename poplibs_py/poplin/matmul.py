@@ -38,7 +38,7 @@ from ..poputil import (
     tensorArgument,
     trailingArguments,
 )
-from .blocks import Blocks, Partials, Pieces, block_major_operand, block_major_output
+from .blocks import Blocks, Partials, Pieces, block_major_operand, block_major_output, share_of
 from .plan import (
     AVAILABLE_MEMORY_PROPORTION,
     REGISTER_TILE,
@@ -420,7 +420,7 @@ def _reduce(graph: Graph, plan: MatMulPlan, blocks: Blocks, partials: Partials, 
     else:
         vertex = templateVertex("poplin::ReducePartials", plan.partialsType, out.elementType())
     size = partials.size[blocks.output]
-    first, last = blocks.ik * size // sk, (blocks.ik + 1) * size // sk
+    first, last = share_of(size, blocks.ik, sk)  # the shares block_major_output maps
     keep = first < last
     blocks, first, last = blocks.select(keep), first[keep], last[keep]
     out_flat, dest = out.flatten(), blocks.out(plan, first, last)
