@@ -5,15 +5,17 @@ VectorLayout::ONE_PTR>`` (a pointer, no size) or ``VectorList<float,
 VectorListLayout::DELTANELEMENTS>``: a saving of a few bytes of vertex state each, with limits
 on what the vertex may ask of the field. Python codelets write ``Vector[float,
 VectorLayout.ONE_PTR]`` (also inside ``Input[...]``, and an alignment in bytes after the layout,
-as C++'s third parameter). poplar-py checks the layout and lays every vector out the same way,
-keeping its size, so ``len()`` works and bounds are checked under every layout.
+as C++'s third parameter). poplar-py checks the layout and lays every vector out the same way
+on the host, keeping its size, so ``len()`` works and bounds are checked under every layout; the
+tile memory a vertex's state takes is counted as the IPU stores each layout
+(:func:`reference_bytes`).
 """
 
 from __future__ import annotations
 
 import enum
 
-__all__ = ["VectorLayout", "VectorListLayout"]
+__all__ = ["VectorLayout", "VectorListLayout", "reference_bytes"]
 
 
 class VectorLayout(enum.Enum):
@@ -39,3 +41,21 @@ class VectorListLayout(enum.Enum):
     DELTAN = "DELTAN"
     DELTANELEMENTS = "DELTANELEMENTS"
     COMPACT_DELTAN = "COMPACT_DELTAN"
+
+
+# Bytes of one reference on a Mk2 IPU: SPAN a 32-bit pointer and a 32-bit count, SHORT_SPAN both
+# in 32 bits, the SCALED_PTRs 16-bit pointers; COMPACT_PTR counted as ONE_PTR (what it resolves to
+# for data aligned below 16 bytes); a DeltaN list one 32-bit (offset, size) word per row.
+_REFERENCE_BYTES = {
+    VectorLayout.SPAN: 8, VectorLayout.SHORT_SPAN: 4, VectorLayout.ONE_PTR: 4, VectorLayout.COMPACT_PTR: 4,
+    VectorLayout.SCALED_PTR32: 2, VectorLayout.SCALED_PTR64: 2, VectorLayout.SCALED_PTR128: 2,
+    VectorListLayout.DELTAN: 4, VectorListLayout.DELTANELEMENTS: 4, VectorListLayout.COMPACT_DELTAN: 4,
+    VectorListLayout.ONE_PTR: 4, VectorListLayout.COMPACT_PTR: 4,
+    VectorListLayout.SCALED_PTR32: 2, VectorListLayout.SCALED_PTR64: 2, VectorListLayout.SCALED_PTR128: 2,
+}
+
+
+def reference_bytes(layout: VectorLayout | VectorListLayout) -> int:
+    """Bytes the IPU's vertex state takes to refer to one vector in ``layout`` (for a VectorList
+    layout: each row's entry in the list's table)."""
+    return _REFERENCE_BYTES[layout]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import inspect
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -26,7 +27,7 @@ import numpy as np
 from .errors import CodeletCompileError
 from .templates import Bound, Policy, TemplateParam, TypeParam, argument_text
 from .types import ALL_TYPES, Type, asType
-from .vector_layout import VectorLayout, VectorListLayout
+from .vector_layout import VectorLayout, VectorListLayout, reference_bytes
 
 
 class Direction(enum.Enum):
@@ -58,15 +59,43 @@ class FieldSpec:
     direction: Direction
     kind: FieldKind
     type: Type
+    # how the IPU stores a vector (a list: each row): its declared layout, None for the default
+    # (SPAN; a VectorList's DELTANELEMENTS)
+    layout: VectorLayout | VectorListLayout | None = None
 
     @property
     def is_edge(self) -> bool:
         return self.direction is not Direction.STATE
 
+    @property
+    def record_bytes(self) -> int:
+        """Bytes of the field in the vertex's state record on an IPU: a state value, an edge's
+        32-bit pointer, a vector's reference in its layout, a list's pointer and count."""
+        if self.kind is FieldKind.SCALAR:
+            return self.type.size if self.direction is Direction.STATE else 4
+        if self.kind is FieldKind.VECTOR:
+            return reference_bytes(self.layout or VectorLayout.SPAN)
+        return 8
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of each row's entry in a list field's table on an IPU."""
+        return reference_bytes(self.layout or VectorListLayout.DELTANELEMENTS)
+
     def describe(self) -> str:
         inner = {FieldKind.SCALAR: str(self.type), FieldKind.VECTOR: f"Vector[{self.type}]",
                  FieldKind.VECTOR_LIST: f"VectorList[{self.type}]"}[self.kind]
         return inner if self.direction is Direction.STATE else f"{self.direction.value}[{inner}]"
+
+
+def state_record_bytes(fields: Iterable[FieldSpec]) -> int:
+    """Bytes of a vertex's state record on an IPU: its fields in order, each aligned to its size
+    (at most 4 bytes), the record to 4 bytes."""
+    end = 0
+    for spec in fields:
+        size = spec.record_bytes
+        end = -(-end // min(size, 4)) * min(size, 4) + size
+    return -(-end // 4) * 4
 
 
 @dataclass(frozen=True)
@@ -75,6 +104,7 @@ class _Annotation:
 
     wrapper: str  # "Input", "Output", "InOut", "Vector", "VectorList"
     inner: Any
+    layout: VectorLayout | VectorListLayout | None = None  # Vector[T, layout] (likewise VectorList)
 
 
 class _Wrapper:
@@ -83,7 +113,7 @@ class _Wrapper:
 
     def __getitem__(self, inner: Any) -> _Annotation:
         if isinstance(inner, tuple) and self._name in _LAYOUTS:
-            inner = _laid_out(self._name, inner)
+            return _Annotation(self._name, *_laid_out(self._name, inner))
         return _Annotation(self._name, inner)
 
     def __repr__(self) -> str:
@@ -93,16 +123,16 @@ class _Wrapper:
 _LAYOUTS = {"Vector": VectorLayout, "VectorList": VectorListLayout}
 
 
-def _laid_out(wrapper: str, params: tuple) -> Any:
-    """The element type of ``Vector[T, layout[, align]]`` (likewise VectorList), the rest checked:
-    every layout is stored alike here (see :mod:`poplar_py.vector_layout`)."""
+def _laid_out(wrapper: str, params: tuple) -> tuple[Any, VectorLayout | VectorListLayout]:
+    """The element type and layout of ``Vector[T, layout[, align]]`` (likewise VectorList), the
+    rest checked: the host stores every layout alike (see :mod:`poplar_py.vector_layout`)."""
     layout = _LAYOUTS[wrapper]
     if not 2 <= len(params) <= 3 or not isinstance(params[1], layout) or (
             len(params) == 3 and not (isinstance(params[2], int) and params[2] > 0)):
         raise CodeletCompileError(f"{wrapper}[{', '.join(map(repr, params))}]: expected {wrapper}[T], "
                                   f"{wrapper}[T, {layout.__name__}.X] or {wrapper}[T, {layout.__name__}.X, "
                                   "alignment in bytes]")
-    return params[0]
+    return params[0], params[1]
 
 
 Const = _Wrapper("Const")  # a template constant: ``R: Const[int]`` (see poplar_py.templates)
@@ -140,19 +170,21 @@ def resolve_field(name: str, ann: Any) -> FieldSpec | None:
         if isinstance(inner, _Annotation) and _element_type(inner.inner) is not None:
             kind = {"Vector": FieldKind.VECTOR, "VectorList": FieldKind.VECTOR_LIST}.get(inner.wrapper)
             if kind is not None:
-                return FieldSpec(name, direction, kind, _element_type(inner.inner))  # type: ignore[arg-type]
+                return FieldSpec(name, direction, kind, _element_type(inner.inner), inner.layout)  # type: ignore[arg-type]
         return None
     if ann.wrapper == "Vector":
         elem = _element_type(inner)
         if elem is not None:
-            return FieldSpec(name, Direction.STATE, FieldKind.VECTOR, elem)
+            return FieldSpec(name, Direction.STATE, FieldKind.VECTOR, elem, ann.layout)
         if isinstance(inner, _Annotation) and inner.wrapper in _EDGES:
             edge = resolve_field(name, inner)
             if edge is None or edge.kind is FieldKind.VECTOR_LIST:
                 return None
             # Vector[Input[T]] is a vector of scalar edges; Vector[Input[Vector[T]]] a list of vectors.
-            kind = FieldKind.VECTOR if edge.kind is FieldKind.SCALAR else FieldKind.VECTOR_LIST
-            return FieldSpec(name, edge.direction, kind, edge.type)
+            if edge.kind is FieldKind.SCALAR:
+                return FieldSpec(name, edge.direction, FieldKind.VECTOR, edge.type, ann.layout)
+            row = edge.layout or VectorLayout.SPAN  # each row an edge, a SPAN unless declared
+            return FieldSpec(name, edge.direction, FieldKind.VECTOR_LIST, edge.type, row)
     return None
 
 

@@ -83,6 +83,50 @@ def test_vector_layouts_are_taken_and_stored_alike():
     e.writeTensor("x", np.array([1, 2, 3], np.float32))
     e.run()
     assert e.readTensor("y").tolist() == [2, 4, 6] and e.readTensor("z").tolist() == [1] * 5
+    # as the IPU stores them: x and y 32-bit pointers, z a pointer and count and a 32-bit
+    # (offset, size) word a row
+    memory = e.getProfile()["compilation"]["tiles"][0]["memory"]["byCategory"]
+    assert memory["vertex state"] == 4 + 4 + 8 + 2 * 4
+
+
+class Nested(Vertex):
+    rows: Vector[Input[Vector[float]]]
+    packed: Vector[Input[Vector[float, poplar.VectorLayout.ONE_PTR]]]
+    scale: poplar.HALF
+    offs: Vector[int]
+    out: Output[float]
+
+    def compute(self):
+        total = 0.0
+        for j in range(len(self.rows)):
+            total += self.rows[j][self.offs[j]] * self.packed[j][0]
+        self.out = total * self.scale
+
+
+def test_vertex_state_is_counted_as_the_ipu_stores_it():
+    assert [s.record_bytes for s in Nested.fields.values()] == [8, 8, 2, 8, 4]
+    assert [Nested.fields[f].row_bytes for f in ("rows", "packed")] == [8, 4]  # a SPAN, a pointer
+    assert poplar.vertex.state_record_bytes(Nested.fields.values()) == 32  # offs aligned at 20
+    m = poplar.IPUModel()
+    m.tilesPerIPU = 1
+    g = poplar.Graph(m.createDevice())
+    g.addCodelets(Nested)
+    x, out = g.addConstant(poplar.FLOAT, [3, 2], np.arange(6.0)), g.addVariable(poplar.FLOAT, [])
+    g.setTileMapping(x, 0)
+    g.setTileMapping(out, 0)
+    cs = g.addComputeSet("c")
+    v = g.addVertex(cs, "Nested", {"rows": x, "packed": x, "out": out})
+    g.setInitialValue(v["scale"], 0.5)
+    g.setInitialValue(v["offs"], [1, 0, 1])
+    g.setTileMapping(v, 0)
+    g.createHostRead("out", out)
+    e = poplar.Engine(g, prog.Execute(cs))
+    e.load(m.createDevice())
+    e.run()
+    assert float(e.readTensor("out")) == (1 * 0 + 2 * 2 + 5 * 4) * 0.5
+    memory = e.getProfile()["compilation"]["tiles"][0]["memory"]["byCategory"]
+    # the record; the two tables and offs, 8-byte aligned together
+    assert memory["vertex state"] == 32 + (3 * 8 + 3 * 4 + 16 + 4)
 
 
 def test_memory_constraints_are_checked_and_recorded():

@@ -146,18 +146,19 @@ def _build_exchange(plan: ComputeSetPlan, seg_addr: np.ndarray, layout: MemoryLa
 
 
 def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.ndarray, seg_abs: np.ndarray,
-                 state_abs: np.ndarray, images: tuple[Image, Image], kernel: KernelOptions | None,
-                 slots: np.ndarray, estimates: np.ndarray) -> VertexGroup:
+                 state_abs: tuple[np.ndarray, np.ndarray], images: tuple[Image, Image],
+                 kernel: KernelOptions | None, slots: np.ndarray, estimates: np.ndarray) -> VertexGroup:
     """The state table of one vertex class (and its kernel, compiled unless ``kernel`` is None:
     interpreter mode); list tables and state vectors go to the shared image (``images[0]``), the
-    state compute writes to the tile-memory one (``images[1]``: each replica its own copy)."""
+    state compute writes to the tile-memory one (``images[1]``: each replica its own copy);
+    ``state_abs`` says where each vertex's state starts in either."""
     seg, info = plan.segments, plan.codelets[cls]
     n = positions.size
     table = np.zeros(n, dtype=info.state_dtype)
     vids = plan.vertices[positions]
-    cursor = state_abs[positions].copy()  # next free byte of each vertex's state block
+    # next free byte of each vertex's state in the shared state and in its tile
+    cursor, in_tile = (where[positions].copy() for where in state_abs)
     shared, tiles = images
-    home = tiles.base - shared.base  # from a byte of the shared state to its place in the arena
     written = written_state(cls)
     nfields = max(len(c.fields) for c in graph.vertices.classes) + 1
     keys = seg.vertex * nfields + seg.field  # non-decreasing: segments go vertex by vertex
@@ -167,17 +168,18 @@ def _build_group(graph: GraphIR, plan: ComputeSetPlan, cls: type, positions: np.
         if spec.direction is Direction.STATE:
             values, lengths = graph.vertices.store.values(fnum, vids, spec.type.dtype)
             if name in written:  # in the arena, reserved like a state vector, as an edge
-                tiles.add(cursor + home, lengths, values, spec.type.dtype)
-                table[name if spec.kind is FieldKind.SCALAR else name + ".ptr"] = cursor + home
+                tiles.add(in_tile, lengths, values, spec.type.dtype)
+                table[name if spec.kind is FieldKind.SCALAR else name + ".ptr"] = in_tile
+                in_tile += state_vector_bytes(lengths, spec.type.size)
             elif spec.kind is FieldKind.SCALAR:
                 table[name] = values
                 continue
             else:
                 shared.add(cursor, lengths, values, spec.type.dtype)
                 table[name + ".ptr"] = cursor
+                cursor += state_vector_bytes(lengths, spec.type.size)
             if spec.kind is FieldKind.VECTOR:
                 table[name + ".size"] = lengths
-            cursor += state_vector_bytes(lengths, spec.type.size)
             continue
         lo = np.searchsorted(keys, positions * nfields + fnum, side="left")
         if spec.kind is FieldKind.SCALAR:
@@ -240,7 +242,7 @@ class ComputeSetTables:
                                                                             target.getTilesPerIPU())
         assert layout.shared is not None
         base, shared = layout.arena.ctypes.data, layout.shared.ctypes.data
-        state_abs = shared + layout.address(plan.tiles, plan.state_offset)
+        state_abs = shared + plan.host_offset, base + layout.address(plan.tiles, plan.state_offset)
         images = (Image(shared), Image(base))
         estimates, self.flops = cycle_estimates(graph, plan, target)  # flops: one run on one replica
         slots = self._slots(graph, plan)

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import program as prog
+from ..codelet.codelet_compiler import VECTOR_LIST_ENTRY_DTYPE
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..ir import GraphIR
 from ..options import EngineOptions
 from ..regions.arrays import exclusive_cumsum, expand_ranges, first_alike, first_equal, unique_sorted
 from ..regions.runs import Runs
-from ..vertex import Direction, FieldKind
+from ..vertex import Direction, FieldKind, state_record_bytes
 from ..vertex_types.backends import Info, codelet_info, written_state
-from .layout import Located, MemoryLayout
+from .layout import Located, MemoryLayout, align
 from .mapping import busiest_tiles
 from .passes import working_on
 from .races import check_races
@@ -46,6 +47,9 @@ class ComputeSetPlan:
     groups: dict[type, np.ndarray]  # vertex class -> positions in ``vertices``
     codelets: dict[type, Info]  # state records and code sizes (compiling needs no LLVM here)
     state_offset: np.ndarray  # per vertex: offset in its tile of its list tables and state vectors
+    # per vertex: offset in the host's copy of the shared vertex state (``MemoryLayout.shared``) of
+    # its list tables and the state vectors compute does not write, or -1
+    host_offset: np.ndarray
 
 
 @dataclass
@@ -307,28 +311,39 @@ def state_vector_bytes(n: int | np.ndarray, size: int) -> int | np.ndarray:
 
 
 def _reserve_vertex_state(graph: GraphIR, vids: np.ndarray, tiles: np.ndarray, layout: MemoryLayout,
-                          list_sizes: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
-    """Room on each vertex's tile for its list-field entry tables (``list_sizes`` rows), state
-    vectors and the state scalars its compute writes."""
-    need = np.zeros(vids.size, dtype=_I64)
+                          list_sizes: dict[tuple[int, int], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Room on each vertex's tile for its list-field entry tables (``list_sizes`` rows, at the
+    IPU's bytes a row), state vectors and the state scalars its compute writes (those first: they
+    live there on the host too); and room in the host's shared vertex state for the list tables as
+    the host kernels read them and the state vectors compute does not write."""
+    on_tile = np.zeros(vids.size, dtype=_I64)
+    on_host = np.zeros(vids.size, dtype=_I64)
     cls_of = graph.vertices.cls[vids]
     for c in unique_sorted(cls_of).tolist():
         cls = graph.vertices.classes[c]
         written = written_state(cls)
-        extra = [(f, spec) for f, spec in enumerate(cls.fields.values())
-                 if (spec.kind is FieldKind.VECTOR_LIST and spec.is_edge)
-                 or (spec.kind is FieldKind.VECTOR and not spec.is_edge)
-                 or (spec.kind is FieldKind.SCALAR and spec.name in written)]
-        if not extra:
-            continue
         positions = np.flatnonzero(cls_of == c)
-        for f, spec in extra:
-            if spec.is_edge:  # a list's entry table: 16 bytes a row
-                need[positions] += 16 * np.maximum(list_sizes[c, f], 0)
+        for f, spec in enumerate(cls.fields.values()):
+            if spec.kind is FieldKind.VECTOR_LIST and spec.is_edge:
+                rows = np.maximum(list_sizes[c, f], 0)
+                on_tile[positions] += spec.row_bytes * rows
+                on_host[positions] += VECTOR_LIST_ENTRY_DTYPE.itemsize * rows
+            elif spec.is_edge or (spec.kind is FieldKind.SCALAR and spec.name not in written):
+                continue
             else:  # (every state field has values: _check_fields)
                 counts = graph.vertices.store.value_bytes(f, vids[positions]) // spec.type.size
-                need[positions] += state_vector_bytes(counts, spec.type.size)
-    offsets = np.full(vids.size, -1, dtype=_I64)
+                nbytes = state_vector_bytes(counts, spec.type.size)
+                on_tile[positions] += nbytes
+                if spec.name not in written:
+                    on_host[positions] += nbytes
+    return _reserve(tiles, on_tile, layout), layout.reserve_shared(on_host)
+
+
+def _reserve(tiles: np.ndarray, need: np.ndarray, layout: MemoryLayout) -> np.ndarray:
+    """``need[v]`` bytes of vertex state on ``tiles[v]``, a tile's vertices' back to back (each
+    8-byte aligned): each vertex's offset in its tile, or -1 where it needs none."""
+    need = align(need)
+    offsets = np.full(tiles.size, -1, dtype=_I64)
     users = np.flatnonzero(need)
     if users.size:
         user_tiles = tiles[users]
@@ -365,7 +380,7 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         check_races(name, graph, vids, seg, sruns)
         place = _place(seg, sruns, tiles[seg.vertex], layout)
         staged = _assign_buffers(seg, sruns, place, tiles, layout, graph.variables.bases)
-        state_offset = _reserve_vertex_state(graph, vids, tiles, layout, list_sizes)
+        state_offset, host_offset = _reserve_vertex_state(graph, vids, tiles, layout, list_sizes)
         cls_of = graph.vertices.cls[vids]
         _, first = np.unique(cls_of, return_index=True)
         order = cls_of[np.sort(first)].tolist()
@@ -373,12 +388,13 @@ def plan_compute_sets(graph: GraphIR, programs: list[prog.Program], layout: Memo
         infos = {cls: codelet_info(cls) for cls in groups}
         for c, (cls, members) in zip(order, groups.items()):
             member_tiles = tiles[members]
-            state += np.bincount(member_tiles, minlength=num_tiles) * infos[cls].state_dtype.itemsize
+            state += np.bincount(member_tiles, minlength=num_tiles) * state_record_bytes(cls.fields.values())
             fresh = unique_sorted(member_tiles)
             fresh = fresh[~code_seen[c, fresh]]
             code_seen[c, fresh] = True
             code[fresh] += infos[cls].code_bytes
-        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, infos, state_offset)
+        plans[cs_id] = ComputeSetPlan(cs_id, name, vids, tiles, seg, staged, groups, infos, state_offset,
+                                      host_offset)
     # A compute set's exchange buffers live only while it runs: every compute set's share one
     # scratch region per tile, as big as the largest set's.
     base = layout.place_scratch("exchange buffers")

@@ -87,11 +87,12 @@ class MemoryLayout:
     tile_base: np.ndarray | None = None  # one replica's tiles
     replicas: int = 1  # the arena holds this many copies of the tile memories, back to back
     arena: np.ndarray | None = None  # all tile memories; never reallocated (kernels hold addresses)
-    # the vertices' list tables and state vectors, kept once for every replica (read-only while
-    # vertices run, alike on every replica), at their tile-memory offsets; their arena bytes stay
-    # reserved (the device's memory) and untouched, but for the state vectors and scalars compute
-    # writes, which live there (each replica its own)
+    # the vertices' list tables (as the host kernels read them) and the state vectors compute does
+    # not write, kept once for every replica (read-only while vertices run, alike on every replica);
+    # their room in tile memory (the device's, at the IPU's sizes) stays reserved and untouched,
+    # but for the state vectors and scalars compute writes, which live there (each replica its own)
     shared: np.ndarray | None = None
+    shared_size: int = 0  # bytes of ``shared`` handed out (reserve_shared)
     outside: np.ndarray | None = None  # bytes per tile kept outside the arena (state tables, code)
 
     @property
@@ -108,6 +109,14 @@ class MemoryLayout:
         out = align(self.tile_used[tiles]) + back_to_back(tiles, nbytes)
         np.maximum.at(self.tile_used, tiles, out + nbytes)
         np.add.at(usage, tiles, nbytes)
+        return out
+
+    def reserve_shared(self, nbytes: np.ndarray) -> np.ndarray:
+        """Reserve ``nbytes[k]`` (each 8-byte aligned) in the host's shared vertex state: each
+        reservation's offset there, or -1 where it is empty."""
+        sizes = align(nbytes)
+        out = np.where(sizes > 0, self.shared_size + exclusive_cumsum(sizes), -1)
+        self.shared_size += int(sizes.sum())
         return out
 
     def reserve_scratch(self, tiles: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -148,7 +157,7 @@ class MemoryLayout:
         """Zeroed tile memories of every replica and shared vertex state of one, whose pages the
         host maps only when first touched (so untouched bytes take no host memory)."""
         self.arena = self._new_memory(self.replicas * self.arena_size)
-        self.shared = self._new_memory(self.arena_size)
+        self.shared = self._new_memory(self.shared_size)
 
     @staticmethod
     def _new_memory(nbytes: int) -> np.ndarray:

@@ -155,6 +155,10 @@ def check_plans(layout: MemoryLayout, plans: ComputeSetPlans) -> None:
         state = plan.state_offset[has]
         _require((state % ALIGN == 0) & (state < layout.tile_used[t]),
                  f"{what}: vertex state outside its tile", plan.vertices[has])
+        has = plan.host_offset >= 0
+        host = plan.host_offset[has]
+        _require((host % ALIGN == 0) & (host < layout.shared_size),
+                 f"{what}: vertex state outside the host's shared state", plan.vertices[has])
         seg = plan.segments
         some = seg.length > 0  # in place or in an exchange buffer: contiguous on the vertex's tile
         t = plan.tiles[seg.vertex[some]]

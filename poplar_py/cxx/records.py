@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import CodeletError
 from ..types import ALL_TYPES, Type
+from ..vector_layout import VectorLayout, VectorListLayout
 from ..vertex import Direction, FieldKind, FieldSpec
 
 _BASES = {
@@ -160,22 +161,34 @@ def _spec(name: str, ctype: str) -> FieldSpec | None:
         if args[0] in _ELEMENTS:
             return FieldSpec(name, direction, FieldKind.SCALAR, _ELEMENTS[args[0]])
         inner, inner_args = split_template(args[0])
-        if inner_args and inner_args[0] in _ELEMENTS:
-            kind = {"poplar::Vector": FieldKind.VECTOR, "poplar::VectorList": FieldKind.VECTOR_LIST}.get(
-                inner
-            )
-            if kind is not None:
-                return FieldSpec(name, direction, kind, _ELEMENTS[inner_args[0]])
+        kinds = {"poplar::Vector": (FieldKind.VECTOR, VectorLayout),
+                 "poplar::VectorList": (FieldKind.VECTOR_LIST, VectorListLayout)}
+        if inner_args and inner_args[0] in _ELEMENTS and inner in kinds:
+            kind, layouts = kinds[inner]
+            return FieldSpec(name, direction, kind, _ELEMENTS[inner_args[0]], _layout(inner_args, layouts))
         return None
     if head == "poplar::Vector":
+        layout = _layout(args, VectorLayout)
         if args[0] in _ELEMENTS:
-            return FieldSpec(name, Direction.STATE, FieldKind.VECTOR, _ELEMENTS[args[0]])
+            return FieldSpec(name, Direction.STATE, FieldKind.VECTOR, _ELEMENTS[args[0]], layout)
         edge = _spec(name, args[0])
         if edge is None or edge.direction is Direction.STATE or edge.kind is FieldKind.VECTOR_LIST:
             return None
-        kind = FieldKind.VECTOR if edge.kind is FieldKind.SCALAR else FieldKind.VECTOR_LIST
-        return FieldSpec(name, edge.direction, kind, edge.type)
+        if edge.kind is FieldKind.SCALAR:
+            return FieldSpec(name, edge.direction, FieldKind.VECTOR, edge.type, layout)
+        row = edge.layout or VectorLayout.SPAN  # each row an edge, a SPAN unless declared
+        return FieldSpec(name, edge.direction, FieldKind.VECTOR_LIST, edge.type, row)
     return None
+
+
+def _layout(args: list[str], layouts: type[VectorLayout] | type[VectorListLayout]
+            ) -> VectorLayout | VectorListLayout | None:
+    """The layout a vector's template arguments name after the element type
+    (``poplar::VectorLayout::ONE_PTR``), None when they name none."""
+    if len(args) < 2:
+        return None
+    name = args[1].rsplit("::", 1)[-1]
+    return layouts.__members__.get(name)
 
 
 def check_layout(record: VertexRecord, fields: dict[str, FieldSpec], state: np.dtype, file: str) -> None:

@@ -105,6 +105,8 @@ template class AddK<int, 5>;
                     Vertex("AddK<int,5>", {"a": xi}, {"out": (6, INT)}, tile=1)])
     np.testing.assert_array_equal(got.outputs[0]["out"], xf + 3)
     np.testing.assert_array_equal(got.outputs[1]["out"], xi + 5)
+    # counted as the IPU stores it: a ONE_PTR pointer and a SPAN
+    assert got.profile["compilation"]["tiles"][0]["memory"]["byCategory"]["vertex state"] == 4 + 8
 
 
 def test_half_and_short_vectors(tmp_path):
