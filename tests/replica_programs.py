@@ -25,7 +25,10 @@ instead of always live, 100 bytes less of variables, 512 more of control code fo
 ``index_scale`` again when the kernels' count issued floating-point operations beside the main
 pipeline's and costed a loop's step (its codelet's compute cycles, 780 to 708 on its busiest tile);
 ``tutorial5`` when popops' reductions took the estimates of PopLibs' single-input and strided
-vertices where their shapes are those (its cycles only).
+vertices where their shapes are those (its cycles only). All of them when vertex state was
+counted as the IPU stores it (32-bit pointers, a list's rows in their layouts) and popops' map
+vertices took rows of several pieces a worker (their generated names and code sizes): memory
+figures only, every cycle as it was.
 """
 
 from __future__ import annotations

@@ -309,7 +309,7 @@ def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace:
     gen = _Generator(types)
     body = gen.code(e, None)
     used = sorted({n.index for n in _walk(e) if isinstance(n, PlaceHolder)} - ({1} if inPlace else set()))
-    fields, loads, per_element = [], ["            out = self.out[workerId]"], []
+    fields, loads, per_element = [], ["            out = self.out[r]"], []
     for i in used:
         elem = repr(types[i - 1])
         if i in scalars:
@@ -317,7 +317,7 @@ def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace:
             loads.insert(0, f"            x{i} = self.in{i}")
         else:
             fields.append(f"    in{i}: Input[VectorList[{elem}]]")
-            loads.append(f"            in{i} = self.in{i}[workerId]")
+            loads.append(f"            in{i} = self.in{i}[r]")
             per_element.append(f"                x{i} = in{i}[i]")
     fields.append(f"    out: {'InOut' if inPlace else 'Output'}[VectorList[{outType!r}]]")
     if inPlace:
@@ -329,7 +329,8 @@ def mapVertexClass(e: Expr, types: list[Type], scalars: frozenset[int], inPlace:
         "from poplar_py import InOut, Input, MultiVertex, Output, VectorList  # noqa: F401", "",
         *(f"\n{h}" for _, h in sorted(gen.helpers.items())), "",
         "class MapVertex(MultiVertex):", '    vertexName = "popops::map::@HASH@"', *fields, "",
-        "    def compute(self, workerId):", "        if workerId < len(self.out):", *loads,
+        "    def compute(self, workerId):",
+        "        for r in range(workerId, len(self.out), self.numWorkers()):", *loads,
         "            for i in range(len(out)):", *per_element,
         f"                out[i] = {body}", "        return True", ""])
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]

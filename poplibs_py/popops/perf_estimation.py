@@ -50,7 +50,8 @@ def rowSizes(field: Any) -> list[int]:
 class MapCost:
     """How a generated ``map`` vertex is costed: ``kind`` names the PopLibs vertex whose estimator
     it follows (it is part of the generated codelet, so vertices costed differently differ), and
-    ``cycles(rows, target)`` gives its tile cycles from the lengths of its output rows."""
+    ``cycles(rows, target)`` gives its tile cycles from the lengths of its output rows (one a
+    worker; a worker's rows summed where it has several)."""
 
     kind: str
     cycles: RowCost
@@ -59,7 +60,10 @@ class MapCost:
         """The perf estimator of a vertex whose rows are those of ``outField``."""
 
         def estimate(vertex: Any, target: Target) -> VertexPerfEstimate:
-            return VertexPerfEstimate(int(self.cycles(rowSizes(vertex.getFieldInfo(outField)), target)))
+            rows = rowSizes(vertex.getFieldInfo(outField))
+            workers = target.getNumWorkerContexts()  # row r is worker r mod workers's
+            return VertexPerfEstimate(int(self.cycles([sum(rows[w::workers]) for w in range(workers)]
+                                                      if len(rows) > workers else rows, target)))
 
         return estimate
 

@@ -50,6 +50,29 @@ def test_worker_rows_split_as_split_regions_between_workers(seed, grain):
     assert _rows_as_lists(*workerRows(graph, t, grain)) == expected
 
 
+@pytest.mark.parametrize("pieces", [4, 8])
+def test_a_concatenation_on_a_tile_is_worked_on_in_place(harness, pieces):
+    # a tile holding four variables' elements: its workers take their pieces as rows of their own
+    # (some workers two), each contiguous in memory, so nothing is gathered into exchange buffers;
+    # holding eight, the pieces would cost more as rows: a row a worker, as for one variable
+    h = harness(2)
+    x = np.arange(pieces * 6 * 10, dtype=np.float32).reshape(pieces, 6, 10)
+    parts = [h.tensor(x[k], mapping=0) for k in range(pieces)]
+    joined = poplar.concat(parts, 1)  # [6, 10 * pieces]: rows interleave the variables
+    tiles, rows = workerRows(h.graph, joined.flatten(), 1)
+    assert tiles.tolist() == [0]
+    out = popops.mul(h.graph, joined, joined, h.seq, "square")
+    (got,) = h.run(out)
+    np.testing.assert_array_equal(got, np.concatenate(x, 1) ** 2)
+    memory = h.engine.getProfile()["compilation"]["tiles"][0]["memory"]["byCategory"]
+    if pieces == 4:
+        # four variables of 60 elements in six partitions of 40: two partitions meet two of them
+        assert rows.num_rows == 6 + 2
+        assert memory.get("exchange buffers", 0) == 0
+    else:
+        assert rows.num_rows == 6
+
+
 def test_element_wise_operations_add_one_vertex_per_tile(harness):
     h = harness(16)
     x = np.arange(40 * 30, dtype=np.float32).reshape(40, 30)
