@@ -79,11 +79,13 @@ def test_a_step_matches_numpy(tp, pp, dp, mode):
     _assert_parameters_match(trainer, expected, 1e-3 * LR)
 
 
-@pytest.mark.parametrize("tp,pp,dp,layers_per_ipu,phased", [
-    (1, 1, 1, None, False), (2, 1, 2, None, False), (1, 2, 2, (0, 2), False), (2, 2, 1, (0, 2), True)])
-def test_a_masked_model_step_matches_numpy(tp, pp, dp, layers_per_ipu, phased):
+@pytest.mark.parametrize("tp,pp,dp,layers_per_ipu,phased,serialization", [
+    (1, 1, 1, None, False, 1), (2, 1, 2, None, False, 1), (1, 2, 2, (0, 2), False, 3),
+    (2, 2, 1, (0, 2), True, 1)])
+def test_a_masked_model_step_matches_numpy(tp, pp, dp, layers_per_ipu, phased, serialization):
     # BERT's objective: attention both ways, 3 masked positions a sequence predicting their bytes
-    sizes = replace(SIZES, predictions=3, vocab=300)  # a vocabulary beyond the text's bytes too
+    # (a vocabulary beyond the text's bytes too), the head's products serialised or not
+    sizes = replace(SIZES, predictions=3, vocab=301, serialization=serialization)
     split = gpt.Split(tp, pp, dp, accum=2, layers_per_ipu=layers_per_ipu)
     trainer, data, loss, expected_loss, expected = _step(sizes, split, phased)
     assert data.positions is not None and data.targets.shape == (split.replicas, 2, sizes.batch, 3)
@@ -204,6 +206,8 @@ def test_bert_base_attaches_to_the_pods_ipus_and_asks_for_bow_ones(monkeypatch, 
     (["--pp", "1", "--tp", "1", "--dp", "1", "--vocab", "100"], "--vocab 100 must hold the text's 256 bytes"),
     (["--pp", "1", "--tp", "1", "--dp", "1", "--predictions", "200"], "--predictions 200 must be 0"),
     (["--pp", "1", "--tp", "1", "--dp", "1", "--phased", "--outlined"], "give one of them"),
+    (["--pp", "1", "--tp", "1", "--dp", "1", "--embedding-serialization", "0"],
+     "--embedding-serialization 0 must be from 1 to --vocab 256"),
 ])
 def test_a_split_that_cannot_run_is_named_before_any_graph(flags, culprit, monkeypatch):
     monkeypatch.setattr(gpt, "Trainer", None)  # never reached

@@ -21,18 +21,19 @@ BERT's heads).
     poplar-py run tutorials/tut10_gpt/gpt.py [--pod 16|64|256] [--tp T] [--pp P] [--dp D]
         [--accum G] [--steps N] [--layers L] [--hidden H] [--heads A] [--seq S] [--batch B]
         [--lr ETA] [--seed K] [--layers-per-ipu N,N,...] [--phased] [--half] [--predictions K]
-        [--vocab V] [--recompute] [--outlined] [--memory-proportion P] [--device model|ipu]
-        [--steady G] [--bert-base]
+        [--vocab V] [--recompute] [--outlined] [--memory-proportion P] [--embedding-serialization K]
+        [--device model|ipu] [--steady G] [--bert-base]
 
-``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the
-first IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in
-half and multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights
-and moments stay float. ``--memory-proportion`` is PopLibs' ``availableMemoryProportion`` for the
-products. ``--outlined`` gives every layer of a stage one block's code (the layers'
-weights copied into it for each call) and ``--recompute`` keeps only each block's input for the
-backward pass. ``--bert-base`` is BERT-Base pre-training as Graphcore runs it on a Bow Pod16 (run it
-with ``poplar-py run --arch ipu21``): it prints the step projected to Graphcore's 512
-micro-batches (``--steady``) beside Graphcore's published throughput.
+``--layers-per-ipu`` places the layers on the stages (``0,4,4,4``: the embeddings alone on the first
+IPU, as Graphcore pipelines BERT); ``--half`` keeps weights, activations and gradients in half and
+multiplies with half partials (as Graphcore trains BERT on Pods); Adam's master weights and moments
+stay float. ``--memory-proportion`` is PopLibs' ``availableMemoryProportion`` for the products;
+``--embedding-serialization K`` runs the head's products over the vocabulary as K products over
+slices of it (Graphcore's ``embedding_serialization_factor``). ``--outlined`` gives every layer of a
+stage one block's code (the layers' weights copied into it for each call) and ``--recompute`` keeps
+only each block's input for the backward pass. ``--bert-base`` is BERT-Base pre-training as
+Graphcore runs it on a Bow Pod16 (run it with ``poplar-py run --arch ipu21``): it prints the step
+projected to Graphcore's 512 micro-batches (``--steady``) beside Graphcore's published throughput.
 
 Each step prints its loss (nats per byte, the mean over the step's predictions), the simulated step
 time, the Pod's sequences and tokens per second and the model FLOPs per IPU a second
@@ -129,6 +130,8 @@ def check(s: Sizes, split: Split, pod: int | None, phased: bool = False, outline
         problems.append(f"--heads {s.heads} must divide --hidden {s.hidden}")
     if s.vocab < 256:
         problems.append(f"--vocab {s.vocab} must hold the text's 256 bytes")
+    if not 1 <= s.serialization <= s.vocab:
+        problems.append(f"--embedding-serialization {s.serialization} must be from 1 to --vocab {s.vocab}")
     if not 0 <= s.predictions <= s.seq:
         problems.append(f"--predictions {s.predictions} must be 0 (a causal model) to --seq {s.seq}")
     if problems:
@@ -512,6 +515,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--memory-proportion", type=float, default=None,
                    help="PopLibs' availableMemoryProportion for the products (Graphcore's BERT: 0.28)")
+    p.add_argument("--embedding-serialization", type=int, default=1,
+                   help="the head's products over the vocabulary as this many, each over a slice of it "
+                        "(Graphcore's embedding_serialization_factor)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steady", type=int, default=None,
@@ -538,7 +544,7 @@ def split_of(args: argparse.Namespace) -> Split:
 def sizes_of(args: argparse.Namespace) -> Sizes:
     return Sizes(hidden=args.hidden, heads=args.heads, layers=args.layers, seq=args.seq, batch=args.batch,
                  half=args.half, predictions=args.predictions, vocab=args.vocab,
-                 memory_proportion=args.memory_proportion)
+                 memory_proportion=args.memory_proportion, serialization=args.embedding_serialization)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,6 +10,7 @@ one flat buffer of its own, updated by :mod:`optimiser`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable
@@ -43,6 +44,10 @@ class Sizes:
     predictions: int = 0
     #: PopLibs' ``availableMemoryProportion`` for the products (None: PopLibs' default)
     memory_proportion: float | None = None
+    #: the head's products over the vocabulary run as this many, each over a slice of its rows
+    #: (Graphcore's ``embedding_serialization_factor``): their exchange buffers and partials
+    #: that much smaller, on the tiles of the first IPU that also holds the embedding
+    serialization: int = 1
 
     @property
     def causal(self) -> bool:
@@ -60,6 +65,12 @@ class Sizes:
     @property
     def tokens(self) -> int:
         return self.batch * self.seq
+
+    @property
+    def vocab_slices(self) -> list[slice]:
+        """The vocabulary rows of each of the head's ``serialization`` products."""
+        bounds = [self.vocab * k // self.serialization for k in range(self.serialization + 1)]
+        return [slice(a, b) for a, b in itertools.pairwise(bounds)]
 
     @property
     def mlp(self) -> int:
@@ -625,7 +636,9 @@ class Stage:
             picked = popops.multiSlice(g, sliceable, positions, [0], [1], seq, debugName="masked").reshape(
                 [s.targets, s.hidden]
             )
-        logits = self.mm(picked, self.param("wte").transpose(), seq, "logits")
+        wte = self.param("wte")
+        logits = poplar.concat([self.mm(picked, wte[rows].transpose(), seq, name)
+                                for rows, name in self._vocab_products("logits")], 1)
         probs = popnn.nonLinearity(g, NL.SOFTMAX_STABLE, logits, seq, "logits/softmax")
         losses = g.addVariable(s.dtype, [s.targets], "losses")
         deltas = g.clone(probs, "deltas")
@@ -634,6 +647,12 @@ class Stage:
         loss = popops.reduce(g, losses, poplar.FLOAT, [0], popops.Operation.ADD, seq, "loss/sum")
         popops.mulInPlace(g, deltas, scale, seq, "loss/scale")  # d logits of the mean loss
         return loss, dict(picked=picked, positions=positions, white=white, isd=isd, deltas=deltas)
+
+    def _vocab_products(self, name: str) -> list[tuple[slice, str]]:
+        """The vocabulary rows of each of the head's products and its name (``name/k`` when
+        serialised)."""
+        slices = self.s.vocab_slices
+        return [(rows, name if len(slices) == 1 else f"{name}/{k}") for k, rows in enumerate(slices)]
 
     def _sliceable(self, name: str) -> poplar.Tensor:
         """A ``[tokens, hidden]`` tensor whose columns lie whole on the tiles (PopLibs'
@@ -646,8 +665,15 @@ class Stage:
         """The gradient w.r.t. the head's input (accumulating the projection's and the final layer
         norm's gradients); a masked model's reaches its positions only."""
         g, s = self.graph, self.s
-        self.mm_acc(self.grad("wte"), t["deltas"].transpose(), t["picked"], seq, "logits/grad")
-        d_h = self.mm(t["deltas"], self.param("wte"), seq, "logits/inputGrad")
+        wte, deltas = self.param("wte"), t["deltas"]
+        d_h = None
+        for rows, name in self._vocab_products("logits"):
+            self.mm_acc(self.grad("wte")[rows], deltas[:, rows].transpose(), t["picked"], seq, name + "/grad")
+            if d_h is None:
+                d_h = self.mm(deltas[:, rows], wte[rows], seq, name + "/inputGrad")
+            else:
+                self.mm_acc(d_h, deltas[:, rows], wte[rows], seq, name + "/inputGrad")
+        assert d_h is not None
         if t["positions"] is not None:
             d_picked = d_h
             d_h = self._sliceable("masked/grad")
