@@ -9,9 +9,9 @@ calibration was fitted on or checked against (target: every ratio 0.8-1.25); the
 checks that big transfers keep the links' bandwidth with the links' latency (target: within 1.3x
 of the ring bound, latency included). ``--bert`` adds the model-level rows, which validate and are
 never fitted: tutorial 10's BERT-Base on a Bow Pod16 (``--bert-base``, its steady state at
-micro-batch 16; 11-25 minutes at a peak of 18 GB) against Graphcore's published throughput
-(target: within 15%), and what the micro-batch does to one layer's pace (8, and 16 as the Pod16
-row runs, against Graphcore's 32; about 4 minutes at 5 GB).
+Graphcore's micro-batch of 32; about 40 minutes at a peak of 20 GB) against Graphcore's published
+throughput (target: within 15%), and what the micro-batch does to one layer's pace (8 and 16
+against the 32 the Pod16 row runs; about 4 minutes at 5 GB).
 
 Sources: [TIPU] TessellateIPU's "IPU Peak Flops" notebook, run on a Bow IPU (its stored
 output); [Jia] Jia, Tillman, Maggioni, Scarpazza, "Dissecting the Graphcore IPU Architecture via
@@ -231,8 +231,8 @@ def bert_layer_cycles_a_token(batch: int) -> float:
 
 
 def micro_batch_effect() -> None:
-    """What the micro-batch does to a layer's pace: 8, and the 16 the Pod16 row runs, against
-    Graphcore's 32 (at which the Pod16's simulated tiles overflow)."""
+    """What the micro-batch does to a layer's pace: 8 and 16 against Graphcore's 32, which the
+    Pod16 row runs."""
     paces = {batch: bert_layer_cycles_a_token(batch) for batch in (8, 16, 32)}
     print("\none BERT-Base layer on a Bow IPU, cycles a token: " + ", ".join(
         f"micro-batch {batch} {pace:,.0f} ({pace / paces[32]:.2f}x micro-batch 32's)"

@@ -175,7 +175,9 @@ def test_bert_base_is_graphcores_configuration_with_the_flags_given_winning():
         12, 768, 12, 128, 30522, 20, True)
     assert (split.tp, split.pp, split.dp, split.layers_per_ipu, s.batch, args.steady) == (
         1, 4, 1, (0, 4, 4, 4), 2, 512)
-    assert args.recompute and args.outlined
+    assert args.recompute and args.outlined and s.serialization == 4
+    bert = gpt.parse_args(["--bert-base"])
+    assert gpt.sizes_of(bert).batch == 32 and bert.steps == 1  # Graphcore's micro-batch, one step
     # Graphcore's published 16,391 sequences/s on a Bow Pod16, in model FLOPs per IPU
     flops = s.flops_per_token * s.seq * gpt.GRAPHCORE_BERT_BASE_SEQUENCES
     assert flops / 16 / 1e12 == pytest.approx(71.6, abs=0.05)
