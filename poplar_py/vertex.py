@@ -180,12 +180,18 @@ def resolve_field(name: str, ann: Any) -> FieldSpec | None:
             edge = resolve_field(name, inner)
             if edge is None or edge.kind is FieldKind.VECTOR_LIST:
                 return None
-            # Vector[Input[T]] is a vector of scalar edges; Vector[Input[Vector[T]]] a list of vectors.
-            if edge.kind is FieldKind.SCALAR:
-                return FieldSpec(name, edge.direction, FieldKind.VECTOR, edge.type, ann.layout)
-            row = edge.layout or VectorLayout.SPAN  # each row an edge, a SPAN unless declared
-            return FieldSpec(name, edge.direction, FieldKind.VECTOR_LIST, edge.type, row)
+            return vector_of_edges(edge, ann.layout)
     return None
+
+
+def vector_of_edges(edge: FieldSpec, layout: VectorLayout | VectorListLayout | None) -> FieldSpec:
+    """The field ``Vector<edge, layout>`` (``edge`` a scalar or vector edge): a vector of scalar
+    edges, or a list of vectors whose rows are stored in the edge's layout (a SPAN unless it
+    declares one)."""
+    if edge.kind is FieldKind.SCALAR:
+        return FieldSpec(edge.name, edge.direction, FieldKind.VECTOR, edge.type, layout)
+    row = edge.layout or VectorLayout.SPAN
+    return FieldSpec(edge.name, edge.direction, FieldKind.VECTOR_LIST, edge.type, row)
 
 
 _CLASS_ATTRIBUTES = ("fields", "isMultiVertex", "sourceFile", "NUM_WORKERS", "vertexName", "typeParams",

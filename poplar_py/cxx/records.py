@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import CodeletError
 from ..types import ALL_TYPES, Type
 from ..vector_layout import VectorLayout, VectorListLayout
-from ..vertex import Direction, FieldKind, FieldSpec
+from ..vertex import Direction, FieldKind, FieldSpec, vector_of_edges
 
 _BASES = {
     "poplar::Vertex": "Vertex",
@@ -174,10 +174,7 @@ def _spec(name: str, ctype: str) -> FieldSpec | None:
         edge = _spec(name, args[0])
         if edge is None or edge.direction is Direction.STATE or edge.kind is FieldKind.VECTOR_LIST:
             return None
-        if edge.kind is FieldKind.SCALAR:
-            return FieldSpec(name, edge.direction, FieldKind.VECTOR, edge.type, layout)
-        row = edge.layout or VectorLayout.SPAN  # each row an edge, a SPAN unless declared
-        return FieldSpec(name, edge.direction, FieldKind.VECTOR_LIST, edge.type, row)
+        return vector_of_edges(edge, layout)
     return None
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from poplar_py import Graph, Tensor
 from poplar_py.builder.bulk_vertices import Rows
 from poplar_py.regions.arrays import exclusive_cumsum, expand_ranges
+from poplar_py.regions.runs import Runs
 
 __all__ = ["workerRows"]
 
@@ -31,8 +32,10 @@ def workerRows(graph: Graph, t: Tensor, grain: int) -> tuple[np.ndarray, Rows]:
     flattened ``t`` split into at most ``getNumWorkerContexts()`` partitions, a partition's
     pieces contiguous in memory as one row."""
     workers = graph.getTarget().getNumWorkerContexts()
-    begin, end, tile = _pieces(graph, t)
-    var, at, strided = _elements(t, begin, end)
+    runs = t.runs()
+    starts = runs.starts()
+    begin, end, tile = _pieces(graph, t, starts)
+    var, at, strided = _elements(runs, starts, begin, end)
     order = np.lexsort((at, var, tile))  # by tile, each tile's pieces in memory order
     begin, end, tile, var, strided = (a[order] for a in (begin, end, tile, var, strided))
     length = end - begin
@@ -65,21 +68,21 @@ def workerRows(graph: Graph, t: Tensor, grain: int) -> tuple[np.ndarray, Rows]:
     return tiles, Rows(rows_per_tile, lo + shift, hi + shift, row)
 
 
-def _pieces(graph: Graph, t: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pieces(graph: Graph, t: Tensor, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tile intervals of flattened ``t`` (``getTileMapping``'s) cut where a run of its
-    variables' elements starts: ``(begin, end, tile)``."""
+    variables' elements starts (``starts``): ``(begin, end, tile)``."""
     begin, end, tile = graph.tile_intervals(t)
-    cuts = np.union1d(begin, t.runs().starts())
+    cuts = np.union1d(begin, starts)
     which = np.searchsorted(begin, cuts, side="right") - 1
     ends = np.minimum(np.append(cuts[1:], t.numElements()), end[which])
     return cuts, ends, tile[which]
 
 
-def _elements(t: Tensor, begin: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per piece ``[begin[k], end[k])`` of flattened ``t`` (one run each): its variable, the offset
-    of its first element there, and whether its elements are strided (not consecutive)."""
-    runs = t.runs()
-    starts = runs.starts()
+def _elements(runs: Runs, starts: np.ndarray, begin: np.ndarray, end: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per piece ``[begin[k], end[k])`` of a flattened tensor's ``runs`` (starting at flat
+    ``starts``; one run each): its variable, the offset of its first element there, and whether
+    its elements are strided (not consecutive)."""
     run = np.searchsorted(starts, begin, side="right") - 1
     at = runs.offset[run] + (begin - starts[run]) * runs.stride[run]
     return runs.var[run], at, (runs.stride[run] != 1) & (end - begin > 1)
