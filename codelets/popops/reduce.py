@@ -25,7 +25,19 @@ serial chain of adds, PopLibs' order-free reduction.
 
 import math
 
-from poplar_py import Const, InOut, Input, LocalArray, Output, Policy, Vector, VectorList, Vertex
+from poplar_py import (
+    FLOAT,
+    Const,
+    InOut,
+    Input,
+    LocalArray,
+    Output,
+    Policy,
+    Vector,
+    VectorList,
+    Vertex,
+    float4,
+)
 from poplar_py.vertex import TypeParam
 
 T = TypeParam("T")
@@ -138,27 +150,33 @@ def element(op, partials, first, last, i, width, identity):
     acc = identity
     for p in range(first, last):
         part = partials[p]
-        if width == 1 and op.lanes == 4:
-            acc = op.update(acc, lanes(op, part, identity))
-        else:
-            for j in range(i, len(part), width):
-                acc = op.update(acc, part[j])
+        if op.lanes == 4:  # known when compiling: the other operations never compile lanes()
+            if width == 1:
+                acc = op.update(acc, lanes(op, part, identity))
+                continue
+        for j in range(i, len(part), width):
+            acc = op.update(acc, part[j])
     return acc
 
 
 def lanes(op, v, identity):
-    """A whole vector in four independent accumulators."""
-    s = LocalArray(AccT, 4)
-    for c in range(4):
-        s[c] = identity
+    """A whole vector in four independent accumulators: a float accumulator's are one float4, so
+    each turn is one vector add (the compiler need not find the vector in four scalars); other
+    accumulators (integers, whose sums do not depend on the order) take the elements in turn."""
     n = len(v)
+    if AccT != FLOAT:
+        acc = identity
+        for j in range(n):
+            acc = op.update(acc, v[j])
+        return acc
+    s = float4(identity)
     whole = n - n % 4
     for j in range(0, whole, 4):  # a range loop: its accesses are checked once, before it runs
-        for c in range(4):
-            s[c] = op.update(s[c], v[j + c])
+        s = op.update(s, float4(v[j], v[j + 1], v[j + 2], v[j + 3]))
+    first = s[0]
     for j in range(whole, n):
-        s[0] = op.update(s[0], v[j])
-    return op.update(op.update(s[0], s[1]), op.update(s[2], s[3]))
+        first = op.update(first, v[j])
+    return op.update(op.update(first, s[1]), op.update(s[2], s[3]))
 
 
 def columns(op, partials, first, last, i, width, identity, region, k, scaled, update):

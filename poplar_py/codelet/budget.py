@@ -10,9 +10,9 @@ they cost least:
 
 * a ``while`` loop checks at its head, every turn (``continue`` goes there too);
 * a ``range`` loop runs its turns in chunks of at most :data:`CHUNK_TURNS`, and checks between
-  two chunks: a chunk is a loop of a known count with one exit, which LLVM vectorises as it did
-  the whole loop, and a loop of fewer turns (a repeat loop, of a small constant count, always)
-  never checks;
+  two chunks: a chunk is a loop counting the turns it knows it has when it starts, with one exit,
+  which LLVM unrolls and vectorises as it does the unchecked loop, and a loop of fewer turns (a
+  repeat loop, of a small constant count, always) never checks;
 * the kernel checks each vertex's count when it returns (:func:`check_vertex`), so a vertex past
   the budget fails wherever it passed it.
 
@@ -38,7 +38,6 @@ CHUNK_TURNS = 4096
 POLL_CYCLES = 1 << 16
 #: the budget of a kernel run without one (tests calling kernels directly)
 NO_BUDGET = 2**63 - 1
-I128 = ir.IntType(128)
 
 
 def check_vertex(b: ir.IRBuilder, code: ir.Value, cycles: ir.Value, err: ir.Value, budget: ir.Value,
@@ -83,45 +82,34 @@ class BudgetLowering(ExprLowering):
 
     def _watch(self, line: int) -> None:
         """Go on if the count is within the deadline; else fail if it is past the budget or the run
-        is stopped, and go on with the next deadline."""
+        is stopped, and go on with the next deadline. One block goes on (the deadline chosen there):
+        a chunked loop keeps one latch, so LLVM sees two nested loops, not three."""
         self._flush()
         counted = first_lane(self.b.load(self.counter))
-        due, renew, go_on = self._block("budget.due"), self._block("budget.renew"), self._block("budget.ok")
-        self.b.cbranch(self.b.icmp_signed(">", counted, first_lane(self.b.load(self.deadline))), due,
-                       go_on).set_weights([1, 1000])
+        deadline = first_lane(self.b.load(self.deadline))
+        late = self.b.icmp_signed(">", counted, deadline)
+        due, go_on = self._block("budget.due"), self._block("budget.ok")
+        self.b.cbranch(late, due, go_on).set_weights([1, 1000])
         self.b.position_at_end(due)
         fail = self.b.or_(self.b.icmp_signed(">", counted, self.budget), self._stopped(self.b))
         block, at = self._watch_exit()
-        self.b.cbranch(fail, block, renew)
+        self.b.cbranch(fail, block, go_on)
         at.add_incoming(I64(line), due)
-        self.b.position_at_end(renew)
-        self.b.store(self._next_deadline(self.b, counted), self.deadline)
-        self.b.branch(go_on)
         self.b.position_at_end(go_on)
+        self.b.store(self.b.select(late, self._next_deadline(self.b, counted), deadline), self.deadline)
 
-    def _chunk_end(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
-        """Where the chunk of ``range(i, stop, step)`` (a non-zero step) starting now ends: after
-        CHUNK_TURNS turns, or at ``stop`` if fewer are left."""
-        b = self.b
-        if isinstance(step, ir.Constant) and CHUNK_TURNS * abs(step.constant) < 2**62:
-            # the usual case: the nearer of stop and the chunk's end, which saturates (a loop that
-            # does not run gets stop, where it does not run either)
-            up = step.constant > 0
-            end = b.call(_intrinsic(b, "llvm.sadd.sat.i64" if up else "llvm.ssub.sat.i64", 2),
-                         [i, I64(CHUNK_TURNS * abs(step.constant))])
-            return b.call(_intrinsic(b, "llvm.smin.i64" if up else "llvm.smax.i64", 2), [stop, end])
-        wide_i, wide_stop, wide_step = (b.sext(v, I128) for v in (i, stop, step))  # no overflow
-        up = b.icmp_signed(">", wide_step, ir.Constant(I128, 0))
-        left = b.select(up, b.sub(wide_stop, wide_i), b.sub(wide_i, wide_stop))
-        stride = b.select(up, wide_step, b.neg(wide_step))
-        more = b.icmp_signed(">", left, b.mul(stride, ir.Constant(I128, CHUNK_TURNS)))
-        return b.select(more, b.add(i, b.mul(step, I64(CHUNK_TURNS))), stop)
+    def _chunk(self, left: ir.Value) -> ir.Value:
+        """The turns of the chunk starting now, of the ``left`` a range loop has: at most
+        CHUNK_TURNS."""
+        return self.b.call(_intrinsic(self.b, "llvm.umin.i64", 2), [left, I64(CHUNK_TURNS)])
 
-    def _next_chunk(self, end: ir.Value, stop: ir.Value, chunk: ir.Block, done: ir.Block, line: int) -> None:
-        """Where a chunk's loop ended at ``end``: at ``stop``, ``done``; else a check, and on to the
-        next chunk. The test that ended a chunk is no turn's: its cycle is taken back."""
+    def _next_chunk(self, left: ir.Value, turns: ir.Value, chunk: ir.Block, done: ir.Block,
+                    line: int) -> None:
+        """Where a chunk's loop ended after its ``turns`` of the ``left``: with none left, ``done``;
+        else a check, and on to the next chunk. The test that ended a chunk is no turn's: its cycle
+        is taken back."""
         again = self._block("for.again")
-        self.b.cbranch(self.b.icmp_signed("==", end, stop), done, again)
+        self.b.cbranch(self.b.icmp_unsigned("==", left, turns), done, again)
         self.b.position_at_end(again)
         self.b.store(self.b.sub(self.b.load(self.counter), I64(1)), self.counter)
         self._watch(line)

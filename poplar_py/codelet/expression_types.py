@@ -190,6 +190,11 @@ class ExpressionTyper:
         return result
 
     def _eCompare(self, node: ast.Compare) -> CType:
+        names = [node.left, *node.comparators]
+        if all(isinstance(n, ast.Name) and n.id not in self.fn.local_names
+               and self.fn.globals_used[n.id].kind == "type" for n in names):  # T == FLOAT
+            a, b = (self.fn.globals_used[n.id].value for n in names)
+            return known(BOOL, (a == b) == isinstance(node.ops[0], ast.Eq))
         operands = [self.scalar(node.left)] + [self.scalar(c) for c in node.comparators]
         self.out.compares[id(node)] = [compare_type(a, b) for a, b in itertools.pairwise(operands)]
         if all(t.value is not None and t.kind != "f" for t in operands):  # integers: exact

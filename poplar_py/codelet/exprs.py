@@ -350,6 +350,9 @@ class ExprLowering(ShortVectorLowering):
         return self.b.fneg(v, flags=self.flags) if t.is_float else self.b.neg(v)
 
     def _eCompare(self, node: ast.Compare) -> ir.Value:
+        t = self.type(node)
+        if isinstance(t, ScalarType) and t.value is not None:  # known when compiling: T == FLOAT
+            return self.ops.constant(t.value, t)
         types = self.unroller.compares.get(id(node)) or self.frame.types.compares[id(node)]
         operands = [node.left, *node.comparators]
         chained = len(node.ops) > 1

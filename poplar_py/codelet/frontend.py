@@ -270,10 +270,24 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
+        if self._type_test(node):
+            return
         for op in node.ops:
             if not isinstance(op, _ALLOWED_CMPOPS):
                 raise self.error(node, f"comparison '{type(op).__name__}' is not supported")
         self.generic_visit(node)
+
+    def _type_test(self, node: ast.Compare) -> bool:
+        """Whether ``node`` compares two types (``AccT == FLOAT``: C++'s ``std::is_same``), which
+        is known when compiling; a type compared otherwise is an error."""
+        names = [node.left, *node.comparators]
+        kinds = [isinstance(n, ast.Name) and n.id not in self.fn.local_names
+                 and self._resolve(n).kind == "type" for n in names]
+        if not any(kinds):
+            return False
+        if not all(kinds) or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            raise self.error(node, "a type compares to another type only, with == or != (T == FLOAT)")
+        return True
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.slice, (ast.Slice, ast.Tuple)):

@@ -273,11 +273,17 @@ class _Cast:
     """A type named in codelet code (a poplar type or a bound type parameter): ``T(x)`` converts by
     the codelet rules; ``LocalArray(T, n)`` reads its dtype."""
 
-    def __init__(self, dtype: np.dtype, cast: Cast) -> None:
-        self.dtype, self.cast = dtype, cast
+    def __init__(self, type_: Type, cast: Cast) -> None:
+        self.type, self.dtype, self.cast = type_, type_.dtype, cast
 
     def __call__(self, value: Any) -> np.generic:
         return self.cast(value, self.dtype)
+
+    def __eq__(self, other: object) -> bool:  # T == FLOAT
+        return isinstance(other, _Cast) and other.type == self.type
+
+    def __hash__(self) -> int:
+        return hash(self.type)
 
 
 class Interpreter:
@@ -331,7 +337,7 @@ class Interpreter:
         if r.kind == "helper":
             return self.helpers[r.value]
         if r.kind == "type":
-            return _Cast(r.value.dtype, self.cast)
+            return _Cast(r.value, self.cast)
         if r.kind == "short_vector":
             return _ShortVectorType(r.value)
         if r.kind == "policy":

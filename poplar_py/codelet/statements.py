@@ -8,7 +8,7 @@ import ast
 
 import llvmlite.ir as ir
 
-from .exprs import I1, I8, I32, I64, PTR, STATUS_OK, ExprLowering, Value, storage_type
+from .exprs import I8, I32, I64, PTR, STATUS_OK, ExprLowering, Value, storage_type
 from .inference import is_range
 from .prints import CALLBACK_SYMBOL, PRINT_CYCLES, PRINT_VALUE_CYCLES, Field, encode, is_print, kind, layout
 from .repeat import repeatable
@@ -247,15 +247,20 @@ class StatementLowering(ExprLowering):
                 self.pending += 1
                 control = 0
             self.b.store(start, counter)
-            limit, chunked = stop, self.checked and control == 1
-            if chunked:  # the budget checked between chunks of turns: the loop stays vectorisable
+            # the loop counts its turns (a trip count LLVM expands cheaply, so it unrolls and
+            # vectorises the loop); checked, it runs them in chunks between budget checks
+            turn = self._alloca(I64, "for.turn")
+            chunked = self.checked and control == 1
+            if chunked:
                 chunk, rest = self._block("for.chunk"), self._block("for.rest")
                 self._goto(chunk)
-                limit = self._chunk_end(self.b.load(counter), stop, step)
+            left = self._range_turns(self.b.load(counter), stop, step)
+            turns = self._chunk(left) if chunked else left
+            self.b.store(I64(0), turn)
             self._goto(head)
             i = self.b.load(counter)
             self.pending += control
-            self._cbr(self._range_test(i, limit, step), body, rest if chunked else done)
+            self._cbr(self.b.icmp_unsigned("<", self.b.load(turn), turns), body, rest if chunked else done)
             self.b.position_at_end(body)
             self._store(node.target, i, PY_INT)
             constant_unit = isinstance(step, ir.Constant) and step.constant in (1, -1)
@@ -284,6 +289,8 @@ class StatementLowering(ExprLowering):
         self._goto(latch)
         self.pending += control
         self.b.store(self.b.add(self.b.load(counter), step, flags=step_flags), counter)
+        if bounds is not None:
+            self.b.store(self.b.add(self.b.load(turn), I64(1), flags=("nuw", "nsw")), turn)
         back = self._br(head)
         if not self.unrolling:  # the rolled cold copy: LLVM must not unroll it either
             hints = (*hints, UNROLL_OFF)
@@ -291,7 +298,7 @@ class StatementLowering(ExprLowering):
             self._loop_hints(back, hints)
         if chunked:
             self.b.position_at_end(rest)
-            self._next_chunk(limit, stop, chunk, done, node.lineno)
+            self._next_chunk(left, turns, chunk, done, node.lineno)
         self.b.position_at_end(done)
 
     def _nonzero_step(self, step: ir.Value, line: int) -> None:
@@ -304,20 +311,24 @@ class StatementLowering(ExprLowering):
         self._fail(ERR_RANGE_STEP, -1, I64(0), I64(0), line)
         self.b.position_at_end(ok)
 
-    def _range_test(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
-        """Whether the loop goes on at ``i``; never for a zero step (unchecked, such a loop runs no
-        turn: checked, it fails before)."""
+    def _range_turns(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
+        """The turns ``range(i, stop, step)`` has, as Python counts them at either end of the
+        64-bit range; none for a zero step (unchecked, such a loop runs no turn: checked, it
+        fails before). Unsigned: the distance from ``i`` to ``stop`` fits 64 bits."""
+        b = self.b
         if isinstance(step, ir.Constant):
             if step.constant == 0:
-                return I1(0)
-            return self.b.icmp_signed(">" if step.constant < 0 else "<", i, stop)
-        up = self.b.icmp_signed("<", i, stop)
-        down = self.b.icmp_signed(">", i, stop)
-        return self.b.select(
-            self.b.icmp_signed(">", step, I64(0)),
-            up,
-            self.b.select(self.b.icmp_signed("<", step, I64(0)), down, I1(0)),
-        )
+                return I64(0)
+            up = step.constant > 0
+            runs = b.icmp_signed("<" if up else ">", i, stop)
+            span = b.sub(stop, i) if up else b.sub(i, stop)
+            magnitude: ir.Value = I64(step.constant if step.constant == -2**63 else abs(step.constant))
+        else:
+            rising, falling = b.icmp_signed(">", step, I64(0)), b.icmp_signed("<", step, I64(0))
+            runs = b.select(rising, b.icmp_signed("<", i, stop), b.and_(falling, b.icmp_signed(">", i, stop)))
+            span = b.select(rising, b.sub(stop, i), b.sub(i, stop))
+            magnitude = b.select(rising, step, b.select(falling, b.neg(step), I64(1)))  # never 0
+        return b.select(runs, b.add(b.udiv(b.sub(span, I64(1)), magnitude), I64(1)), I64(0))
 
     def _Break(self, node: ast.Break) -> None:
         self._br(self.frame.loops[-1][1])

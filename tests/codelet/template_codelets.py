@@ -1,6 +1,6 @@
 """Codelets for test_codelet_templates: template constants, operation policies, local arrays."""
 
-from poplar_py import FLOAT, INT, Const, Input, LocalArray, Output, Policy, TypeParam, Vector, Vertex
+from poplar_py import FLOAT, INT, Const, Input, LocalArray, Output, Policy, TypeParam, Vector, Vertex, float4
 
 T = TypeParam("T")
 OutT = TypeParam("OutT")
@@ -142,3 +142,26 @@ class ArgBest(Vertex):
             if (self.x[k] > self.x[best]) if self.isMax else (-self.x[k] > -self.x[best]):
                 best = k
         self.out = best
+
+
+class Widest(Vertex):
+    """Sums a vector four elements at a time in a float4 when ``T`` is FLOAT (a type compared
+    when compiling: the float4 code never compiles for integers), else one at a time."""
+
+    vertexName = "test::Widest"
+    x: Input[Vector[T]]
+    out: Output[Vector[T]]
+
+    def compute(self):
+        if T == FLOAT:
+            s = float4(0.0)
+            for k in range(len(self.x) // 4):
+                s = s + float4.load(self.x, k)
+            self.out[0] = (s[0] + s[1]) + (s[2] + s[3])
+            self.out[1] = 4
+        else:
+            total = T(0)
+            for k in range(len(self.x)):
+                total += self.x[k]
+            self.out[0] = total
+            self.out[1] = 2 if T != INT else 1

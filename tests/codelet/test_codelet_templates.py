@@ -129,6 +129,15 @@ def test_only_the_branch_a_constant_selects_is_compiled(mode):
         assert got["at"] == want
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_types_compared_when_compiling_select_one_side(mode):
+    data = np.arange(8)
+    for type_, kind in ((poplar.FLOAT, 4), (poplar.INT, 1), (poplar.UNSIGNED_INT, 2)):
+        vertices = [(f"test::Widest<{type_}>", lambda t: {"x": t["x"], "out": t["out"]}, {})]
+        got, _ = run(vertices, {"x": (type_, data.astype(type_.dtype))}, {"out": (type_, np.zeros(2))}, mode)
+        assert got["out"].tolist() == [28, kind]
+
+
 def test_unrolled_loops_count_the_cycles_of_the_loop():
     data = np.arange(8.0)
     cycles = []
@@ -178,6 +187,9 @@ BAD_ARRAYS = {
     "reassigned": ("a = LocalArray(FLOAT, 2)\na = LocalArray(FLOAT, 3)  # HERE", "local 'a'"),
     "field_call": ("self.x.update(1)  # HERE", "and policy functions can be called"),
     "not_a_policy": ("v = self.x\nv.update(1)  # HERE", "has no functions (only operation policies do)"),
+    "type_order": ("a = FLOAT < HALF  # HERE", "a type compares to another type only, with == or !="),
+    "type_to_number": ("a = FLOAT == 3  # HERE", "a type compares to another type only"),
+    "type_chain": ("a = FLOAT == HALF == FLOAT  # HERE", "a type compares to another type only"),
 }
 
 
