@@ -99,7 +99,7 @@ def main() -> None:
             N,
             out.ctypes.data,
         )
-        args = (st.ctypes.data, 1, 0, err.ctypes.data)
+        args = (st.ctypes.data, 1, 0, 0, err.ctypes.data)  # no cycles counted
         ours = best(lambda dot=dot, args=args: dot.run(*args))
         row(
             f"dot 1M float32 ({label})",
@@ -110,7 +110,7 @@ def main() -> None:
         exp = compile_codelet(Exp, options)
         st = np.zeros(1, exp.state_dtype)
         st["x.ptr"], st["x.size"], st["y.ptr"], st["y.size"] = x.ctypes.data, N, y.ctypes.data, N
-        args = (st.ctypes.data, 1, 0, err.ctypes.data)
+        args = (st.ctypes.data, 1, 0, 0, err.ctypes.data)  # no cycles counted
         ours = best(lambda exp=exp, args=args: exp.run(*args))
         row(
             f"exp 1M float32 ({label})",
@@ -121,12 +121,12 @@ def main() -> None:
     sum4 = compile_codelet(Sum4, KernelOptions())
     data = rng.standard_normal(4 * SMALL_VERTICES).astype(np.float32)
     outs = np.zeros(SMALL_VERTICES, np.float32)
-    cycles = np.zeros(SMALL_VERTICES, np.uint64)
+    slots, cycles = np.arange(SMALL_VERTICES, dtype=np.int64), np.zeros(SMALL_VERTICES, np.int64)
     st = np.zeros(SMALL_VERTICES, sum4.state_dtype)
     st["x.ptr"] = data.ctypes.data + 16 * np.arange(SMALL_VERTICES, dtype=np.uint64)
     st["x.size"] = 4
     st["out"] = outs.ctypes.data + 4 * np.arange(SMALL_VERTICES, dtype=np.uint64)
-    args = (st.ctypes.data, SMALL_VERTICES, cycles.ctypes.data, err.ctypes.data)
+    args = (st.ctypes.data, SMALL_VERTICES, slots.ctypes.data, cycles.ctypes.data, err.ctypes.data)
     ours = best(lambda: sum4.run(*args))
     assert np.allclose(outs, data.reshape(-1, 4).sum(axis=1), atol=1e-5)
     print(

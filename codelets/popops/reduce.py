@@ -150,12 +150,11 @@ def element(op, partials, first, last, i, width, identity):
     acc = identity
     for p in range(first, last):
         part = partials[p]
-        if op.lanes == 4:  # known when compiling: the other operations never compile lanes()
-            if width == 1:
-                acc = op.update(acc, lanes(op, part, identity))
-                continue
-        for j in range(i, len(part), width):
-            acc = op.update(acc, part[j])
+        if op.lanes == 4 and width == 1:  # known False for the other operations: no lanes() compiled
+            acc = op.update(acc, lanes(op, part, identity))
+        else:
+            for j in range(i, len(part), width):
+                acc = op.update(acc, part[j])
     return acc
 
 

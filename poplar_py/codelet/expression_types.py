@@ -171,8 +171,10 @@ class ExpressionTyper:
         return t
 
     def _eBoolOp(self, node: ast.BoolOp) -> CType:
-        types = [self.scalar(v) for v in node.values]
-        return self._join_all(node, types)
+        first = self.scalar(node.values[0])
+        if first.value is not None and bool(first.value) == isinstance(node.op, ast.Or):
+            return first  # known when compiling, and it decides: the rest is never compiled
+        return self._join_all(node, [first, *(self.scalar(v) for v in node.values[1:])])
 
     def _eIfExp(self, node: ast.IfExp) -> CType:
         test = self._condition(node.test)

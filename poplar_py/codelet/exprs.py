@@ -383,6 +383,8 @@ class ExprLowering(ShortVectorLowering):
     def _eBoolOp(self, node: ast.BoolOp) -> ir.Value:
         rt = self.type(node)
         assert isinstance(rt, ScalarType)
+        if rt.value is not None:  # decided by a value known when compiling
+            return self.ops.constant(rt.value, rt)
         result = self._alloca(ScalarOps.reg_type(rt), "boolop")
         done = self._block("boolop.end")
         for k, v in enumerate(node.values):

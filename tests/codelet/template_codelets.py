@@ -145,15 +145,16 @@ class ArgBest(Vertex):
 
 
 class Widest(Vertex):
-    """Sums a vector four elements at a time in a float4 when ``T`` is FLOAT (a type compared
-    when compiling: the float4 code never compiles for integers), else one at a time."""
+    """Sums a vector four elements at a time in a float4 when ``T`` is FLOAT and the length a
+    multiple of 4, else one at a time. Types compare when compiling, and an ``and`` whose first
+    operand is known False is known False: the float4 code never compiles for integers."""
 
     vertexName = "test::Widest"
     x: Input[Vector[T]]
     out: Output[Vector[T]]
 
     def compute(self):
-        if T == FLOAT:
+        if T == FLOAT and len(self.x) % 4 == 0:
             s = float4(0.0)
             for k in range(len(self.x) // 4):
                 s = s + float4.load(self.x, k)

@@ -131,11 +131,12 @@ def test_only_the_branch_a_constant_selects_is_compiled(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_types_compared_when_compiling_select_one_side(mode):
-    data = np.arange(8)
-    for type_, kind in ((poplar.FLOAT, 4), (poplar.INT, 1), (poplar.UNSIGNED_INT, 2)):
+    for size, type_, kind in ((8, poplar.FLOAT, 4), (7, poplar.FLOAT, 2), (8, poplar.INT, 1),
+                              (8, poplar.UNSIGNED_INT, 2)):
+        data = np.arange(size).astype(type_.dtype)
         vertices = [(f"test::Widest<{type_}>", lambda t: {"x": t["x"], "out": t["out"]}, {})]
-        got, _ = run(vertices, {"x": (type_, data.astype(type_.dtype))}, {"out": (type_, np.zeros(2))}, mode)
-        assert got["out"].tolist() == [28, kind]
+        got, _ = run(vertices, {"x": (type_, data)}, {"out": (type_, np.zeros(2))}, mode)
+        assert got["out"].tolist() == [data.sum(), kind]
 
 
 def test_unrolled_loops_count_the_cycles_of_the_loop():
