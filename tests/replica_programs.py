@@ -29,7 +29,7 @@ vertices where their shapes are those (its cycles only). All of them when vertex
 counted as the IPU stores it (32-bit pointers, a list's rows in their layouts) and popops' map
 vertices took rows of several pieces a worker (their generated names and code sizes): memory
 figures only, every cycle as it was. ``tutorial5`` when popops' row sums of float accumulators
-took one ``float4`` a turn (the reduce vertices' modelled code size, 256 bytes more; no cycle).
+took one ``float4`` a turn (the reduce vertices' modelled code: memory figures only, no cycle).
 """
 
 from __future__ import annotations
