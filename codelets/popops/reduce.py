@@ -159,9 +159,9 @@ def element(op, partials, first, last, i, width, identity):
 
 
 def lanes(op, v, identity):
-    """A whole vector in four independent accumulators: a float accumulator's are one float4, so
-    each turn is one vector add (the compiler need not find the vector in four scalars); other
-    accumulators (integers, whose sums do not depend on the order) take the elements in turn."""
+    """A whole vector in four independent accumulators. Float accumulators are one float4, so a
+    turn is one vector add (the compiler need not find the vector in four scalars); others
+    (integers, whose sums do not depend on the order) take the elements one by one."""
     n = len(v)
     if AccT != FLOAT:
         acc = identity
