@@ -1,6 +1,7 @@
-"""Checked range loops run their turns in chunks (codelet/budget.py): the turns of Python's
-``range`` across chunk boundaries and at the ends of the 64-bit range, and the chunk's loop
-optimised as the unchecked loop is."""
+"""Range loops count their turns before they start, and checked ones run them in chunks between
+budget checks (codelet/statements.py, codelet/budget.py): the turns of Python's ``range`` across
+chunk boundaries and at the ends of the 64-bit range, and the chunk's loop optimised as the
+unchecked loop is."""
 
 import numpy as np
 import pytest
@@ -50,7 +51,7 @@ def turns(cls, mode, options, a, b, step):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_chunked_range_runs_pythons_turns(tmp_path, mode):
+def test_range_runs_pythons_turns(tmp_path, mode):
     field = load_module(tmp_path, TURNS.replace("STEP", "self.step")).Turns
     options = (STRICT, UNCHECKED) if mode == "native" else (STRICT,)
     for a, b, step in NEAR + FAR:
