@@ -82,21 +82,21 @@ class BudgetLowering(ExprLowering):
 
     def _watch(self, line: int) -> None:
         """Go on if the count is within the deadline; else fail if it is past the budget or the run
-        is stopped, and go on with the next deadline. One block goes on (the deadline chosen there):
-        a chunked loop keeps one latch, so LLVM sees two nested loops, not three."""
+        is stopped, and go on with the next deadline."""
         self._flush()
         counted = first_lane(self.b.load(self.counter))
-        deadline = first_lane(self.b.load(self.deadline))
-        late = self.b.icmp_signed(">", counted, deadline)
-        due, go_on = self._block("budget.due"), self._block("budget.ok")
-        self.b.cbranch(late, due, go_on).set_weights([1, 1000])
+        due, renew, go_on = self._block("budget.due"), self._block("budget.renew"), self._block("budget.ok")
+        self.b.cbranch(self.b.icmp_signed(">", counted, first_lane(self.b.load(self.deadline))), due,
+                       go_on).set_weights([1, 1000])
         self.b.position_at_end(due)
         fail = self.b.or_(self.b.icmp_signed(">", counted, self.budget), self._stopped(self.b))
         block, at = self._watch_exit()
-        self.b.cbranch(fail, block, go_on)
+        self.b.cbranch(fail, block, renew)
         at.add_incoming(I64(line), due)
+        self.b.position_at_end(renew)
+        self.b.store(self._next_deadline(self.b, counted), self.deadline)
+        self.b.branch(go_on)
         self.b.position_at_end(go_on)
-        self.b.store(self.b.select(late, self._next_deadline(self.b, counted), deadline), self.deadline)
 
     def _chunk(self, left: ir.Value) -> ir.Value:
         """The turns of the chunk starting now, of the ``left`` a range loop has: at most

@@ -292,18 +292,37 @@ def _extremes(plan: LoopPlan) -> list[ast.Subscript]:
     return out
 
 
+def range_turns(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
+    """The turns ``range(start, stop, step)`` has (i64), as Python counts them at either end of
+    the 64-bit range; none for a zero step (unchecked, such a loop runs no turn: checked, it fails
+    before). ``|stop - start| - 1`` wraps in i64 but is exact as an unsigned number when the loop
+    runs (an i64 division: an i128 one would call a runtime library function the JIT does not
+    link)."""
+    if isinstance(step, ir.Constant):
+        if step.constant == 0:
+            return I64(0)
+        up = step.constant > 0
+        runs = b.icmp_signed("<" if up else ">", start, stop)
+        span = b.sub(stop, start) if up else b.sub(start, stop)
+        magnitude: ir.Value = I64(step.constant if step.constant == -2**63 else abs(step.constant))
+    else:
+        rising, falling = b.icmp_signed(">", step, I64(0)), b.icmp_signed("<", step, I64(0))
+        runs = b.select(rising, b.icmp_signed("<", start, stop),
+                        b.and_(falling, b.icmp_signed(">", start, stop)))
+        span = b.select(rising, b.sub(stop, start), b.sub(start, stop))
+        magnitude = b.select(rising, step, b.select(falling, b.neg(step), I64(1)))  # never 0
+    return b.select(runs, b.add(b.udiv(b.sub(span, I64(1)), magnitude), I64(1)), I64(0))
+
+
 def loop_points(
     b: ir.IRBuilder, step: int, start: ir.Value, stop: ir.Value
 ) -> tuple[ir.Value, list[ir.Value]]:
     """Whether a range loop runs, and its first and last value of the loop variable (in i128)."""
+    turns = range_turns(b, start, stop, I64(step))
     start128 = b.sext(start, I128)
-    runs = b.icmp_signed("<" if step > 0 else ">", start, stop)
-    # |stop - start| - 1 wraps in i64 but is exact as an unsigned number when the loop runs (an i64
-    # division: an i128 one would call a runtime library function the JIT does not link)
-    span = b.sub(b.sub(stop, start) if step > 0 else b.sub(start, stop), I64(1))
     # the last value of the loop variable (garbage when the loop does not run; then unused)
-    last = b.add(start128, b.mul(b.zext(b.udiv(span, I64(abs(step))), I128), I128(step)))
-    return runs, [start128, last]
+    last = b.add(start128, b.mul(b.zext(b.sub(turns, I64(1)), I128), I128(step)))
+    return b.icmp_unsigned("!=", turns, I64(0)), [start128, last]
 
 
 def emit_guard(

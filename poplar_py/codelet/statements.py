@@ -10,6 +10,7 @@ import llvmlite.ir as ir
 
 from .exprs import I8, I32, I64, PTR, STATUS_OK, ExprLowering, Value, storage_type
 from .inference import is_range
+from .loop_versioning import range_turns
 from .prints import CALLBACK_SYMBOL, PRINT_CYCLES, PRINT_VALUE_CYCLES, Field, encode, is_print, kind, layout
 from .repeat import repeatable
 from .type_rules import (
@@ -254,7 +255,7 @@ class StatementLowering(ExprLowering):
             if chunked:
                 chunk, rest = self._block("for.chunk"), self._block("for.rest")
                 self._goto(chunk)
-            left = self._range_turns(self.b.load(counter), stop, step)
+            left = range_turns(self.b, self.b.load(counter), stop, step)
             turns = self._chunk(left) if chunked else left
             self.b.store(I64(0), turn)
             self._goto(head)
@@ -310,25 +311,6 @@ class StatementLowering(ExprLowering):
         self.b.position_at_end(zero)
         self._fail(ERR_RANGE_STEP, -1, I64(0), I64(0), line)
         self.b.position_at_end(ok)
-
-    def _range_turns(self, i: ir.Value, stop: ir.Value, step: ir.Value) -> ir.Value:
-        """The turns ``range(i, stop, step)`` has, as Python counts them at either end of the
-        64-bit range; none for a zero step (unchecked, such a loop runs no turn: checked, it
-        fails before). Unsigned: the distance from ``i`` to ``stop`` fits 64 bits."""
-        b = self.b
-        if isinstance(step, ir.Constant):
-            if step.constant == 0:
-                return I64(0)
-            up = step.constant > 0
-            runs = b.icmp_signed("<" if up else ">", i, stop)
-            span = b.sub(stop, i) if up else b.sub(i, stop)
-            magnitude: ir.Value = I64(step.constant if step.constant == -2**63 else abs(step.constant))
-        else:
-            rising, falling = b.icmp_signed(">", step, I64(0)), b.icmp_signed("<", step, I64(0))
-            runs = b.select(rising, b.icmp_signed("<", i, stop), b.and_(falling, b.icmp_signed(">", i, stop)))
-            span = b.select(rising, b.sub(stop, i), b.sub(i, stop))
-            magnitude = b.select(rising, step, b.select(falling, b.neg(step), I64(1)))  # never 0
-        return b.select(runs, b.add(b.udiv(b.sub(span, I64(1)), magnitude), I64(1)), I64(0))
 
     def _Break(self, node: ast.Break) -> None:
         self._br(self.frame.loops[-1][1])
